@@ -1,0 +1,204 @@
+/* Piola: position-based simulation of continuous materials on any OpenCL device.
+ *
+ * The one header a user includes. A world holds bodies (tetrahedral meshes with a material),
+ * static colliders and the solver settings; piola_world_step() advances it by dt with XPBD
+ * (Macklin, Mueller, Chentanez 2016) over the continuum energy constraints of Bender,
+ * Koschier, Charrier and Weber 2014, "Position-Based Simulation of Continuous Materials".
+ *
+ * Conventions: every fallible call returns a piola_status and changes nothing when it fails;
+ * details go to the world's logger. Arrays of points are packed xyz floats in metres, in the
+ * vertex order of the mesh the body was made from. The library never exits, aborts in release
+ * builds or prints by itself, and holds no global state: worlds are independent.
+ */
+#ifndef PIOLA_H
+#define PIOLA_H
+
+#include "piola_base.h"
+#include "piola_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Status ------------------------------------------------------------------------- */
+
+/** A short English description of a status ("invalid mesh", ...); never NULL. */
+PIOLA_API const char *piola_status_string(piola_status status);
+
+/** The name of a stage of the step ("solve_tets", ...); never NULL. */
+PIOLA_API const char *piola_stage_name(piola_stage stage);
+
+/** The name of a backend ("cpu", "opencl", "auto"); never NULL. */
+PIOLA_API const char *piola_backend_name(piola_backend backend);
+
+/* ---- Defaults ----------------------------------------------------------------------- */
+
+/** Gravity (0, -9.81, 0) m/s^2, dt 0.005 s, 1 substep, 5 iterations, no damping,
+ * backend PIOLA_BACKEND_AUTO (the best OpenCL device, else the CPU reference). */
+PIOLA_API piola_world_def piola_default_world_def(void);
+
+/** Saint Venant-Kirchhoff, XPBD, E = 1e5 Pa, nu = 0.3, 1000 kg/m^3, inversion handling on,
+ * plasticity off (yield 0.1, creep 0, max 0.3). */
+PIOLA_API piola_material piola_default_material(void);
+
+/** A plane y = 0 with normal +y, static friction 0.5, dynamic friction 0.4. */
+PIOLA_API piola_collider_def piola_default_collider_def(void);
+
+/* ---- World -------------------------------------------------------------------------- */
+
+typedef struct piola_world piola_world;
+
+/** Creates a world. On failure *out is NULL and nothing is allocated. With an OpenCL backend
+ * this picks the device and builds the kernels (PIOLA_ERROR_NO_DEVICE, _BUILD_FAILED). */
+PIOLA_API piola_status piola_world_create(const piola_world_def *def, piola_world **out);
+
+/** Destroys a world and everything in it, host and device. NULL is allowed. */
+PIOLA_API void piola_world_destroy(piola_world *world);
+
+/** Advances the world by dt (def.substeps substeps of def.iterations iterations each).
+ * With OpenCL the work is queued and this returns without waiting; piola_world_finish() or any
+ * read-back waits for it. */
+PIOLA_API piola_status piola_world_step(piola_world *world);
+
+/** Waits until every queued step has finished on the device (no-op on the CPU reference). */
+PIOLA_API piola_status piola_world_finish(piola_world *world);
+
+/** Changes the iteration count (>= 1) used from the next step on. */
+PIOLA_API piola_status piola_world_set_iterations(piola_world *world, int32_t iterations);
+
+/** Changes gravity (m/s^2) from the next step on. */
+PIOLA_API piola_status piola_world_set_gravity(piola_world *world, const float gravity[3]);
+
+/** Fills *out (see piola_stats). Evaluates energies from the current state, which reads it
+ * back from the device: call it when needed, not every frame. */
+PIOLA_API piola_status piola_world_get_stats(const piola_world *world, piola_stats *out);
+
+/** Time per stage of the last step, ms: host time on the CPU reference, device time from
+ * profiling events on OpenCL with def.profile on (zeros otherwise). Cheap: no read-back. */
+PIOLA_API piola_status piola_world_get_stage_times(const piola_world *world,
+                                                   double stage_ms[PIOLA_STAGE_COUNT]);
+
+/** The colors' sizes (tets per color, in solve order). Writes min(capacity, color_count)
+ * entries and stores color_count in *color_count (either pointer may be NULL). */
+PIOLA_API piola_status piola_world_get_color_sizes(const piola_world *world, int32_t *sizes,
+                                                   int32_t capacity, int32_t *color_count);
+
+/* ---- Bodies ------------------------------------------------------------------------- */
+
+/** Adds a tetrahedral body made of `mesh` (copied; the caller keeps it), translated by
+ * `translation` (m, may be NULL). Masses are lumped: each tet gives density * V / 4 to each
+ * of its vertices. Tets with negative rest volume are reoriented (reported to the logger);
+ * out-of-range or repeated indices, near-zero volumes, non-finite positions and invalid
+ * materials are rejected, leaving the world as it was. `out` may be NULL. */
+PIOLA_API piola_status piola_world_add_tet_body(piola_world *world, const piola_tet_mesh *mesh,
+                                                const piola_material *material,
+                                                const float translation[3], piola_body_id *out);
+
+/** Removes a body; its id and copies of it go stale. */
+PIOLA_API piola_status piola_world_remove_body(piola_world *world, piola_body_id body);
+
+/** Whether `body` names a body of this world. */
+PIOLA_API bool piola_body_is_valid(const piola_world *world, piola_body_id body);
+
+/** The number of vertices of a body (its mesh's vertex count), or -1 for an invalid id. */
+PIOLA_API int32_t piola_body_get_vertex_count(const piola_world *world, piola_body_id body);
+
+/** Sets inverse masses (1/kg) per vertex; 0 pins a vertex (it keeps its position, and
+ * piola_body_set_positions() moves it kinematically). `count` must be the vertex count.
+ * Negative or non-finite values are rejected. */
+PIOLA_API piola_status piola_body_set_inverse_masses(piola_world *world, piola_body_id body,
+                                                     const float *inverse_masses, int32_t count);
+
+/** Reads inverse masses (1/kg) per vertex. */
+PIOLA_API piola_status piola_body_get_inverse_masses(const piola_world *world, piola_body_id body,
+                                                     float *inverse_masses, int32_t count);
+
+/** Teleports vertices (m; 3 floats per vertex, count = vertex count), e.g. to start from a
+ * deformed state. Velocities are kept. */
+PIOLA_API piola_status piola_body_set_positions(piola_world *world, piola_body_id body,
+                                                const float *xyz, int32_t count);
+
+/** Sets velocities (m/s; 3 floats per vertex, count = vertex count). */
+PIOLA_API piola_status piola_body_set_velocities(piola_world *world, piola_body_id body,
+                                                 const float *xyz, int32_t count);
+
+/** Reads positions (m; 3 floats per vertex, count = vertex count). */
+PIOLA_API piola_status piola_body_get_positions(const piola_world *world, piola_body_id body,
+                                                float *xyz, int32_t count);
+
+/** Reads velocities (m/s; 3 floats per vertex, count = vertex count). */
+PIOLA_API piola_status piola_body_get_velocities(const piola_world *world, piola_body_id body,
+                                                 float *xyz, int32_t count);
+
+/* ---- Colliders ---------------------------------------------------------------------- */
+
+/** Adds a static collider. Rejects non-finite values, non-positive sizes, a zero normal or
+ * axis, negative friction. `out_index` (may be NULL) receives its index. */
+PIOLA_API piola_status piola_world_add_collider(piola_world *world, const piola_collider_def *def,
+                                                int32_t *out_index);
+
+/** Adds the half-space dot(normal, x) < offset as solid ground, with one friction
+ * coefficient used for both static and dynamic friction. */
+PIOLA_API piola_status piola_world_add_plane(piola_world *world, const float normal[3],
+                                             float offset, float friction);
+
+/* ---- Meshes ------------------------------------------------------------------------- */
+
+/** Loads a TetGen .node/.ele pair (0- or 1-based; attributes and boundary markers ignored;
+ * 4-node tets only). Malformed or truncated files return PIOLA_ERROR_PARSE, non-finite
+ * coordinates PIOLA_ERROR_NON_FINITE, out-of-range or repeated indices PIOLA_ERROR_INVALID_MESH,
+ * 10-node tets PIOLA_ERROR_UNSUPPORTED, unreadable files PIOLA_ERROR_IO; the message with the
+ * file and line number goes to `logger` (may be NULL). *out is untouched on failure. */
+PIOLA_API piola_status piola_mesh_load_tetgen_logged(const char *node_path, const char *ele_path,
+                                                     const piola_logger *logger,
+                                                     piola_tet_mesh *out);
+
+/** piola_mesh_load_tetgen_logged() without a logger. */
+PIOLA_API piola_status piola_mesh_load_tetgen(const char *node_path, const char *ele_path,
+                                              piola_tet_mesh *out);
+
+/** Writes a mesh as a TetGen .node/.ele pair (0-based). */
+PIOLA_API piola_status piola_mesh_save_tetgen(const piola_tet_mesh *mesh, const char *node_path,
+                                              const char *ele_path);
+
+/** A box of cells[0] x cells[1] x cells[2] cubes, each split into 6 tets sharing the main
+ * diagonal (conforming), spanning [0, size] on each axis (m), with (0,0,0) at a corner. */
+PIOLA_API piola_status piola_mesh_make_box(const int32_t cells[3], const float size[3],
+                                           piola_tet_mesh *out);
+
+/** A procedural creature: a voxelised body with head, arms, legs and tail, about `height` m
+ * tall, of about 1200 vertices and 3700 tets, similar in size to the Armadillo of Bender et
+ * al. 2014. Its lowest point is at y = 0, centred on x = z = 0. */
+PIOLA_API piola_status piola_mesh_make_creature(float height, piola_tet_mesh *out);
+
+/** Frees arrays allocated by the loaders and generators, and zeroes the struct. */
+PIOLA_API void piola_mesh_free(piola_tet_mesh *mesh);
+
+/* ---- OpenCL devices ----------------------------------------------------------------- */
+
+/** One OpenCL device as reported by its driver. */
+typedef struct piola_device_info {
+  int32_t platform_index;
+  int32_t device_index;
+  char platform_name[128];
+  char name[128];
+  char vendor[128];
+  char version[64]; /**< OpenCL C version the device compiles */
+  char type[16];    /**< "gpu", "cpu", "accelerator" or "other" */
+  int32_t compute_units;
+  int64_t global_memory_bytes;
+  int32_t max_work_group_size;
+  bool fp64; /**< double precision support */
+} piola_device_info;
+
+/** Lists OpenCL devices: writes min(capacity, count) entries to `devices` (may be NULL) and
+ * the number found to *count. With no OpenCL runtime, or a build without OpenCL, *count is 0
+ * and PIOLA_OK is returned. */
+PIOLA_API piola_status piola_list_devices(piola_device_info *devices, int32_t capacity,
+                                          int32_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIOLA_H */

@@ -1,0 +1,248 @@
+/* Piola public types: status codes, ids, definition structs with their units, statistics.
+ *
+ * Every *_def struct has a default constructor in piola.h (piola_default_world_def(),
+ * piola_default_material(), piola_default_collider_def()); start from it and change the fields
+ * you need, so that fields added later get sensible values. Units are SI throughout: metres,
+ * kilograms, seconds, pascals, joules.
+ */
+#ifndef PIOLA_TYPES_H
+#define PIOLA_TYPES_H
+
+#include "piola_base.h"
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Result of every fallible call. PIOLA_OK is zero; piola_status_string() names each one. */
+typedef enum piola_status {
+  PIOLA_OK = 0,
+  PIOLA_ERROR_INVALID_ARGUMENT, /**< a NULL pointer, a negative count, an out-of-range option */
+  PIOLA_ERROR_INVALID_DEF,      /**< a def struct not made by its default constructor */
+  PIOLA_ERROR_INVALID_BODY,     /**< an unknown or stale body id */
+  PIOLA_ERROR_COUNT_MISMATCH,   /**< an array length that does not match the body or mesh */
+  PIOLA_ERROR_NON_FINITE,       /**< a NaN or infinite number where a finite one is needed */
+  PIOLA_ERROR_INVALID_MESH,     /**< bad tet indices, repeated indices, degenerate tets */
+  PIOLA_ERROR_INVALID_MATERIAL, /**< E <= 0, nu outside [0, 0.5), density <= 0, bad plasticity */
+  PIOLA_ERROR_IO,               /**< a file that cannot be opened or read */
+  PIOLA_ERROR_PARSE,            /**< a malformed or truncated file */
+  PIOLA_ERROR_OUT_OF_MEMORY,    /**< a host allocation failed */
+  PIOLA_ERROR_UNSUPPORTED,      /**< a backend or feature this build does not have */
+  PIOLA_ERROR_NO_DEVICE,        /**< no OpenCL device matches the request */
+  PIOLA_ERROR_BUILD_FAILED,     /**< the OpenCL program did not build (log goes to the logger) */
+  PIOLA_ERROR_DEVICE,           /**< an OpenCL call failed (the code goes to the logger) */
+  PIOLA_ERROR_OUT_OF_DEVICE_MEMORY, /**< the device could not allocate or ran out of resources */
+  PIOLA_ERROR_DEVICE_LOST, /**< the device stopped answering; the world must be destroyed */
+  PIOLA_STATUS_COUNT
+} piola_status;
+
+/** Severity of a message passed to the logger. */
+typedef enum piola_log_level {
+  PIOLA_LOG_ERROR = 0,
+  PIOLA_LOG_WARNING,
+  PIOLA_LOG_INFO,
+  PIOLA_LOG_DEBUG
+} piola_log_level;
+
+/** Receives the library's messages (details of failures, repairs it made, build logs).
+ * The library prints nothing by itself; without a logger the messages are dropped. */
+typedef void piola_log_fn(piola_log_level level, const char *message, void *user_data);
+
+/** A logger and its user data; fn == NULL drops every message. */
+typedef struct piola_logger {
+  piola_log_fn *fn;
+  void *user_data;
+} piola_logger;
+
+/** Called on misuse of the API (a NULL world, a stale id) before the call returns its status.
+ * The default (NULL) asserts in debug builds and does nothing in release builds. */
+typedef void piola_assert_fn(const char *condition, const char *file, int line, void *user_data);
+
+/** Which path runs the simulation. */
+typedef enum piola_backend {
+  PIOLA_BACKEND_AUTO = 0,          /**< the best OpenCL device, else the CPU reference */
+  PIOLA_BACKEND_CPU_REFERENCE = 1, /**< double precision on the host, one thread */
+  PIOLA_BACKEND_OPENCL = 2         /**< OpenCL kernels on the device chosen by device_spec */
+} piola_backend;
+
+/** Stages of one step, in the order they run (docs/ARCHITECTURE.md describes each). */
+typedef enum piola_stage {
+  PIOLA_STAGE_PREDICT = 0,       /**< v += h g; p = x + h v */
+  PIOLA_STAGE_RESET_MULTIPLIERS, /**< lambda = 0 once per substep */
+  PIOLA_STAGE_SOLVE_TETS,        /**< one pass over the colors per iteration */
+  PIOLA_STAGE_COLLIDE,           /**< particles projected out of static colliders */
+  PIOLA_STAGE_UPDATE_VELOCITIES, /**< v = (p - x) / h, x = p, damping */
+  PIOLA_STAGE_PLASTICITY,        /**< plastic flow per tet, once per substep */
+  PIOLA_STAGE_COUNT
+} piola_stage;
+
+/** Settings of a world. Make it with piola_default_world_def(). */
+typedef struct piola_world_def {
+  piola_backend backend;
+  /** OpenCL device: "P:D" indices, "gpu", "cpu", "accelerator", or a substring of the device
+   * name; NULL uses the PIOLA_DEVICE environment variable, then the best device. */
+  const char *device_spec;
+  float gravity[3];        /**< m/s^2; default (0, -9.81, 0) */
+  float dt;                /**< s; the time one piola_world_step() advances; default 0.005 */
+  int32_t substeps;        /**< substeps per step; default 1 */
+  int32_t iterations;      /**< solver iterations per substep; default 5 */
+  float damping;           /**< 1/s; v *= max(0, 1 - damping h) each substep; default 0 */
+  bool profile;            /**< OpenCL: time each stage with device events (slower); default off */
+  bool fast_math;          /**< OpenCL: build kernels with -cl-fast-relaxed-math; default off */
+  int32_t work_group_size; /**< OpenCL: work-group size of the kernels; 0 picks per device */
+  piola_logger logger;     /**< where messages go; default none */
+  piola_assert_fn *assert_fn; /**< misuse hook; default NULL (assert in debug builds only) */
+  void *assert_user_data;
+  int32_t internal_cookie; /**< set by piola_default_world_def(); do not change */
+} piola_world_def;
+
+/** Hyperelastic energy of a tet (Bender et al. 2014, Eqs. 4-9). */
+typedef enum piola_model {
+  PIOLA_MODEL_STVK = 0,      /**< Saint Venant-Kirchhoff */
+  PIOLA_MODEL_NEOHOOKEAN = 1 /**< compressible Neo-Hookean, paper Eq. 8 */
+} piola_model;
+
+/** How the energy constraint is projected. */
+typedef enum piola_solver {
+  /** XPBD (Macklin et al. 2016): C = sqrt(2 U / E), compliance 1 / E, multipliers accumulated
+   * over a substep's iterations. Stiffness means what E says, independent of dt and of the
+   * iteration count once converged. */
+  PIOLA_SOLVER_XPBD = 0,
+  /** The paper's plain PBD form (its Eq. 3 with C = U): E cancels out of the projection, so
+   * stiffness comes from the iteration count and dt alone; E only has meaning in XPBD. */
+  PIOLA_SOLVER_PBD = 1
+} piola_solver;
+
+/** Inverted-element handling (Irving, Teran, Fedkiw 2004). */
+typedef enum piola_inversion {
+  PIOLA_INVERSION_OFF = 0, /**< plain F; Neo-Hookean skips tets with det F <= 0 */
+  /** SVD path wherever a principal stretch may lie below the clamp stretch (an exact, cheap
+   * bound on det F decides), plain F elsewhere: the same result as ALWAYS, faster. */
+  PIOLA_INVERSION_ON = 1,
+  PIOLA_INVERSION_ALWAYS = 2 /**< SVD path for every tet */
+} piola_inversion;
+
+/** Material of a body. Make it with piola_default_material(). */
+typedef struct piola_material {
+  piola_model model;                /**< default PIOLA_MODEL_STVK */
+  piola_solver solver;              /**< default PIOLA_SOLVER_XPBD */
+  float youngs_modulus;             /**< E, Pa (> 0); default 1e5 */
+  float poisson_ratio;              /**< nu, in [0, 0.5); default 0.3 */
+  float density;                    /**< kg/m^3 (> 0); default 1000 */
+  piola_inversion handle_inversion; /**< default PIOLA_INVERSION_ON */
+  /** Plasticity (paper Sec. 4.2), on when plastic_creep > 0: where the deviatoric elastic
+   * Green strain exceeds plastic_yield (Frobenius norm, dimensionless), the plastic strain
+   * flows towards it at plastic_creep (1/s), its norm capped at plastic_max. */
+  float plastic_yield;     /**< dimensionless strain, >= 0; default 0.1 */
+  float plastic_creep;     /**< 1/s, >= 0; default 0 (plasticity off) */
+  float plastic_max;       /**< dimensionless strain, in [0, 0.5); default 0.3 */
+  int32_t internal_cookie; /**< set by piola_default_material(); do not change */
+} piola_material;
+
+/** A tetrahedral mesh. Filled by the loaders and generators (free with piola_mesh_free()) or
+ * by the caller with its own arrays (then the caller owns them). */
+typedef struct piola_tet_mesh {
+  float *positions; /**< m; 3 per vertex (x, y, z) */
+  int32_t vertex_count;
+  int32_t *tets; /**< 4 vertex indices per tet, 0-based */
+  int32_t tet_count;
+} piola_tet_mesh;
+
+/** A body's handle. Zero-initialised means "no body"; a removed body's id goes stale. */
+typedef struct piola_body_id {
+  int32_t index1;      /**< body slot + 1; 0 is the null id */
+  uint32_t generation; /**< bumped when the slot is reused */
+} piola_body_id;
+
+/** Shapes of static colliders. Particles are projected out of them every iteration. */
+typedef enum piola_collider_type {
+  PIOLA_COLLIDER_PLANE = 0,   /**< half-space dot(normal, x) < offset is solid */
+  PIOLA_COLLIDER_SPHERE = 1,  /**< solid ball */
+  PIOLA_COLLIDER_BOX = 2,     /**< solid oriented box */
+  PIOLA_COLLIDER_CAPSULE = 3, /**< solid segment swept by a sphere */
+  /** Open cone frustum, a thin wall: a particle stays on the side of the wall it started the
+   * step on (inside or outside), within the funnel's height. */
+  PIOLA_COLLIDER_FUNNEL = 4
+} piola_collider_type;
+
+typedef struct piola_plane_shape {
+  float normal[3]; /**< unit outward normal (normalised on add) */
+  float offset;    /**< m; the plane is dot(normal, x) = offset */
+} piola_plane_shape;
+
+typedef struct piola_sphere_shape {
+  float center[3]; /**< m */
+  float radius;    /**< m, > 0 */
+} piola_sphere_shape;
+
+typedef struct piola_box_shape {
+  float center[3];       /**< m */
+  float half_extents[3]; /**< m, each > 0 */
+  float rotation[4];     /**< unit quaternion (x, y, z, w), box frame to world */
+} piola_box_shape;
+
+typedef struct piola_capsule_shape {
+  float a[3], b[3]; /**< m; the segment's ends */
+  float radius;     /**< m, > 0 */
+} piola_capsule_shape;
+
+typedef struct piola_funnel_shape {
+  float base[3];     /**< m; centre of the bottom opening */
+  float axis[3];     /**< unit direction from the bottom opening to the top (normalised) */
+  float base_radius; /**< m, >= 0; radius of the bottom opening */
+  float top_radius;  /**< m, >= 0; radius of the top opening */
+  float height;      /**< m, > 0; distance between the openings along axis */
+} piola_funnel_shape;
+
+/** A static collider. Make it with piola_default_collider_def(), then set type and shape. */
+typedef struct piola_collider_def {
+  piola_collider_type type;
+  union {
+    piola_plane_shape plane;
+    piola_sphere_shape sphere;
+    piola_box_shape box;
+    piola_capsule_shape capsule;
+    piola_funnel_shape funnel;
+  } shape;
+  /** Coulomb coefficients (dimensionless, >= 0) of position-based friction: a contact whose
+   * tangential motion this iteration is below static_friction times the penetration depth
+   * sticks; otherwise the motion is reduced by dynamic_friction times the depth. */
+  float static_friction;   /**< default 0.5 */
+  float dynamic_friction;  /**< default 0.4 */
+  int32_t internal_cookie; /**< set by piola_default_collider_def(); do not change */
+} piola_collider_def;
+
+/** Figures about a world. Counts are exact; energies are evaluated at the current state in
+ * double precision on the host, from the backend's current positions. */
+typedef struct piola_stats {
+  int32_t body_count;
+  int32_t vertex_count;
+  int32_t tet_count;
+  int32_t collider_count;
+  int32_t color_count;    /**< graph colors of the tets (one solver pass each) */
+  int32_t largest_color;  /**< tets in the largest color */
+  int32_t smallest_color; /**< tets in the smallest color */
+  int64_t step_count;     /**< steps taken */
+  double simulated_time;  /**< s */
+  double elastic_energy;  /**< J, sum of V Psi(F) over tets at the current positions */
+  double kinetic_energy;  /**< J */
+  int32_t inverted_tets;  /**< tets with det F <= 0 at the current positions */
+  /** Tets whose projection did work (moved vertices) in the last substep: the rest were
+   * below the energy threshold or had only pinned vertices. */
+  int32_t active_tets;
+  double last_step_ms; /**< host wall-clock time of the last piola_world_step(), ms */
+  /** Device time per stage summed over the last step, ms (OpenCL with profile on; the CPU
+   * reference measures host time per stage always); 0 where not measured. */
+  double stage_ms[PIOLA_STAGE_COUNT];
+  int64_t device_bytes;  /**< bytes allocated on the device (0 for the CPU reference) */
+  piola_backend backend; /**< the backend that runs (never AUTO) */
+  char device_name[128]; /**< "CPU reference" or the OpenCL device's name */
+} piola_stats;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIOLA_TYPES_H */

@@ -1,0 +1,234 @@
+/* Piola shared scalar and small-matrix layer: one source compiled as C11 (piola_real =
+ * double, the CPU reference) and as OpenCL C 1.2 (piola_real = float, the kernels).
+ *
+ * Everything here works on private values: kernels gather into locals, call these functions
+ * and scatter, so no address-space qualifier appears in shared code. Literals go through
+ * PIOLA_R() so that OpenCL never promotes arithmetic to double.
+ */
+#ifndef PIOLA_SHARED_H
+#define PIOLA_SHARED_H
+
+#ifdef __OPENCL_VERSION__
+/* No fused multiply-add contraction: results stay reproducible and close to the reference. */
+#pragma OPENCL FP_CONTRACT OFF
+typedef float piola_real;
+typedef int piola_int;
+#define PIOLA_R(x) x##f
+#define PIOLA_REAL_EPSILON FLT_EPSILON
+#elif defined(PIOLA_SHARED_FLOAT)
+/* Host build in float, for tests that exercise the kernels' precision on the CPU. */
+#include <float.h>
+#include <stdint.h>
+#include <tgmath.h>
+typedef float piola_real;
+typedef int32_t piola_int;
+#define PIOLA_R(x) x##f
+#define PIOLA_REAL_EPSILON FLT_EPSILON
+#else
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+typedef double piola_real;
+typedef int32_t piola_int;
+#define PIOLA_R(x) x
+#define PIOLA_REAL_EPSILON DBL_EPSILON
+#endif
+
+#define PIOLA_FN static inline
+
+/* Fields of structs shared by host and device: 32-bit only, so both sides lay them out alike
+ * (checked on the device by a probe kernel in the tests). */
+typedef float piola_f32;
+typedef piola_int piola_i32;
+
+typedef struct piola_v3 {
+  piola_real x, y, z;
+} piola_v3;
+
+/* Row-major 3x3 matrix: m[3 * row + column]. */
+typedef struct piola_m3 {
+  piola_real m[9];
+} piola_m3;
+
+PIOLA_FN piola_v3 piola_v3_make(piola_real x, piola_real y, piola_real z) {
+  piola_v3 r;
+  r.x = x;
+  r.y = y;
+  r.z = z;
+  return r;
+}
+PIOLA_FN piola_v3 piola_v3_add(piola_v3 a, piola_v3 b) {
+  return piola_v3_make(a.x + b.x, a.y + b.y, a.z + b.z);
+}
+PIOLA_FN piola_v3 piola_v3_sub(piola_v3 a, piola_v3 b) {
+  return piola_v3_make(a.x - b.x, a.y - b.y, a.z - b.z);
+}
+PIOLA_FN piola_v3 piola_v3_scale(piola_v3 a, piola_real s) {
+  return piola_v3_make(a.x * s, a.y * s, a.z * s);
+}
+PIOLA_FN piola_real piola_v3_dot(piola_v3 a, piola_v3 b) {
+  return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+PIOLA_FN piola_v3 piola_v3_cross(piola_v3 a, piola_v3 b) {
+  return piola_v3_make(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+PIOLA_FN piola_real piola_v3_length(piola_v3 a) {
+  return sqrt(piola_v3_dot(a, a));
+}
+
+PIOLA_FN piola_m3 piola_m3_identity(void) {
+  piola_m3 r;
+  r.m[0] = PIOLA_R(1.0);
+  r.m[1] = PIOLA_R(0.0);
+  r.m[2] = PIOLA_R(0.0);
+  r.m[3] = PIOLA_R(0.0);
+  r.m[4] = PIOLA_R(1.0);
+  r.m[5] = PIOLA_R(0.0);
+  r.m[6] = PIOLA_R(0.0);
+  r.m[7] = PIOLA_R(0.0);
+  r.m[8] = PIOLA_R(1.0);
+  return r;
+}
+
+/* The matrix whose columns are a, b, c. */
+PIOLA_FN piola_m3 piola_m3_from_columns(piola_v3 a, piola_v3 b, piola_v3 c) {
+  piola_m3 r;
+  r.m[0] = a.x;
+  r.m[1] = b.x;
+  r.m[2] = c.x;
+  r.m[3] = a.y;
+  r.m[4] = b.y;
+  r.m[5] = c.y;
+  r.m[6] = a.z;
+  r.m[7] = b.z;
+  r.m[8] = c.z;
+  return r;
+}
+
+PIOLA_FN piola_v3 piola_m3_column(piola_m3 a, int j) {
+  return piola_v3_make(a.m[j], a.m[3 + j], a.m[6 + j]);
+}
+
+PIOLA_FN piola_m3 piola_m3_transpose(piola_m3 a) {
+  piola_m3 r;
+  r.m[0] = a.m[0];
+  r.m[1] = a.m[3];
+  r.m[2] = a.m[6];
+  r.m[3] = a.m[1];
+  r.m[4] = a.m[4];
+  r.m[5] = a.m[7];
+  r.m[6] = a.m[2];
+  r.m[7] = a.m[5];
+  r.m[8] = a.m[8];
+  return r;
+}
+
+/* a * b */
+PIOLA_FN piola_m3 piola_m3_mul(piola_m3 a, piola_m3 b) {
+  piola_m3 r;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      r.m[3 * i + j] =
+          a.m[3 * i] * b.m[j] + a.m[3 * i + 1] * b.m[3 + j] + a.m[3 * i + 2] * b.m[6 + j];
+    }
+  }
+  return r;
+}
+
+/* a^T * b */
+PIOLA_FN piola_m3 piola_m3_mul_at(piola_m3 a, piola_m3 b) {
+  piola_m3 r;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      r.m[3 * i + j] = a.m[i] * b.m[j] + a.m[3 + i] * b.m[3 + j] + a.m[6 + i] * b.m[6 + j];
+    }
+  }
+  return r;
+}
+
+/* a * b^T */
+PIOLA_FN piola_m3 piola_m3_mul_bt(piola_m3 a, piola_m3 b) {
+  piola_m3 r;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      r.m[3 * i + j] = a.m[3 * i] * b.m[3 * j] + a.m[3 * i + 1] * b.m[3 * j + 1] +
+                       a.m[3 * i + 2] * b.m[3 * j + 2];
+    }
+  }
+  return r;
+}
+
+PIOLA_FN piola_m3 piola_m3_scale(piola_m3 a, piola_real s) {
+  for (int i = 0; i < 9; ++i) {
+    a.m[i] *= s;
+  }
+  return a;
+}
+
+PIOLA_FN piola_real piola_m3_det(piola_m3 a) {
+  return a.m[0] * (a.m[4] * a.m[8] - a.m[5] * a.m[7]) -
+         a.m[1] * (a.m[3] * a.m[8] - a.m[5] * a.m[6]) +
+         a.m[2] * (a.m[3] * a.m[7] - a.m[4] * a.m[6]);
+}
+
+/* Cofactor matrix: cof(A) = det(A) A^-T for invertible A. */
+PIOLA_FN piola_m3 piola_m3_cofactor(piola_m3 a) {
+  piola_m3 r;
+  r.m[0] = a.m[4] * a.m[8] - a.m[5] * a.m[7];
+  r.m[1] = a.m[5] * a.m[6] - a.m[3] * a.m[8];
+  r.m[2] = a.m[3] * a.m[7] - a.m[4] * a.m[6];
+  r.m[3] = a.m[2] * a.m[7] - a.m[1] * a.m[8];
+  r.m[4] = a.m[0] * a.m[8] - a.m[2] * a.m[6];
+  r.m[5] = a.m[1] * a.m[6] - a.m[0] * a.m[7];
+  r.m[6] = a.m[1] * a.m[5] - a.m[2] * a.m[4];
+  r.m[7] = a.m[2] * a.m[3] - a.m[0] * a.m[5];
+  r.m[8] = a.m[0] * a.m[4] - a.m[1] * a.m[3];
+  return r;
+}
+
+PIOLA_FN piola_real piola_m3_frobenius2(piola_m3 a) {
+  piola_real s = PIOLA_R(0.0);
+  for (int i = 0; i < 9; ++i) {
+    s += a.m[i] * a.m[i];
+  }
+  return s;
+}
+
+/* Symmetric 3x3 stored as (xx, yy, zz, xy, xz, yz). */
+typedef struct piola_sym3 {
+  piola_real xx, yy, zz, xy, xz, yz;
+} piola_sym3;
+
+PIOLA_FN piola_m3 piola_sym3_to_m3(piola_sym3 s) {
+  piola_m3 r;
+  r.m[0] = s.xx;
+  r.m[1] = s.xy;
+  r.m[2] = s.xz;
+  r.m[3] = s.xy;
+  r.m[4] = s.yy;
+  r.m[5] = s.yz;
+  r.m[6] = s.xz;
+  r.m[7] = s.yz;
+  r.m[8] = s.zz;
+  return r;
+}
+
+PIOLA_FN piola_real piola_sym3_frobenius2(piola_sym3 s) {
+  return s.xx * s.xx + s.yy * s.yy + s.zz * s.zz +
+         PIOLA_R(2.0) * (s.xy * s.xy + s.xz * s.xz + s.yz * s.yz);
+}
+
+/* Green strain E = (F^T F - I) / 2. */
+PIOLA_FN piola_sym3 piola_green_strain(piola_m3 f) {
+  piola_m3 c = piola_m3_mul_at(f, f);
+  piola_sym3 e;
+  e.xx = PIOLA_R(0.5) * (c.m[0] - PIOLA_R(1.0));
+  e.yy = PIOLA_R(0.5) * (c.m[4] - PIOLA_R(1.0));
+  e.zz = PIOLA_R(0.5) * (c.m[8] - PIOLA_R(1.0));
+  e.xy = PIOLA_R(0.5) * c.m[1];
+  e.xz = PIOLA_R(0.5) * c.m[2];
+  e.yz = PIOLA_R(0.5) * c.m[5];
+  return e;
+}
+
+#endif /* PIOLA_SHARED_H */

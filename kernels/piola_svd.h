@@ -1,0 +1,169 @@
+/* Piola 3x3 singular value decomposition for inversion handling, shared by C and OpenCL C.
+ *
+ * The method of McAdams, Selle, Tamstorf, Teran, Sifakis 2011, "Computing the Singular Value
+ * Decomposition of 3x3 matrices with minimal branching and elementary floating point
+ * operations": cyclic Jacobi eigenanalysis of the symmetric A^T A gives V; the columns of
+ * B = A V are sorted by decreasing norm (keeping V a rotation); a Givens QR of B gives a
+ * rotation U and R, whose diagonal holds the singular values. The sign convention is the one
+ * Irving, Teran and Fedkiw 2004 ask for: U and V are rotations, sigma_1 >= sigma_2 >= |sigma_3|,
+ * and sigma_3 < 0 exactly when det A < 0 (the reflection is folded into the smallest value).
+ *
+ * No 1/(s_i^2 - s_j^2) term appears anywhere, so repeated singular values (identity,
+ * diag(2, 2, 1)) and rank-deficient matrices are ordinary inputs. Rotation angles come from
+ * the stable tangent formula with hypot, so a zero off-diagonal entry gives the identity.
+ */
+#ifndef PIOLA_SVD_H
+#define PIOLA_SVD_H
+
+#ifndef PIOLA_EMBEDDED /* the embedded program concatenates the headers */
+#include "piola_shared.h"
+#endif
+
+/* Cyclic Jacobi sweeps at most; iteration stops earlier once the off-diagonal part is below
+ * machine precision relative to the diagonal. Convergence is quadratic, so 4 to 5 sweeps
+ * reach double precision from any start. */
+#define PIOLA_JACOBI_MAX_SWEEPS 8
+
+typedef struct piola_svd3 {
+  piola_m3 u; /* rotation */
+  piola_v3 s; /* sigma_1 >= sigma_2 >= |sigma_3|; sigma_3 < 0 iff det < 0 */
+  piola_m3 v; /* rotation */
+} piola_svd3;
+
+/* Zeroes a[p][q] of the symmetric a by a rotation in the (p, q) plane; accumulates v = v G. */
+PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q) {
+  piola_real apq = a->m[3 * p + q];
+  piola_real d = a->m[3 * q + q] - a->m[3 * p + p];
+  piola_real den = fabs(d) + hypot(d, PIOLA_R(2.0) * apq);
+  if (apq == PIOLA_R(0.0) || den == PIOLA_R(0.0)) {
+    return;
+  }
+  /* t = tan(theta), the smaller root of t^2 + 2 tau t - 1 = 0, tau = d / (2 apq). */
+  piola_real t = PIOLA_R(2.0) * apq / den;
+  if (d < PIOLA_R(0.0)) {
+    t = -t;
+  }
+  piola_real c = PIOLA_R(1.0) / sqrt(PIOLA_R(1.0) + t * t);
+  piola_real s = t * c;
+  /* G = I with G[p][p] = c, G[p][q] = s, G[q][p] = -s, G[q][q] = c; a = G^T a G. */
+  for (int k = 0; k < 3; ++k) { /* a = a G (columns p, q) */
+    piola_real akp = a->m[3 * k + p];
+    piola_real akq = a->m[3 * k + q];
+    a->m[3 * k + p] = c * akp - s * akq;
+    a->m[3 * k + q] = s * akp + c * akq;
+  }
+  for (int k = 0; k < 3; ++k) { /* a = G^T a (rows p, q) */
+    piola_real apk = a->m[3 * p + k];
+    piola_real aqk = a->m[3 * q + k];
+    a->m[3 * p + k] = c * apk - s * aqk;
+    a->m[3 * q + k] = s * apk + c * aqk;
+  }
+  a->m[3 * p + q] = PIOLA_R(0.0);
+  a->m[3 * q + p] = PIOLA_R(0.0);
+  for (int k = 0; k < 3; ++k) { /* v = v G */
+    piola_real vkp = v->m[3 * k + p];
+    piola_real vkq = v->m[3 * k + q];
+    v->m[3 * k + p] = c * vkp - s * vkq;
+    v->m[3 * k + q] = s * vkp + c * vkq;
+  }
+}
+
+/* Eigen-decomposition of a symmetric matrix: a = V diag(eig) V^T with V a rotation
+ * (eigenvalues unsorted). */
+PIOLA_FN void piola_sym_eigen(piola_m3 a, piola_m3 *v_out, piola_v3 *eig) {
+  piola_m3 v = piola_m3_identity();
+  for (int sweep = 0; sweep < PIOLA_JACOBI_MAX_SWEEPS; ++sweep) {
+    piola_real off = a.m[1] * a.m[1] + a.m[2] * a.m[2] + a.m[5] * a.m[5];
+    piola_real diag = a.m[0] * a.m[0] + a.m[4] * a.m[4] + a.m[8] * a.m[8];
+    if (off <= PIOLA_REAL_EPSILON * PIOLA_REAL_EPSILON * diag) {
+      break;
+    }
+    piola_jacobi_rotate(&a, &v, 0, 1);
+    piola_jacobi_rotate(&a, &v, 0, 2);
+    piola_jacobi_rotate(&a, &v, 1, 2);
+  }
+  *v_out = v;
+  *eig = piola_v3_make(a.m[0], a.m[4], a.m[8]);
+}
+
+/* Swaps columns i and j of b and v, negating column j of both so that det v stays +1 and
+ * b = a v still holds. */
+PIOLA_FN void piola_svd_swap_columns(piola_m3 *b, piola_m3 *v, int i, int j) {
+  for (int k = 0; k < 3; ++k) {
+    piola_real t = b->m[3 * k + i];
+    b->m[3 * k + i] = b->m[3 * k + j];
+    b->m[3 * k + j] = -t;
+    t = v->m[3 * k + i];
+    v->m[3 * k + i] = v->m[3 * k + j];
+    v->m[3 * k + j] = -t;
+  }
+}
+
+/* Givens rotation on rows p, q of r that zeroes r[q][p]; accumulates u = u Q. */
+PIOLA_FN void piola_givens_qr_step(piola_m3 *r, piola_m3 *u, int p, int q) {
+  piola_real a = r->m[3 * p + p];
+  piola_real b = r->m[3 * q + p];
+  piola_real h = hypot(a, b);
+  piola_real c = PIOLA_R(1.0);
+  piola_real s = PIOLA_R(0.0);
+  if (h > PIOLA_R(0.0)) {
+    c = a / h;
+    s = b / h;
+  }
+  for (int k = 0; k < 3; ++k) { /* r = Q^T r */
+    piola_real rpk = r->m[3 * p + k];
+    piola_real rqk = r->m[3 * q + k];
+    r->m[3 * p + k] = c * rpk + s * rqk;
+    r->m[3 * q + k] = -s * rpk + c * rqk;
+  }
+  for (int k = 0; k < 3; ++k) { /* u = u Q */
+    piola_real ukp = u->m[3 * k + p];
+    piola_real ukq = u->m[3 * k + q];
+    u->m[3 * k + p] = c * ukp + s * ukq;
+    u->m[3 * k + q] = -s * ukp + c * ukq;
+  }
+}
+
+/* a = U diag(s) V^T with the conventions above. */
+PIOLA_FN piola_svd3 piola_svd3_compute(piola_m3 a) {
+  piola_svd3 out;
+  piola_v3 eig;
+  piola_sym_eigen(piola_m3_mul_at(a, a), &out.v, &eig);
+  piola_m3 b = piola_m3_mul(a, out.v);
+  /* Sort the columns of b by decreasing norm (three compare-and-swaps). */
+  piola_real n0 = eig.x, n1 = eig.y, n2 = eig.z, t;
+  if (n0 < n1) {
+    piola_svd_swap_columns(&b, &out.v, 0, 1);
+    t = n0;
+    n0 = n1;
+    n1 = t;
+  }
+  if (n0 < n2) {
+    piola_svd_swap_columns(&b, &out.v, 0, 2);
+    t = n0;
+    n0 = n2;
+    n2 = t;
+  }
+  if (n1 < n2) {
+    piola_svd_swap_columns(&b, &out.v, 1, 2);
+  }
+  out.u = piola_m3_identity();
+  piola_givens_qr_step(&b, &out.u, 0, 1);
+  piola_givens_qr_step(&b, &out.u, 0, 2);
+  piola_givens_qr_step(&b, &out.u, 1, 2);
+  out.s = piola_v3_make(b.m[0], b.m[4], b.m[8]);
+  return out;
+}
+
+/* U diag(s) V^T */
+PIOLA_FN piola_m3 piola_svd3_compose(piola_m3 u, piola_v3 s, piola_m3 v) {
+  piola_m3 us = u;
+  for (int k = 0; k < 3; ++k) {
+    us.m[3 * k] *= s.x;
+    us.m[3 * k + 1] *= s.y;
+    us.m[3 * k + 2] *= s.z;
+  }
+  return piola_m3_mul_bt(us, v);
+}
+
+#endif /* PIOLA_SVD_H */

@@ -1,0 +1,365 @@
+/* Piola tetrahedral energy constraint: the one source of truth for the per-tet math, compiled
+ * as C11 (double, CPU reference) and OpenCL C (float, kernels).
+ *
+ * Bender, Koschier, Charrier, Weber 2014, "Position-Based Simulation of Continuous
+ * Materials": per tet F = Ds Dm^-1, energy U = V Psi(F), gradients [g1 g2 g3] = V P Dm^-T and
+ * g0 = -(g1 + g2 + g3), with P the first Piola-Kirchhoff stress of
+ *   Saint Venant-Kirchhoff (paper Eqs. 4-6): E = (F^T F - I) / 2, P = F (2 mu E + lambda tr(E) I)
+ *   Neo-Hookean (paper Eqs. 7-9, I3 = J^2):
+ *     Psi = mu/2 (I1 - 3) - mu log J + lambda/2 log^2 J, P = mu F - mu F^-T + lambda log J F^-T.
+ *
+ * Stiffness is carried in units of Young's modulus: the functions take mu / E and lambda / E and
+ * return Psi / E and P / E, so that E enters only through the XPBD compliance alpha = 1 / E
+ * (Macklin, Mueller, Chentanez 2016). With U^ = U / E the XPBD constraint is C = sqrt(2 U^),
+ * whose potential (1/2) alpha^-1 C^2 is exactly U. One projection, multiplied through by C^2
+ * so nothing divides by a vanishing C (alpha~ = alpha / h^2, S = sum_i w_i |grad_i U^|^2):
+ *   dlambda = -(C + alpha~ lambda) C^2 / (S + alpha~ C^2)
+ *   dx_i    = -w_i grad_i U^ (C + alpha~ lambda) C / (S + alpha~ C^2)
+ * The paper's plain PBD form (its Eq. 3 with C = U^) is the same with alpha~ = 0 and C^2
+ * replaced by U^: dx_i = -w_i grad_i U^ U^ / S. There E cancels out.
+ *
+ * Inverted elements (Irving, Teran, Fedkiw 2004): F = U F^ V^T with rotations U, V and the
+ * reflection folded into the smallest singular value; the energy is evaluated on the principal
+ * stretches, clamped from below at PIOLA_CLAMP_STRETCH = 1/sqrt(3), the stretch at which the
+ * StVK compressive stress peaks (Gao et al. 2009; paper Fig. 2). Below it StVK holds the stress
+ * at its peak (first-order extension of the energy) and Neo-Hookean extends its stress
+ * linearly (second-order extension); P = U P^ V^T, the exact gradient of the extended energy.
+ *
+ * Neo-Hookean is evaluated from the Green strain with log1p, so the energy stays second order
+ * in the strain under rounding: the naive I1 - 3 - 2 log J leaves first-order noise in float
+ * that the PBD projection would amplify into position jitter.
+ */
+#ifndef PIOLA_TET_H
+#define PIOLA_TET_H
+
+#ifndef PIOLA_EMBEDDED /* the embedded program concatenates the headers */
+#include "piola_shared.h"
+#include "piola_svd.h"
+#endif
+
+/* Models, solver forms and inversion modes; the values match the public enums. */
+#define PIOLA_TET_MODEL_STVK 0
+#define PIOLA_TET_MODEL_NEOHOOKEAN 1
+#define PIOLA_TET_SOLVER_XPBD 0
+#define PIOLA_TET_SOLVER_PBD 1
+#define PIOLA_TET_INVERSION_OFF 0
+#define PIOLA_TET_INVERSION_ON 1
+#define PIOLA_TET_INVERSION_ALWAYS 2
+
+/* 1/sqrt(3): below this principal stretch the stress is extended, not evaluated. */
+#define PIOLA_CLAMP_STRETCH PIOLA_R(0.57735026918962576)
+
+/* A tet whose energy density is at most this fraction of E does no work: the strain is below
+ * about 1e-6, under what float positions resolve. Relative, so soft and stiff materials skip
+ * alike. */
+#define PIOLA_ENERGY_EPSILON PIOLA_R(1e-12)
+
+/* The projection is skipped when its denominator is below this fraction of the element's own
+ * scale, w_max U^2 |Dm^-1|^2, i.e. where the energy is (numerically) stationary although not
+ * zero: the step C / |grad C| would exceed about 1e4 element sizes. */
+#define PIOLA_DENOMINATOR_EPSILON PIOLA_R(1e-8)
+
+/* Result flags of piola_tet_project(). */
+#define PIOLA_TET_WORKED 1
+#define PIOLA_TET_USED_SVD 2
+
+/* Material constants of one tet, as the solver needs them. */
+typedef struct piola_tet_material {
+  piola_real mu;         /* Lame mu / E = 1 / (2 (1 + nu)) */
+  piola_real lambda;     /* Lame lambda / E = nu / ((1 + nu)(1 - 2 nu)) */
+  piola_real compliance; /* alpha = 1 / E, m^2/N (XPBD) */
+  piola_int model;       /* PIOLA_TET_MODEL_* */
+  piola_int solver;      /* PIOLA_TET_SOLVER_* */
+  piola_int inversion;   /* PIOLA_TET_INVERSION_* */
+} piola_tet_material;
+
+/* A material as stored for the kernels (40 bytes, same layout in C and OpenCL C). */
+typedef struct piola_material_data {
+  piola_f32 mu, lambda, compliance; /* as in piola_tet_material */
+  piola_i32 model, solver, inversion;
+  piola_f32 plastic_yield; /* dimensionless strain */
+  piola_f32 plastic_creep; /* 1/s */
+  piola_f32 plastic_max;   /* dimensionless strain */
+  piola_i32 reserved;
+} piola_material_data;
+
+PIOLA_FN piola_tet_material piola_tet_material_from_data(piola_material_data d) {
+  piola_tet_material m;
+  m.mu = (piola_real)d.mu;
+  m.lambda = (piola_real)d.lambda;
+  m.compliance = (piola_real)d.compliance;
+  m.model = d.model;
+  m.solver = d.solver;
+  m.inversion = d.inversion;
+  return m;
+}
+
+/* ---- Energies on principal stretches (the inversion path) ---------------------------- */
+
+/* Psi / E, dPsi/dsigma_i / E and d2Psi/dsigma_i^2 / E at principal stretches c (all > 0). */
+PIOLA_FN piola_real piola_principal_energy(const piola_tet_material *mat, piola_v3 c, piola_v3 *g,
+                                           piola_v3 *k) {
+  piola_real e0 = c.x - PIOLA_R(1.0), e1 = c.y - PIOLA_R(1.0), e2 = c.z - PIOLA_R(1.0);
+  if (mat->model == PIOLA_TET_MODEL_STVK) {
+    /* Green strain on the principal axes: (c^2 - 1) / 2 = e (2 + e) / 2. */
+    piola_real s0 = PIOLA_R(0.5) * e0 * (PIOLA_R(2.0) + e0);
+    piola_real s1 = PIOLA_R(0.5) * e1 * (PIOLA_R(2.0) + e1);
+    piola_real s2 = PIOLA_R(0.5) * e2 * (PIOLA_R(2.0) + e2);
+    piola_real tr = s0 + s1 + s2;
+    piola_real two_mu = PIOLA_R(2.0) * mat->mu;
+    *g = piola_v3_make(c.x * (two_mu * s0 + mat->lambda * tr),
+                       c.y * (two_mu * s1 + mat->lambda * tr),
+                       c.z * (two_mu * s2 + mat->lambda * tr));
+    /* StVK holds the stress below the clamp: no curvature term. */
+    *k = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+    return mat->mu * (s0 * s0 + s1 * s1 + s2 * s2) + PIOLA_R(0.5) * mat->lambda * tr * tr;
+  }
+  /* Neo-Hookean: Psi = mu/2 sum (c^2 - 1 - 2 log c) + lambda/2 log^2 J, each term of the sum
+   * written as e^2 + 2 (e - log1p(e)) to stay accurate near c = 1. */
+  piola_real l0 = log1p(e0), l1 = log1p(e1), l2 = log1p(e2);
+  piola_real log_j = l0 + l1 + l2;
+  piola_real sum = e0 * e0 + e1 * e1 + e2 * e2 + PIOLA_R(2.0) * ((e0 - l0) + (e1 - l1) + (e2 - l2));
+  piola_real mu = mat->mu, la = mat->lambda;
+  *g = piola_v3_make(mu * c.x + (la * log_j - mu) / c.x, mu * c.y + (la * log_j - mu) / c.y,
+                     mu * c.z + (la * log_j - mu) / c.z);
+  *k = piola_v3_make(mu + (mu + la * (PIOLA_R(1.0) - log_j)) / (c.x * c.x),
+                     mu + (mu + la * (PIOLA_R(1.0) - log_j)) / (c.y * c.y),
+                     mu + (mu + la * (PIOLA_R(1.0) - log_j)) / (c.z * c.z));
+  return PIOLA_R(0.5) * mu * sum + PIOLA_R(0.5) * la * log_j * log_j;
+}
+
+/* Psi / E and the diagonal stress P^ / E at principal stretches sigma (sigma_3 may be <= 0),
+ * extended below the clamp: with c = max(sigma, clamp) and d = sigma - c <= 0,
+ *   Psi~(sigma) = Psi(c) + g(c).d + 1/2 sum_i k_i(c) d_i^2,
+ * k = 0 for StVK (the stress along a clamped axis is held) and k_i = d2Psi/dc_i^2 for
+ * Neo-Hookean (extended linearly). P^ is the exact derivative of Psi~: along a clamped axis
+ * g_j + k_j d_j; along a free axis g_j plus the coupling of the clamped axes into it,
+ *   StVK: lambda c_j sum_i c_i d_i,   Neo-Hookean: lambda / c_j sum_i (d_i / c_i)(1 - d_i / (2
+ * c_i)) (from d2Psi/dc_i dc_j and dk_i/dc_j, i != j). */
+PIOLA_FN piola_real piola_principal_energy_clamped(const piola_tet_material *mat, piola_v3 sigma,
+                                                   piola_v3 *p_hat) {
+  piola_v3 c = piola_v3_make(fmax(sigma.x, PIOLA_CLAMP_STRETCH), fmax(sigma.y, PIOLA_CLAMP_STRETCH),
+                             fmax(sigma.z, PIOLA_CLAMP_STRETCH));
+  piola_v3 d = piola_v3_sub(sigma, c);
+  piola_v3 g, k;
+  piola_real psi = piola_principal_energy(mat, c, &g, &k);
+  piola_real coupling;
+  piola_v3 scale; /* coupling of the free axis j: scale_j * coupling */
+  if (mat->model == PIOLA_TET_MODEL_STVK) {
+    coupling = mat->lambda * (c.x * d.x + c.y * d.y + c.z * d.z);
+    scale = c;
+  } else {
+    piola_v3 r = piola_v3_make(d.x / c.x, d.y / c.y, d.z / c.z);
+    coupling = mat->lambda * (r.x * (PIOLA_R(1.0) - PIOLA_R(0.5) * r.x) +
+                              r.y * (PIOLA_R(1.0) - PIOLA_R(0.5) * r.y) +
+                              r.z * (PIOLA_R(1.0) - PIOLA_R(0.5) * r.z));
+    scale = piola_v3_make(PIOLA_R(1.0) / c.x, PIOLA_R(1.0) / c.y, PIOLA_R(1.0) / c.z);
+  }
+  *p_hat = piola_v3_make(g.x + (d.x < PIOLA_R(0.0) ? k.x * d.x : scale.x * coupling),
+                         g.y + (d.y < PIOLA_R(0.0) ? k.y * d.y : scale.y * coupling),
+                         g.z + (d.z < PIOLA_R(0.0) ? k.z * d.z : scale.z * coupling));
+  return psi + piola_v3_dot(g, d) +
+         PIOLA_R(0.5) * (k.x * d.x * d.x + k.y * d.y * d.y + k.z * d.z * d.z);
+}
+
+/* ---- Energies on F (the regular path) -------------------------------------------------- */
+
+/* Psi / E and P / E of Saint Venant-Kirchhoff. */
+PIOLA_FN piola_real piola_stvk_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 *p) {
+  piola_sym3 e = piola_green_strain(f);
+  piola_real tr = e.xx + e.yy + e.zz;
+  piola_m3 s = piola_m3_scale(piola_sym3_to_m3(e), PIOLA_R(2.0) * mat->mu);
+  s.m[0] += mat->lambda * tr;
+  s.m[4] += mat->lambda * tr;
+  s.m[8] += mat->lambda * tr;
+  *p = piola_m3_mul(f, s);
+  return mat->mu * piola_sym3_frobenius2(e) + PIOLA_R(0.5) * mat->lambda * tr * tr;
+}
+
+/* Psi / E and P / E of Neo-Hookean; requires det f > 0. With E the Green strain,
+ * J^2 - 1 = 2 tr E + 4 i2(E) + 8 det E =: x and log J = log1p(x) / 2, so
+ * I1 - 3 - 2 log J = (x - log1p(x)) - 4 i2(E) - 8 det E, free of first-order cancellation. */
+PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola_m3 f,
+                                            piola_m3 *p) {
+  piola_sym3 e = piola_green_strain(f);
+  piola_real tr = e.xx + e.yy + e.zz;
+  piola_real i2 = e.xx * e.yy + e.xx * e.zz + e.yy * e.zz - e.xy * e.xy - e.xz * e.xz - e.yz * e.yz;
+  piola_real de = e.xx * (e.yy * e.zz - e.yz * e.yz) - e.xy * (e.xy * e.zz - e.yz * e.xz) +
+                  e.xz * (e.xy * e.yz - e.yy * e.xz);
+  piola_real x = PIOLA_R(2.0) * tr + PIOLA_R(4.0) * i2 + PIOLA_R(8.0) * de;
+  piola_real l1p = log1p(x);
+  piola_real log_j = PIOLA_R(0.5) * l1p;
+  piola_real iso = (x - l1p) - PIOLA_R(4.0) * i2 - PIOLA_R(8.0) * de; /* I1 - 3 - 2 log J */
+  /* P = mu F + (lambda log J - mu) F^-T, F^-T = cof(F) / det F. */
+  piola_m3 cof = piola_m3_cofactor(f);
+  piola_real j = piola_m3_det(f);
+  piola_real a = (mat->lambda * log_j - mat->mu) / j;
+  for (int i = 0; i < 9; ++i) {
+    p->m[i] = mat->mu * f.m[i] + a * cof.m[i];
+  }
+  return PIOLA_R(0.5) * mat->mu * iso + PIOLA_R(0.5) * mat->lambda * log_j * log_j;
+}
+
+/* Whether F might have a principal stretch below the clamp: sigma_min >= 2 det F / |F|^2
+ * (from sigma_a sigma_b <= (sigma_a^2 + sigma_b^2) / 2), so a false answer is exact. */
+PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
+  piola_real det = piola_m3_det(f);
+  return PIOLA_R(2.0) * det < PIOLA_CLAMP_STRETCH * piola_m3_frobenius2(f);
+}
+
+/* Psi / E and P / E of the tet's model at F, with the inversion handling of the material.
+ * Returns a negative energy (-1) when the model is undefined at F (Neo-Hookean with
+ * det F <= 0 and inversion handling off). *used_svd tells whether the SVD path ran. */
+PIOLA_FN piola_real piola_energy_and_stress(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
+                                            int *used_svd) {
+  int svd = mat->inversion == PIOLA_TET_INVERSION_ALWAYS ||
+            (mat->inversion == PIOLA_TET_INVERSION_ON && piola_may_need_clamp(f));
+  *used_svd = svd;
+  if (svd) {
+    piola_svd3 d = piola_svd3_compute(f);
+    piola_v3 p_hat;
+    piola_real psi = piola_principal_energy_clamped(mat, d.s, &p_hat);
+    *p = piola_svd3_compose(d.u, p_hat, d.v);
+    return psi;
+  }
+  if (mat->model == PIOLA_TET_MODEL_STVK) {
+    return piola_stvk_energy(mat, f, p);
+  }
+  if (!(piola_m3_det(f) > PIOLA_R(0.0))) {
+    *p = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
+    return PIOLA_R(-1.0);
+  }
+  return piola_neohookean_energy(mat, f, p);
+}
+
+/* Deformation gradient F = Ds M, Ds = [x1 - x0, x2 - x0, x3 - x0], M = Dm^-1. */
+PIOLA_FN piola_m3 piola_tet_deformation(piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3,
+                                        piola_m3 dm_inv) {
+  piola_m3 ds =
+      piola_m3_from_columns(piola_v3_sub(x1, x0), piola_v3_sub(x2, x0), piola_v3_sub(x3, x0));
+  return piola_m3_mul(ds, dm_inv);
+}
+
+/* Elastic energy U / E = V Psi / E of a tet at the given positions (m^3); 0 where the model
+ * is undefined. */
+PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_inv,
+                                     piola_real volume, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                     piola_v3 x3) {
+  piola_m3 p;
+  int used_svd;
+  piola_real psi =
+      piola_energy_and_stress(mat, piola_tet_deformation(x0, x1, x2, x3, dm_inv), &p, &used_svd);
+  return psi > PIOLA_R(0.0) ? volume * psi : PIOLA_R(0.0);
+}
+
+/* One projection of a tet's energy constraint (see the module comment). x0..x3 are updated in
+ * place, *lambda accumulates the multiplier (for PBD, the step -U^/S, kept as a record that
+ * the projection did work). alpha_tilde = compliance / h^2 (ignored for PBD). Returns
+ * PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags. */
+PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
+                               piola_real alpha_tilde, piola_v3 *x0, piola_v3 *x1, piola_v3 *x2,
+                               piola_v3 *x3, piola_real w0, piola_real w1, piola_real w2,
+                               piola_real w3, piola_real *lambda) {
+  piola_m3 f = piola_tet_deformation(*x0, *x1, *x2, *x3, dm_inv);
+  piola_m3 p;
+  int used_svd;
+  piola_real psi = piola_energy_and_stress(mat, f, &p, &used_svd);
+  int flags = used_svd ? PIOLA_TET_USED_SVD : 0;
+  if (!(psi > PIOLA_ENERGY_EPSILON)) {
+    return flags; /* at rest (or undefined): nothing to do */
+  }
+  piola_real u = volume * psi;
+  /* [g1 g2 g3] = V P M^T; g0 = -(g1 + g2 + g3). */
+  piola_m3 h = piola_m3_scale(piola_m3_mul_bt(p, dm_inv), volume);
+  piola_v3 g1 = piola_m3_column(h, 0), g2 = piola_m3_column(h, 1), g3 = piola_m3_column(h, 2);
+  piola_v3 g0 = piola_v3_scale(piola_v3_add(piola_v3_add(g1, g2), g3), PIOLA_R(-1.0));
+  piola_real s = w0 * piola_v3_dot(g0, g0) + w1 * piola_v3_dot(g1, g1) + w2 * piola_v3_dot(g2, g2) +
+                 w3 * piola_v3_dot(g3, g3);
+  piola_real w_max = fmax(fmax(w0, w1), fmax(w2, w3));
+  int xpbd = mat->solver == PIOLA_TET_SOLVER_XPBD;
+  piola_real c2 = PIOLA_R(2.0) * u;
+  piola_real denominator = xpbd ? s + alpha_tilde * c2 : s;
+  if (!(w_max > PIOLA_R(0.0)) ||
+      !(denominator > PIOLA_DENOMINATOR_EPSILON * w_max * u * u * piola_m3_frobenius2(dm_inv))) {
+    return flags;
+  }
+  piola_real step, dlambda;
+  if (xpbd) {
+    piola_real c = sqrt(c2);
+    piola_real num = -(c + alpha_tilde * (*lambda));
+    step = num * c / denominator;
+    dlambda = num * c2 / denominator;
+  } else {
+    step = -u / denominator;
+    dlambda = step;
+  }
+  *x0 = piola_v3_add(*x0, piola_v3_scale(g0, w0 * step));
+  *x1 = piola_v3_add(*x1, piola_v3_scale(g1, w1 * step));
+  *x2 = piola_v3_add(*x2, piola_v3_scale(g2, w2 * step));
+  *x3 = piola_v3_add(*x3, piola_v3_scale(g3, w3 * step));
+  *lambda += dlambda;
+  return flags | PIOLA_TET_WORKED;
+}
+
+/* ---- Plasticity (paper Sec. 4.2) ------------------------------------------------------ */
+
+/* Plastic flow of one tet, once per substep. The total Green strain is split additively,
+ * eps = eps_e + eps_p; where the deviatoric part of eps_e exceeds `yield` (von Mises, Frobenius
+ * norm) the plastic strain moves towards it by the fraction `flow` = min(1, h creep), and its
+ * norm is capped at `cap`. The elastic part enters the energy as F_e = F F_p^-1 with the
+ * symmetric plastic stretch F_p = (I + 2 eps_p)^(1/2), so that (F_p^T F_p - I)/2 = eps_p: the
+ * solver then needs only the effective M = Dm^-1 F_p^-1 in place of Dm^-1, and inversion
+ * handling keeps working on F_e. Returns 1 and writes *m_eff when eps_p changed. */
+PIOLA_FN int piola_plastic_update(piola_m3 f_total, piola_sym3 *eps_p, piola_real yield,
+                                  piola_real flow, piola_real cap, piola_m3 dm_inv_rest,
+                                  piola_m3 *m_eff) {
+  piola_sym3 e = piola_green_strain(f_total);
+  piola_sym3 el;
+  el.xx = e.xx - eps_p->xx;
+  el.yy = e.yy - eps_p->yy;
+  el.zz = e.zz - eps_p->zz;
+  el.xy = e.xy - eps_p->xy;
+  el.xz = e.xz - eps_p->xz;
+  el.yz = e.yz - eps_p->yz;
+  piola_real third_tr = (el.xx + el.yy + el.zz) / PIOLA_R(3.0);
+  el.xx -= third_tr;
+  el.yy -= third_tr;
+  el.zz -= third_tr;
+  piola_real dev_norm2 = piola_sym3_frobenius2(el);
+  if (!(dev_norm2 > yield * yield) || !(flow > PIOLA_R(0.0))) {
+    return 0;
+  }
+  piola_sym3 ep = *eps_p;
+  ep.xx += flow * el.xx;
+  ep.yy += flow * el.yy;
+  ep.zz += flow * el.zz;
+  ep.xy += flow * el.xy;
+  ep.xz += flow * el.xz;
+  ep.yz += flow * el.yz;
+  piola_real n2 = piola_sym3_frobenius2(ep);
+  if (n2 > cap * cap) {
+    piola_real r = cap / sqrt(n2);
+    ep.xx *= r;
+    ep.yy *= r;
+    ep.zz *= r;
+    ep.xy *= r;
+    ep.xz *= r;
+    ep.yz *= r;
+  }
+  *eps_p = ep;
+  /* F_p^-1 = Q diag(1 / sqrt(l)) Q^T for I + 2 eps_p = Q diag(l) Q^T; l >= 1 - 2 cap > 0. */
+  piola_m3 c = piola_m3_scale(piola_sym3_to_m3(ep), PIOLA_R(2.0));
+  c.m[0] += PIOLA_R(1.0);
+  c.m[4] += PIOLA_R(1.0);
+  c.m[8] += PIOLA_R(1.0);
+  piola_m3 q;
+  piola_v3 l;
+  piola_sym_eigen(c, &q, &l);
+  piola_v3 inv_sqrt =
+      piola_v3_make(PIOLA_R(1.0) / sqrt(l.x), PIOLA_R(1.0) / sqrt(l.y), PIOLA_R(1.0) / sqrt(l.z));
+  piola_m3 fp_inv = piola_svd3_compose(q, inv_sqrt, q);
+  *m_eff = piola_m3_mul(dm_inv_rest, fp_inv);
+  return 1;
+}
+
+#endif /* PIOLA_TET_H */

@@ -1,0 +1,327 @@
+/* `piola bench`: times the step on a scene of N bodies and prints one table (and JSON), with
+ * the figure of Bender et al. 2014 (Table 1: 100 Armadillos, 152.41 ms per step on two 6-core
+ * Xeon X5650) beside it, labelled as theirs. */
+#include "commands.h"
+#include "scene.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAPER_MS_PER_STEP 152.41
+
+typedef struct bench_run {
+  char scene[64];
+  char device[128];
+  piola_backend backend;
+  int32_t bodies, vertices, tets, colors, largest_color, smallest_color;
+  int32_t iterations, substeps;
+  float dt;
+  int32_t steps;
+  double ms_min, ms_median, ms_p95, ms_mean;
+  double tet_solves_per_second;
+  int64_t device_bytes;
+  int32_t active_tets, inverted_tets;
+  double elastic_energy;
+  double stage_ms[PIOLA_STAGE_COUNT]; /* per step, averaged over the timed steps */
+  double setup_s;
+} bench_run;
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void cpu_model_name(char *out, size_t n) {
+  snprintf(out, n, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) {
+    return;
+  }
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *c = strchr(line, ':');
+      if (c != NULL) {
+        snprintf(out, n, "%s", c + 2);
+        out[strcspn(out, "\n")] = '\0';
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
+/* Runs warm-up and timed steps on one scene. */
+static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_run *r) {
+  double t0 = now_seconds();
+  scene sc;
+  if (scene_build(o, PIOLA_BACKEND_AUTO, &sc) != PIOLA_OK) {
+    return 1;
+  }
+  memset(r, 0, sizeof *r);
+  snprintf(r->scene, sizeof r->scene, "%s", sc.name);
+  double *ms = malloc(sizeof *ms * (size_t)(steps > 0 ? steps : 1));
+  if (ms == NULL) {
+    scene_destroy(&sc);
+    return 1;
+  }
+  piola_status s = PIOLA_OK;
+  const bool tty = isatty(2);
+  double last_progress = now_seconds();
+  for (int32_t i = 0; i < warmup && s == PIOLA_OK; ++i) {
+    s = piola_world_step(sc.world);
+    if (s == PIOLA_OK) {
+      s = piola_world_finish(sc.world);
+    }
+  }
+  r->setup_s = now_seconds() - t0;
+  double stage_sum[PIOLA_STAGE_COUNT] = {0};
+  for (int32_t i = 0; i < steps && s == PIOLA_OK; ++i) {
+    double a = now_seconds();
+    s = piola_world_step(sc.world);
+    if (s == PIOLA_OK) {
+      s = piola_world_finish(sc.world);
+    }
+    ms[i] = (now_seconds() - a) * 1e3;
+    double stage[PIOLA_STAGE_COUNT];
+    if (s == PIOLA_OK && piola_world_get_stage_times(sc.world, stage) == PIOLA_OK) {
+      for (int k = 0; k < PIOLA_STAGE_COUNT; ++k) {
+        stage_sum[k] += stage[k];
+      }
+    }
+    double now = now_seconds();
+    if (now - last_progress > (tty ? 0.5 : 15.0)) {
+      fprintf(stderr, "%s  %s x%d: step %d/%d, %.2f ms%s", tty ? "\r" : "", sc.name, (int)o->bodies,
+              (int)(i + 1), (int)steps, ms[i], tty ? "   " : "\n");
+      last_progress = now;
+    }
+  }
+  if (tty) {
+    fprintf(stderr, "\r%60s\r", "");
+  }
+  piola_stats st;
+  if (s == PIOLA_OK) {
+    s = piola_world_get_stats(sc.world, &st);
+  }
+  if (s != PIOLA_OK) {
+    fprintf(stderr, "piola bench: step failed: %s\n", piola_status_string(s));
+    free(ms);
+    scene_destroy(&sc);
+    return 1;
+  }
+  qsort(ms, (size_t)steps, sizeof *ms, compare_double);
+  double sum = 0.0;
+  for (int32_t i = 0; i < steps; ++i) {
+    sum += ms[i];
+  }
+  r->backend = st.backend;
+  snprintf(r->device, sizeof r->device, "%s", st.device_name);
+  r->bodies = st.body_count;
+  r->vertices = st.vertex_count;
+  r->tets = st.tet_count;
+  r->colors = st.color_count;
+  r->largest_color = st.largest_color;
+  r->smallest_color = st.smallest_color;
+  r->iterations = o->iterations;
+  r->substeps = o->substeps;
+  r->dt = o->dt;
+  r->steps = steps;
+  r->ms_min = ms[0];
+  r->ms_median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
+  r->ms_p95 = ms[(int32_t)ceil(0.95 * steps) - 1];
+  r->ms_mean = sum / steps;
+  r->tet_solves_per_second =
+      (double)st.tet_count * o->iterations * o->substeps / (r->ms_median * 1e-3);
+  r->device_bytes = st.device_bytes;
+  r->active_tets = st.active_tets;
+  r->inverted_tets = st.inverted_tets;
+  r->elastic_energy = st.elastic_energy;
+  for (int k = 0; k < PIOLA_STAGE_COUNT; ++k) {
+    r->stage_ms[k] = stage_sum[k] / steps;
+  }
+  free(ms);
+  scene_destroy(&sc);
+  return 0;
+}
+
+static void print_header(void) {
+  printf("%-12s %6s %8s %9s %6s %5s %4s %-7s %9s %9s %9s %12s %9s %7s %6s\n", "scene", "bodies",
+         "vertices", "tets", "colors", "iters", "sub", "backend", "min ms", "median ms", "p95 ms",
+         "tet solves/s", "device MB", "active", "inv");
+}
+
+static void print_row(const bench_run *r) {
+  printf("%-12s %6d %8d %9d %6d %5d %4d %-7s %9.3f %9.3f %9.3f %12.3e %9.1f %6.1f%% %6d\n",
+         r->scene, (int)r->bodies, (int)r->vertices, (int)r->tets, (int)r->colors,
+         (int)r->iterations, (int)r->substeps, piola_backend_name(r->backend), r->ms_min,
+         r->ms_median, r->ms_p95, r->tet_solves_per_second, (double)r->device_bytes / 1048576.0,
+         r->tets > 0 ? 100.0 * r->active_tets / r->tets : 0.0, (int)r->inverted_tets);
+}
+
+static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
+  fprintf(f, "%s\"scene\": \"%s\",\n", indent, r->scene);
+  fprintf(f, "%s\"backend\": \"%s\",\n", indent, piola_backend_name(r->backend));
+  fprintf(f, "%s\"device\": \"%s\",\n", indent, r->device);
+  fprintf(f, "%s\"bodies\": %d,\n%s\"vertices\": %d,\n%s\"tets\": %d,\n", indent, (int)r->bodies,
+          indent, (int)r->vertices, indent, (int)r->tets);
+  fprintf(f, "%s\"colors\": %d,\n%s\"largest_color\": %d,\n%s\"smallest_color\": %d,\n", indent,
+          (int)r->colors, indent, (int)r->largest_color, indent, (int)r->smallest_color);
+  fprintf(f, "%s\"iterations\": %d,\n%s\"substeps\": %d,\n%s\"dt\": %g,\n%s\"steps\": %d,\n",
+          indent, (int)r->iterations, indent, (int)r->substeps, indent, (double)r->dt, indent,
+          (int)r->steps);
+  fprintf(f,
+          "%s\"ms_per_step\": {\"min\": %.6f, \"median\": %.6f, \"p95\": %.6f, \"mean\": "
+          "%.6f},\n",
+          indent, r->ms_min, r->ms_median, r->ms_p95, r->ms_mean);
+  fprintf(f, "%s\"tet_solves_per_second\": %.6e,\n", indent, r->tet_solves_per_second);
+  fprintf(f, "%s\"device_bytes\": %lld,\n", indent, (long long)r->device_bytes);
+  fprintf(f, "%s\"active_tets\": %d,\n%s\"inverted_tets\": %d,\n", indent, (int)r->active_tets,
+          indent, (int)r->inverted_tets);
+  fprintf(f, "%s\"elastic_energy_j\": %.9g,\n", indent, r->elastic_energy);
+  fprintf(f, "%s\"setup_s\": %.3f,\n", indent, r->setup_s);
+  fprintf(f, "%s\"stage_ms\": {", indent);
+  for (int k = 0; k < PIOLA_STAGE_COUNT; ++k) {
+    fprintf(f, "%s\"%s\": %.6f", k > 0 ? ", " : "", piola_stage_name((piola_stage)k),
+            r->stage_ms[k]);
+  }
+  fprintf(f, "},\n");
+  fprintf(f, "%s\"paper_ms_per_step\": %.2f", indent, PAPER_MS_PER_STEP);
+}
+
+static int write_json(const char *path, const bench_run *runs, int n, const char *cpu) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) {
+    fprintf(stderr, "piola bench: cannot write %s\n", path);
+    return 1;
+  }
+  time_t now = time(NULL);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  fprintf(f, "{\n  \"piola_version\": \"%s\",\n  \"date\": \"%s\",\n  \"host_cpu\": \"%s\",\n",
+          piola_version_string(), date, cpu);
+  fprintf(f, "  \"paper\": \"Bender et al. 2014, Table 1: 100 Armadillos, 5 iterations, "
+             "dt = 5 ms, 152.41 ms/step on two 6-core Xeon X5650 (their hardware)\",\n");
+  if (n > 0) {
+    write_run_fields(f, &runs[0], "  "); /* the first run's fields at the top level too */
+    fprintf(f, ",\n");
+  }
+  fprintf(f, "  \"runs\": [\n");
+  for (int i = 0; i < n; ++i) {
+    fprintf(f, "    {\n");
+    write_run_fields(f, &runs[i], "      ");
+    fprintf(f, "\n    }%s\n", i + 1 < n ? "," : "");
+  }
+  fprintf(f, "  ]\n}\n");
+  int bad = ferror(f);
+  bad |= fclose(f);
+  if (bad) {
+    fprintf(stderr, "piola bench: error writing %s\n", path);
+    return 1;
+  }
+  return 0;
+}
+
+static void print_help(void) {
+  printf("Usage: piola bench [options]\n"
+         "Times the step on N bodies and prints ms per step (min / median / p95 over the timed\n"
+         "steps, after a warm-up), tet solves per second and device memory.\n\n"
+         "  --steps N       timed steps (default 50)\n"
+         "  --warmup N      untimed steps first (default 5)\n"
+         "  --scaling       run 1, 10, 100, 1000 bodies, then more while memory allows\n"
+         "  --max-bodies N  largest body count of --scaling (default 10000)\n"
+         "  --json FILE     write the results as JSON\n\n");
+  scene_print_help();
+}
+
+int command_bench(int argc, char **argv) {
+  scene_options o = scene_default_options();
+  int32_t steps = 50, warmup = 5, max_bodies = 10000;
+  bool scaling = false;
+  const char *json = NULL;
+  for (int i = 0; i < argc; ++i) {
+    int k = scene_parse_option(&o, argc, argv, &i);
+    if (k < 0) {
+      return 2;
+    }
+    if (k > 0) {
+      continue;
+    }
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--steps") == 0 && parse_int(a, v, 1, &steps)) {
+      ++i;
+    } else if (strcmp(a, "--warmup") == 0 && parse_int(a, v, 0, &warmup)) {
+      ++i;
+    } else if (strcmp(a, "--max-bodies") == 0 && parse_int(a, v, 1, &max_bodies)) {
+      ++i;
+    } else if (strcmp(a, "--json") == 0 && v != NULL) {
+      json = v;
+      ++i;
+    } else if (strcmp(a, "--scaling") == 0) {
+      scaling = true;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      print_help();
+      return 0;
+    } else {
+      fprintf(stderr, "piola bench: unknown or incomplete option '%s' (see --help)\n", a);
+      return 2;
+    }
+  }
+  char cpu[256];
+  cpu_model_name(cpu, sizeof cpu);
+  bench_run runs[16];
+  int n = 0;
+  printf("piola %s bench, host CPU: %s\n", piola_version_string(), cpu);
+  print_header();
+  int32_t sizes[16] = {0};
+  int nsizes = 0;
+  if (scaling) {
+    for (int32_t b = 1; b <= max_bodies && nsizes < 16; b *= 10) {
+      sizes[nsizes++] = b;
+      if (b >= 1000 && b * 3 <= max_bodies && nsizes < 16) {
+        sizes[nsizes++] = b * 3;
+      }
+    }
+  } else {
+    sizes[nsizes++] = o.bodies;
+  }
+  int status = 0;
+  for (int i = 0; i < nsizes; ++i) {
+    scene_options oi = o;
+    oi.bodies = sizes[i];
+    if (run_one(&oi, warmup, steps, &runs[n]) != 0) {
+      if (scaling && i > 0) {
+        fprintf(stderr, "piola bench: stopping the scaling run at %d bodies\n", (int)sizes[i]);
+        break;
+      }
+      status = 1;
+      break;
+    }
+    print_row(&runs[n]);
+    fflush(stdout);
+    ++n;
+  }
+  if (n > 0) {
+    printf("Paper (Bender et al. 2014, Table 1): 100 Armadillos, 5 iterations, dt = 5 ms: "
+           "%.2f ms/step on two 6-core Xeon X5650 -- their figure on their hardware, not "
+           "measured here.\n",
+           PAPER_MS_PER_STEP);
+    printf("device: %s; 'active' = tets whose projection did work in the last substep, "
+           "'inv' = tets inverted at the end.\n",
+           runs[0].device);
+  }
+  if (scaling && n >= 2) {
+    for (int i = 1; i < n; ++i) {
+      printf("scaling %d -> %d bodies: time x%.2f for tets x%.2f\n", (int)runs[i - 1].bodies,
+             (int)runs[i].bodies, runs[i].ms_median / runs[i - 1].ms_median,
+             (double)runs[i].tets / runs[i - 1].tets);
+    }
+  }
+  if (json != NULL && n > 0) {
+    status |= write_json(json, runs, n, cpu);
+  }
+  return status;
+}

@@ -1,0 +1,222 @@
+/* `piola crosscheck`: one scene on the CPU reference and on an OpenCL device, from the same
+ * initial state and coloring, compared step by step. */
+#include "crosscheck.h"
+#include "commands.h"
+#include "scene.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+piola_status crosscheck_compare(const crosscheck_pair *pair, crosscheck_sample *out) {
+  piola_status s = PIOLA_OK;
+  int32_t capacity = 0;
+  float *a = NULL, *b = NULL;
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  double max_d2 = 0.0, sum_d2 = 0.0;
+  int64_t count = 0;
+  for (int32_t i = 0; i < pair->body_count && s == PIOLA_OK; ++i) {
+    int32_t n = piola_body_get_vertex_count(pair->reference, pair->reference_bodies[i]);
+    if (n < 0 || n != piola_body_get_vertex_count(pair->candidate, pair->candidate_bodies[i])) {
+      s = PIOLA_ERROR_COUNT_MISMATCH;
+      break;
+    }
+    if (n > capacity) {
+      float *na = realloc(a, sizeof *a * 3 * (size_t)n), *nb = NULL;
+      if (na != NULL) {
+        a = na;
+        nb = realloc(b, sizeof *b * 3 * (size_t)n);
+      }
+      if (na == NULL || nb == NULL) {
+        s = PIOLA_ERROR_OUT_OF_MEMORY;
+        break;
+      }
+      b = nb;
+      capacity = n;
+    }
+    s = piola_body_get_positions(pair->reference, pair->reference_bodies[i], a, n);
+    if (s == PIOLA_OK) {
+      s = piola_body_get_positions(pair->candidate, pair->candidate_bodies[i], b, n);
+    }
+    for (int32_t v = 0; v < n && s == PIOLA_OK; ++v) {
+      double d2 = 0.0;
+      for (int k = 0; k < 3; ++k) {
+        double x = a[3 * v + k], y = b[3 * v + k];
+        lo[k] = fmin(lo[k], x);
+        hi[k] = fmax(hi[k], x);
+        d2 += (x - y) * (x - y);
+      }
+      max_d2 = fmax(max_d2, isfinite(d2) ? d2 : INFINITY);
+      sum_d2 += d2;
+      count++;
+    }
+  }
+  free(a);
+  free(b);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  double diag = count > 0
+                    ? sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                           (hi[2] - lo[2]) * (hi[2] - lo[2]))
+                    : 1.0;
+  diag = diag > 0.0 ? diag : 1.0;
+  out->max_relative = sqrt(max_d2) / diag;
+  out->rms_relative = count > 0 ? sqrt(sum_d2 / (double)count) / diag : 0.0;
+  return PIOLA_OK;
+}
+
+piola_status crosscheck_run(const crosscheck_pair *pair, int32_t steps, crosscheck_sample *samples,
+                            double *worst, void (*progress)(const crosscheck_sample *s, void *user),
+                            void *user) {
+  *worst = 0.0;
+  for (int32_t i = 0; i < steps; ++i) {
+    piola_status s = piola_world_step(pair->reference);
+    if (s == PIOLA_OK) {
+      s = piola_world_step(pair->candidate);
+    }
+    crosscheck_sample sample = {i + 1, 0.0, 0.0};
+    if (s == PIOLA_OK) {
+      s = crosscheck_compare(pair, &sample);
+    }
+    if (s != PIOLA_OK) {
+      return s;
+    }
+    /* NaN counts as the worst possible deviation. */
+    *worst = isnan(sample.max_relative) ? INFINITY : fmax(*worst, sample.max_relative);
+    if (samples != NULL) {
+      samples[i] = sample;
+    }
+    if (progress != NULL) {
+      progress(&sample, user);
+    }
+  }
+  return PIOLA_OK;
+}
+
+typedef struct print_state {
+  int32_t every;
+  int32_t steps;
+} print_state;
+
+static void print_sample(const crosscheck_sample *s, void *user) {
+  const print_state *p = user;
+  if (s->step % p->every == 0 || s->step == 1 || s->step == p->steps) {
+    printf("%6d %14.6e %14.6e\n", (int)s->step, s->max_relative, s->rms_relative);
+    fflush(stdout);
+  }
+}
+
+static void print_help(void) {
+  printf("Usage: piola crosscheck [options]\n"
+         "Runs one scene on the CPU reference and on an OpenCL device from the same initial\n"
+         "state and coloring, and prints per step the largest and the RMS vertex deviation\n"
+         "relative to the scene's bounding-box diagonal. Exits 1 when the largest deviation\n"
+         "over all steps exceeds the tolerance.\n\n"
+         "  --steps N        steps (default 100)\n"
+         "  --tolerance T    largest allowed max_relative_deviation (default 1e-4)\n"
+         "  --every K        print every K-th step (default 10; all are in the JSON)\n"
+         "  --json FILE      write the series as JSON\n\n");
+  scene_print_help();
+}
+
+int command_crosscheck(int argc, char **argv) {
+  scene_options o = scene_default_options();
+  int32_t steps = 100, every = 10;
+  float tolerance = 1e-4f;
+  const char *json = NULL;
+  for (int i = 0; i < argc; ++i) {
+    int k = scene_parse_option(&o, argc, argv, &i);
+    if (k < 0) {
+      return 2;
+    }
+    if (k > 0) {
+      continue;
+    }
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--steps") == 0 && parse_int(a, v, 1, &steps)) {
+      ++i;
+    } else if (strcmp(a, "--every") == 0 && parse_int(a, v, 1, &every)) {
+      ++i;
+    } else if (strcmp(a, "--tolerance") == 0 && parse_float(a, v, &tolerance)) {
+      ++i;
+    } else if (strcmp(a, "--json") == 0 && v != NULL) {
+      json = v;
+      ++i;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      print_help();
+      return 0;
+    } else {
+      fprintf(stderr, "piola crosscheck: unknown or incomplete option '%s' (see --help)\n", a);
+      return 2;
+    }
+  }
+  scene ref, dev;
+  if (scene_build(&o, PIOLA_BACKEND_CPU_REFERENCE, &ref) != PIOLA_OK) {
+    return 1;
+  }
+  piola_backend candidate =
+      o.backend == PIOLA_BACKEND_CPU_REFERENCE ? PIOLA_BACKEND_CPU_REFERENCE : PIOLA_BACKEND_OPENCL;
+  if (scene_build(&o, candidate, &dev) != PIOLA_OK) {
+    scene_destroy(&ref);
+    return 1;
+  }
+  piola_stats st;
+  piola_world_get_stats(dev.world, &st);
+  printf("piola crosscheck: %s x%d (%d vertices, %d tets, %d colors), %d steps of %g s\n", ref.name,
+         (int)ref.body_count, (int)st.vertex_count, (int)st.tet_count, (int)st.color_count,
+         (int)steps, (double)o.dt);
+  printf("reference: CPU reference (double); candidate: %s (%s)\n", piola_backend_name(st.backend),
+         st.device_name);
+  printf("%6s %14s %14s\n", "step", "max rel dev", "rms rel dev");
+  crosscheck_pair pair = {ref.world, dev.world, ref.bodies, dev.bodies, ref.body_count};
+  crosscheck_sample *samples = calloc((size_t)steps, sizeof *samples);
+  print_state ps = {every, steps};
+  double worst = 0.0;
+  piola_status s = samples != NULL
+                       ? crosscheck_run(&pair, steps, samples, &worst, print_sample, &ps)
+                       : PIOLA_ERROR_OUT_OF_MEMORY;
+  int status = 0;
+  if (s != PIOLA_OK) {
+    fprintf(stderr, "piola crosscheck: %s\n", piola_status_string(s));
+    status = 1;
+  } else {
+    bool passed = worst <= tolerance;
+    printf("largest deviation over %d steps: %.6e of the bounding-box diagonal; tolerance "
+           "%.1e: %s\n",
+           (int)steps, worst, (double)tolerance, passed ? "PASSED" : "FAILED");
+    status = passed ? 0 : 1;
+    if (json != NULL) {
+      FILE *f = fopen(json, "w");
+      if (f == NULL) {
+        fprintf(stderr, "piola crosscheck: cannot write %s\n", json);
+        status = 1;
+      } else {
+        fprintf(f,
+                "{\n  \"scene\": \"%s\",\n  \"bodies\": %d,\n  \"vertices\": %d,\n  \"tets\": "
+                "%d,\n  \"colors\": %d,\n  \"reference\": \"cpu\",\n  \"candidate\": \"%s\",\n"
+                "  \"device\": \"%s\",\n  \"steps\": %d,\n  \"dt\": %g,\n  \"tolerance\": %g,\n"
+                "  \"max_relative_deviation\": %.9e,\n  \"passed\": %s,\n  \"series\": [\n",
+                ref.name, (int)ref.body_count, (int)st.vertex_count, (int)st.tet_count,
+                (int)st.color_count, piola_backend_name(st.backend), st.device_name, (int)steps,
+                (double)o.dt, (double)tolerance, worst, passed ? "true" : "false");
+        for (int32_t i = 0; i < steps; ++i) {
+          fprintf(f,
+                  "    {\"step\": %d, \"max_relative_deviation\": %.9e, "
+                  "\"rms_relative_deviation\": %.9e}%s\n",
+                  (int)samples[i].step, samples[i].max_relative, samples[i].rms_relative,
+                  i + 1 < steps ? "," : "");
+        }
+        fprintf(f, "  ]\n}\n");
+        if (fclose(f) != 0) {
+          status = 1;
+        }
+      }
+    }
+  }
+  free(samples);
+  scene_destroy(&ref);
+  scene_destroy(&dev);
+  return status;
+}

@@ -1,0 +1,330 @@
+/* Piola common host services: version, status and stage names, logging, misuse reports, the
+ * default def constructors and the checks of materials and colliders. */
+#include "piola_internal.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+const char *piola_version_string(void) {
+  return "0.1.0";
+}
+
+const char *piola_status_string(piola_status status) {
+  switch (status) {
+  case PIOLA_OK:
+    return "ok";
+  case PIOLA_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case PIOLA_ERROR_INVALID_DEF:
+    return "def not made by its default constructor";
+  case PIOLA_ERROR_INVALID_BODY:
+    return "invalid body id";
+  case PIOLA_ERROR_COUNT_MISMATCH:
+    return "count does not match";
+  case PIOLA_ERROR_NON_FINITE:
+    return "non-finite number";
+  case PIOLA_ERROR_INVALID_MESH:
+    return "invalid mesh";
+  case PIOLA_ERROR_INVALID_MATERIAL:
+    return "invalid material";
+  case PIOLA_ERROR_IO:
+    return "file cannot be read or written";
+  case PIOLA_ERROR_PARSE:
+    return "malformed file";
+  case PIOLA_ERROR_OUT_OF_MEMORY:
+    return "out of host memory";
+  case PIOLA_ERROR_UNSUPPORTED:
+    return "not supported by this build";
+  case PIOLA_ERROR_NO_DEVICE:
+    return "no matching OpenCL device";
+  case PIOLA_ERROR_BUILD_FAILED:
+    return "OpenCL program build failed";
+  case PIOLA_ERROR_DEVICE:
+    return "OpenCL call failed";
+  case PIOLA_ERROR_OUT_OF_DEVICE_MEMORY:
+    return "out of device memory or resources";
+  case PIOLA_ERROR_DEVICE_LOST:
+    return "device lost";
+  case PIOLA_STATUS_COUNT:
+    break;
+  }
+  return "unknown status";
+}
+
+const char *piola_stage_name(piola_stage stage) {
+  static const char *const names[PIOLA_STAGE_COUNT] = {
+      "predict", "reset_multipliers", "solve_tets", "collide", "update_velocities", "plasticity"};
+  return (stage >= 0 && stage < PIOLA_STAGE_COUNT) ? names[stage] : "unknown";
+}
+
+const char *piola_backend_name(piola_backend backend) {
+  switch (backend) {
+  case PIOLA_BACKEND_AUTO:
+    return "auto";
+  case PIOLA_BACKEND_CPU_REFERENCE:
+    return "cpu";
+  case PIOLA_BACKEND_OPENCL:
+    return "opencl";
+  }
+  return "unknown";
+}
+
+void piola_log(const piola_logger *logger, piola_log_level level, const char *format, ...) {
+  if (logger == NULL || logger->fn == NULL) {
+    return;
+  }
+  char message[1024];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  logger->fn(level, message, logger->user_data);
+}
+
+void piola_misuse(const piola_world *world, const char *condition, const char *file, int line) {
+  if (world != NULL && world->def.assert_fn != NULL) {
+    world->def.assert_fn(condition, file, line, world->def.assert_user_data);
+    return;
+  }
+  if (world != NULL) {
+    piola_log(&world->def.logger, PIOLA_LOG_ERROR, "API misuse: %s (%s:%d)", condition, file, line);
+  }
+#ifndef NDEBUG
+  assert(
+      !"piola: API misuse (see the condition above); set piola_world_def.assert_fn to handle it");
+#endif
+}
+
+double piola_now_ms(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+piola_world_def piola_default_world_def(void) {
+  piola_world_def d;
+  memset(&d, 0, sizeof d);
+  d.backend = PIOLA_BACKEND_AUTO;
+  d.device_spec = NULL;
+  d.gravity[0] = 0.0f;
+  d.gravity[1] = -9.81f;
+  d.gravity[2] = 0.0f;
+  d.dt = 0.005f;
+  d.substeps = 1;
+  d.iterations = 5;
+  d.damping = 0.0f;
+  d.profile = false;
+  d.fast_math = false;
+  d.work_group_size = 0;
+  d.internal_cookie = PIOLA_COOKIE;
+  return d;
+}
+
+piola_material piola_default_material(void) {
+  piola_material m;
+  memset(&m, 0, sizeof m);
+  m.model = PIOLA_MODEL_STVK;
+  m.solver = PIOLA_SOLVER_XPBD;
+  m.youngs_modulus = 1.0e5f;
+  m.poisson_ratio = 0.3f;
+  m.density = 1000.0f;
+  m.handle_inversion = PIOLA_INVERSION_ON;
+  m.plastic_yield = 0.1f;
+  m.plastic_creep = 0.0f;
+  m.plastic_max = 0.3f;
+  m.internal_cookie = PIOLA_COOKIE;
+  return m;
+}
+
+piola_collider_def piola_default_collider_def(void) {
+  piola_collider_def c;
+  memset(&c, 0, sizeof c);
+  c.type = PIOLA_COLLIDER_PLANE;
+  c.shape.plane.normal[1] = 1.0f;
+  c.shape.plane.offset = 0.0f;
+  c.static_friction = 0.5f;
+  c.dynamic_friction = 0.4f;
+  c.internal_cookie = PIOLA_COOKIE;
+  return c;
+}
+
+piola_status piola_material_check(const piola_material *m, char *reason, size_t n) {
+  if (m->internal_cookie != PIOLA_COOKIE) {
+    snprintf(reason, n, "material not made by piola_default_material()");
+    return PIOLA_ERROR_INVALID_DEF;
+  }
+  if (m->model != PIOLA_MODEL_STVK && m->model != PIOLA_MODEL_NEOHOOKEAN) {
+    snprintf(reason, n, "unknown material model %d", (int)m->model);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (m->solver != PIOLA_SOLVER_XPBD && m->solver != PIOLA_SOLVER_PBD) {
+    snprintf(reason, n, "unknown solver form %d", (int)m->solver);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (m->handle_inversion != PIOLA_INVERSION_OFF && m->handle_inversion != PIOLA_INVERSION_ON &&
+      m->handle_inversion != PIOLA_INVERSION_ALWAYS) {
+    snprintf(reason, n, "unknown inversion mode %d", (int)m->handle_inversion);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->youngs_modulus) || !(m->youngs_modulus > 0.0f)) {
+    snprintf(reason, n, "Young's modulus must be finite and > 0 Pa (got %g)",
+             (double)m->youngs_modulus);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->poisson_ratio) || !(m->poisson_ratio >= 0.0f && m->poisson_ratio < 0.5f)) {
+    snprintf(reason, n, "Poisson's ratio must lie in [0, 0.5) (got %g)", (double)m->poisson_ratio);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->density) || !(m->density > 0.0f)) {
+    snprintf(reason, n, "density must be finite and > 0 kg/m^3 (got %g)", (double)m->density);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->plastic_yield) || !(m->plastic_yield >= 0.0f) || !isfinite(m->plastic_creep) ||
+      !(m->plastic_creep >= 0.0f) || !isfinite(m->plastic_max) ||
+      !(m->plastic_max >= 0.0f && m->plastic_max < 0.5f)) {
+    snprintf(reason, n,
+             "plasticity needs yield >= 0, creep >= 0 1/s and max in [0, 0.5) (got %g, %g, %g)",
+             (double)m->plastic_yield, (double)m->plastic_creep, (double)m->plastic_max);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  return PIOLA_OK;
+}
+
+piola_tet_material piola_material_constants(const piola_material *m) {
+  double e = m->youngs_modulus, nu = m->poisson_ratio;
+  piola_tet_material c;
+  c.mu = 1.0 / (2.0 * (1.0 + nu));
+  c.lambda = nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+  c.compliance = 1.0 / e;
+  c.model = (piola_int)m->model;
+  c.solver = (piola_int)m->solver;
+  c.inversion = (piola_int)m->handle_inversion;
+  return c;
+}
+
+static bool finite3(const float v[3]) {
+  return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
+}
+
+/* Normalises v into out; false for a zero or non-finite vector. */
+static bool unit3(const float v[3], float out[3]) {
+  double l = sqrt((double)v[0] * v[0] + (double)v[1] * v[1] + (double)v[2] * v[2]);
+  if (!finite3(v) || !(l > 1e-20)) {
+    return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    out[i] = (float)(v[i] / l);
+  }
+  return true;
+}
+
+piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_data *out,
+                                 char *reason, size_t n) {
+  piola_collider_data c;
+  memset(&c, 0, sizeof c);
+  if (def->internal_cookie != PIOLA_COOKIE) {
+    snprintf(reason, n, "collider def not made by piola_default_collider_def()");
+    return PIOLA_ERROR_INVALID_DEF;
+  }
+  if (!isfinite(def->static_friction) || !(def->static_friction >= 0.0f) ||
+      !isfinite(def->dynamic_friction) || !(def->dynamic_friction >= 0.0f)) {
+    snprintf(reason, n, "friction coefficients must be finite and >= 0 (got %g, %g)",
+             (double)def->static_friction, (double)def->dynamic_friction);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  c.static_friction = def->static_friction;
+  c.dynamic_friction = def->dynamic_friction;
+  switch (def->type) {
+  case PIOLA_COLLIDER_PLANE: {
+    const piola_plane_shape *s = &def->shape.plane;
+    if (!unit3(s->normal, c.a) || !isfinite(s->offset)) {
+      snprintf(reason, n, "plane needs a finite non-zero normal and a finite offset");
+      return !finite3(s->normal) || !isfinite(s->offset) ? PIOLA_ERROR_NON_FINITE
+                                                         : PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+    c.kind = PIOLA_COLLIDER_KIND_PLANE;
+    c.a[3] = s->offset;
+    break;
+  }
+  case PIOLA_COLLIDER_SPHERE: {
+    const piola_sphere_shape *s = &def->shape.sphere;
+    if (!finite3(s->center) || !isfinite(s->radius)) {
+      snprintf(reason, n, "sphere has a non-finite center or radius");
+      return PIOLA_ERROR_NON_FINITE;
+    }
+    if (!(s->radius > 0.0f)) {
+      snprintf(reason, n, "sphere radius must be > 0 m (got %g)", (double)s->radius);
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+    c.kind = PIOLA_COLLIDER_KIND_SPHERE;
+    memcpy(c.a, s->center, sizeof s->center);
+    c.a[3] = s->radius;
+    break;
+  }
+  case PIOLA_COLLIDER_BOX: {
+    const piola_box_shape *s = &def->shape.box;
+    const float *q = s->rotation;
+    if (!finite3(s->center) || !finite3(s->half_extents) || !finite3(q) || !isfinite(q[3])) {
+      snprintf(reason, n, "box has a non-finite center, half extent or rotation");
+      return PIOLA_ERROR_NON_FINITE;
+    }
+    double ql =
+        sqrt((double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3]);
+    if (!(s->half_extents[0] > 0.0f && s->half_extents[1] > 0.0f && s->half_extents[2] > 0.0f) ||
+        !(ql > 1e-20)) {
+      snprintf(reason, n, "box needs half extents > 0 m and a non-zero rotation quaternion");
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+    c.kind = PIOLA_COLLIDER_KIND_BOX;
+    memcpy(c.a, s->center, sizeof s->center);
+    memcpy(c.b, s->half_extents, sizeof s->half_extents);
+    for (int i = 0; i < 4; ++i) {
+      c.c[i] = (float)(q[i] / ql);
+    }
+    break;
+  }
+  case PIOLA_COLLIDER_CAPSULE: {
+    const piola_capsule_shape *s = &def->shape.capsule;
+    if (!finite3(s->a) || !finite3(s->b) || !isfinite(s->radius)) {
+      snprintf(reason, n, "capsule has a non-finite end or radius");
+      return PIOLA_ERROR_NON_FINITE;
+    }
+    if (!(s->radius > 0.0f)) {
+      snprintf(reason, n, "capsule radius must be > 0 m (got %g)", (double)s->radius);
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+    c.kind = PIOLA_COLLIDER_KIND_CAPSULE;
+    memcpy(c.a, s->a, sizeof s->a);
+    c.a[3] = s->radius;
+    memcpy(c.b, s->b, sizeof s->b);
+    break;
+  }
+  case PIOLA_COLLIDER_FUNNEL: {
+    const piola_funnel_shape *s = &def->shape.funnel;
+    if (!finite3(s->base) || !finite3(s->axis) || !isfinite(s->base_radius) ||
+        !isfinite(s->top_radius) || !isfinite(s->height)) {
+      snprintf(reason, n, "funnel has a non-finite value");
+      return PIOLA_ERROR_NON_FINITE;
+    }
+    if (!unit3(s->axis, c.b) || !(s->height > 0.0f) || !(s->base_radius >= 0.0f) ||
+        !(s->top_radius >= 0.0f)) {
+      snprintf(reason, n, "funnel needs a non-zero axis, height > 0 m and radii >= 0 m");
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+    c.kind = PIOLA_COLLIDER_KIND_FUNNEL;
+    memcpy(c.a, s->base, sizeof s->base);
+    c.a[3] = s->base_radius;
+    c.b[3] = s->height;
+    c.c[0] = s->top_radius;
+    break;
+  }
+  default:
+    snprintf(reason, n, "unknown collider type %d", (int)def->type);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  *out = c;
+  return PIOLA_OK;
+}

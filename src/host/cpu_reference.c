@@ -1,0 +1,176 @@
+/* Piola CPU reference: the stages of the XPBD step (Macklin, Mueller, Chentanez 2016) run on
+ * the host in double precision, one thread, in exactly the color order the OpenCL kernels
+ * use, through the same per-tet and per-particle functions (kernels/piola_tet.h,
+ * kernels/piola_collide.h). It is the yardstick every device result is checked against.
+ */
+#include "piola_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+static piola_v3 load3(const double *a, int32_t i) {
+  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
+}
+
+static void store3(double *a, int32_t i, piola_v3 v) {
+  a[3 * (size_t)i] = v.x;
+  a[3 * (size_t)i + 1] = v.y;
+  a[3 * (size_t)i + 2] = v.z;
+}
+
+static piola_m3 load_m3(const double *a, int32_t i) {
+  piola_m3 m;
+  memcpy(m.m, a + 9 * (size_t)i, sizeof m.m);
+  return m;
+}
+
+/* v += h g; p = x + h v for free vertices; pinned ones (w = 0) stay. */
+static void predict(piola_world *w, double h) {
+  const double g[3] = {w->def.gravity[0], w->def.gravity[1], w->def.gravity[2]};
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    double *x = w->x + 3 * (size_t)i, *p = w->p + 3 * (size_t)i, *v = w->v + 3 * (size_t)i;
+    if (w->w[i] > 0.0) {
+      for (int k = 0; k < 3; ++k) {
+        v[k] += h * g[k];
+        p[k] = x[k] + h * v[k];
+      }
+    } else {
+      memcpy(p, x, 3 * sizeof(double));
+    }
+  }
+}
+
+/* One pass over the colors; within a color the order does not matter (no shared vertex). */
+static void solve_tets(piola_world *w, double h) {
+  const double inv_h2 = 1.0 / (h * h);
+  for (int32_t c = 0; c < w->color_count; ++c) {
+    const int32_t end = w->color_first[c] + w->color_size[c];
+    for (int32_t t = w->color_first[c]; t < end; ++t) {
+      const int32_t *q = w->tet_vertices + 4 * (size_t)t;
+      const piola_tet_material *mat = &w->materials[w->tet_material[t]].constants;
+      piola_v3 x0 = load3(w->p, q[0]), x1 = load3(w->p, q[1]), x2 = load3(w->p, q[2]),
+               x3 = load3(w->p, q[3]);
+      int flags = piola_tet_project(mat, load_m3(w->tet_m, t), w->tet_volume[t],
+                                    mat->compliance * inv_h2, &x0, &x1, &x2, &x3, w->w[q[0]],
+                                    w->w[q[1]], w->w[q[2]], w->w[q[3]], &w->tet_lambda[t]);
+      if (flags & PIOLA_TET_WORKED) {
+        store3(w->p, q[0], x0);
+        store3(w->p, q[1], x1);
+        store3(w->p, q[2], x2);
+        store3(w->p, q[3], x3);
+      }
+    }
+  }
+}
+
+static void collide(piola_world *w) {
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    if (!(w->w[i] > 0.0)) {
+      continue;
+    }
+    piola_v3 x = load3(w->x, i), p = load3(w->p, i);
+    for (int32_t c = 0; c < w->collider_count; ++c) {
+      piola_collide_particle(&w->colliders[c], x, &p);
+    }
+    store3(w->p, i, p);
+  }
+}
+
+/* v = (p - x) / h, damped; x = p. */
+static void update_velocities(piola_world *w, double h) {
+  const double damp = fmax(0.0, 1.0 - (double)w->def.damping * h);
+  for (size_t i = 0; i < 3 * (size_t)w->vertex_count; ++i) {
+    w->v[i] = (w->p[i] - w->x[i]) / h * damp;
+    w->x[i] = w->p[i];
+  }
+}
+
+static void plasticity(piola_world *w, double h) {
+  for (int32_t k = 0; k < w->plastic_count; ++k) {
+    const int32_t t = w->plastic_tet[k];
+    const int32_t *q = w->tet_vertices + 4 * (size_t)t;
+    const piola_material *m = &w->materials[w->tet_material[t]].def;
+    piola_m3 dm_rest = load_m3(w->plastic_dm_rest, k);
+    piola_m3 f = piola_tet_deformation(load3(w->x, q[0]), load3(w->x, q[1]), load3(w->x, q[2]),
+                                       load3(w->x, q[3]), dm_rest);
+    double *e = w->plastic_strain + 6 * (size_t)k;
+    piola_sym3 eps = {e[0], e[1], e[2], e[3], e[4], e[5]};
+    piola_m3 m_eff;
+    if (piola_plastic_update(f, &eps, m->plastic_yield, fmin(1.0, h * m->plastic_creep),
+                             m->plastic_max, dm_rest, &m_eff)) {
+      e[0] = eps.xx;
+      e[1] = eps.yy;
+      e[2] = eps.zz;
+      e[3] = eps.xy;
+      e[4] = eps.xz;
+      e[5] = eps.yz;
+      memcpy(w->tet_m + 9 * (size_t)t, m_eff.m, sizeof m_eff.m);
+    }
+  }
+}
+
+void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
+  switch (stage) {
+  case PIOLA_STAGE_PREDICT:
+    predict(w, h);
+    break;
+  case PIOLA_STAGE_RESET_MULTIPLIERS:
+    memset(w->tet_lambda, 0, sizeof(double) * (size_t)w->tet_count);
+    break;
+  case PIOLA_STAGE_SOLVE_TETS:
+    solve_tets(w, h);
+    break;
+  case PIOLA_STAGE_COLLIDE:
+    collide(w);
+    break;
+  case PIOLA_STAGE_UPDATE_VELOCITIES:
+    update_velocities(w, h);
+    break;
+  case PIOLA_STAGE_PLASTICITY:
+    plasticity(w, h);
+    break;
+  case PIOLA_STAGE_COUNT:
+    break;
+  }
+}
+
+/* Energy (J) of one tet and whether it is inverted. */
+static double tet_energy(const piola_material_entry *e, const piola_m3 m, double volume,
+                         const double *positions, const int32_t *q, int32_t offset,
+                         int32_t *inverted) {
+  piola_v3 x0 = load3(positions, q[0] + offset), x1 = load3(positions, q[1] + offset),
+           x2 = load3(positions, q[2] + offset), x3 = load3(positions, q[3] + offset);
+  if (!(piola_m3_det(piola_tet_deformation(x0, x1, x2, x3, m)) > 0.0)) {
+    (*inverted)++;
+  }
+  return (double)e->def.youngs_modulus * piola_tet_energy(&e->constants, m, volume, x0, x1, x2, x3);
+}
+
+double piola_tets_energy(const piola_world *w, const double *positions, const double *tet_m,
+                         int32_t *inverted) {
+  double sum = 0.0;
+  *inverted = 0;
+  for (int32_t t = 0; t < w->tet_count; ++t) {
+    sum += tet_energy(&w->materials[w->tet_material[t]], load_m3(tet_m, t), w->tet_volume[t],
+                      positions, w->tet_vertices + 4 * (size_t)t, 0, inverted);
+  }
+  return sum;
+}
+
+double piola_bodies_energy(const piola_world *w, const double *positions, int32_t *inverted) {
+  double sum = 0.0;
+  *inverted = 0;
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (!b->alive) {
+      continue;
+    }
+    const piola_material_entry *e = &w->materials[b->material];
+    const double *m = b->m_eff != NULL ? b->m_eff : b->dm_inv;
+    for (int32_t t = 0; t < b->tet_count; ++t) {
+      sum += tet_energy(e, load_m3(m, t), b->volume[t], positions, b->tets + 4 * (size_t)t,
+                        b->vertex_offset, inverted);
+    }
+  }
+  return sum;
+}

@@ -1,0 +1,1230 @@
+/* Piola OpenCL backend: device choice, program build, buffers and the step's stages as kernel
+ * launches (one per color per iteration, all bodies in it), on any OpenCL 1.2 device.
+ *
+ * The kernels (kernels/piola_step.cl) are embedded at build time together with the shared
+ * math headers; the program is built once per world for its device. Every cl* call is
+ * checked; failures return a piola_status, the OpenCL error code goes to the logger, and
+ * whatever was created is released. Nothing waits on the device inside a step: a step is a
+ * sequence of enqueues on one in-order queue and a flush. Read-backs happen only when the
+ * user asks for data (piola_body_get_positions, piola_world_get_stats).
+ */
+#include "piola_internal.h"
+
+#ifndef PIOLA_WITH_OPENCL
+
+/* Built without OpenCL: every entry point says so. */
+piola_status piola_opencl_create(piola_world *w) {
+  piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+            "this build of Piola has no OpenCL backend (configure with -DPIOLA_OPENCL=ON)");
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+void piola_opencl_destroy(piola_world *w) {
+  (void)w;
+}
+piola_status piola_opencl_begin_step(piola_world *w) {
+  (void)w;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
+  (void)w;
+  (void)stage;
+  (void)h;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+piola_status piola_opencl_end_step(piola_world *w) {
+  (void)w;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+piola_status piola_opencl_finish(piola_world *w) {
+  (void)w;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+bool piola_opencl_live(const piola_world *w) {
+  (void)w;
+  return false;
+}
+piola_status piola_opencl_pull(piola_world *w) {
+  (void)w;
+  return PIOLA_OK;
+}
+void piola_opencl_invalidate(piola_world *w) {
+  (void)w;
+}
+void piola_opencl_colliders_changed(piola_world *w) {
+  (void)w;
+}
+piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count) {
+  (void)w;
+  (void)first;
+  (void)count;
+  return PIOLA_OK;
+}
+piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count) {
+  (void)w;
+  (void)first;
+  (void)count;
+  return PIOLA_OK;
+}
+piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
+                                     float *vel) {
+  (void)w;
+  (void)first;
+  (void)count;
+  (void)xyz;
+  (void)vel;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, double *tet_m,
+                                   double *lambda) {
+  (void)w;
+  (void)x;
+  (void)v;
+  (void)tet_m;
+  (void)lambda;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+int64_t piola_opencl_device_bytes(const piola_world *w) {
+  (void)w;
+  return 0;
+}
+const char *piola_opencl_device_name(const piola_world *w) {
+  (void)w;
+  return "";
+}
+void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) {
+  (void)w;
+  for (int i = 0; i < PIOLA_STAGE_COUNT; ++i) {
+    out[i] = 0.0;
+  }
+}
+piola_status piola_list_devices(piola_device_info *devices, int32_t capacity, int32_t *count) {
+  (void)devices;
+  if (count == NULL || capacity < 0) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  *count = 0;
+  return PIOLA_OK;
+}
+piola_status piola_opencl_try_build(const char *device_spec, const char *source,
+                                    const piola_logger *logger) {
+  (void)device_spec;
+  (void)source;
+  (void)logger;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
+                                       const piola_logger *logger) {
+  (void)device_spec;
+  (void)out;
+  (void)logger;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+
+#else /* PIOLA_WITH_OPENCL */
+
+#ifdef __APPLE__
+#include <OpenCL/opencl.h>
+#else
+#include <CL/cl.h>
+#endif
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* clGetPlatformIDs' answer when no ICD is installed (cl_khr_icd). */
+#define CL_PLATFORM_NOT_FOUND_KHR_VALUE (-1001)
+
+/* kernels/ embedded by cmake/embed_kernels.cmake */
+extern const char *const piola_kernel_sources[];
+extern const char *const piola_kernel_source_names[];
+extern const size_t piola_kernel_source_count;
+
+enum {
+  KERNEL_PREDICT,
+  KERNEL_SOLVE,
+  KERNEL_COLLIDE,
+  KERNEL_UPDATE,
+  KERNEL_PLASTICITY,
+  KERNEL_COUNT
+};
+static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict", "piola_solve_color",
+                                                       "piola_collide", "piola_update_velocities",
+                                                       "piola_plasticity"};
+
+/* Buffers, each with its size in bytes. */
+enum {
+  BUF_X,
+  BUF_P,
+  BUF_V,
+  BUF_TETS,
+  BUF_TET_M,
+  BUF_TET_VOLUME,
+  BUF_TET_LAMBDA,
+  BUF_TET_MATERIAL,
+  BUF_MATERIALS,
+  BUF_COLLIDERS,
+  BUF_PLASTIC_TET,
+  BUF_PLASTIC_DM,
+  BUF_PLASTIC_STRAIN,
+  BUF_COUNT
+};
+
+typedef struct event_record {
+  cl_event event;
+  piola_stage stage;
+} event_record;
+
+struct piola_opencl {
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context context;
+  cl_command_queue queue;
+  cl_program program;
+  cl_kernel kernels[KERNEL_COUNT];
+  cl_mem buffers[BUF_COUNT];
+  size_t buffer_bytes[BUF_COUNT];
+  char device_name[128];
+  size_t wg;
+  bool live;            /* the device holds the current vertex and tet state */
+  bool colliders_dirty; /* colliders changed since the upload */
+  int32_t vertex_count; /* sizes of the uploaded state */
+  int32_t tet_count;
+  int32_t plastic_count;
+  /* Profiling: the events of the step in flight and the stage times of the last step. */
+  event_record *events;
+  int32_t event_count, event_capacity;
+  double stage_ms[PIOLA_STAGE_COUNT];
+};
+
+/* ---- Errors -------------------------------------------------------------------------- */
+
+static const char *cl_error_name(cl_int e) {
+  switch (e) {
+  case CL_DEVICE_NOT_FOUND:
+    return "CL_DEVICE_NOT_FOUND";
+  case CL_DEVICE_NOT_AVAILABLE:
+    return "CL_DEVICE_NOT_AVAILABLE";
+  case CL_COMPILER_NOT_AVAILABLE:
+    return "CL_COMPILER_NOT_AVAILABLE";
+  case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+    return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+  case CL_OUT_OF_RESOURCES:
+    return "CL_OUT_OF_RESOURCES";
+  case CL_OUT_OF_HOST_MEMORY:
+    return "CL_OUT_OF_HOST_MEMORY";
+  case CL_BUILD_PROGRAM_FAILURE:
+    return "CL_BUILD_PROGRAM_FAILURE";
+  case CL_INVALID_VALUE:
+    return "CL_INVALID_VALUE";
+  case CL_INVALID_DEVICE:
+    return "CL_INVALID_DEVICE";
+  case CL_INVALID_CONTEXT:
+    return "CL_INVALID_CONTEXT";
+  case CL_INVALID_COMMAND_QUEUE:
+    return "CL_INVALID_COMMAND_QUEUE";
+  case CL_INVALID_MEM_OBJECT:
+    return "CL_INVALID_MEM_OBJECT";
+  case CL_INVALID_BUILD_OPTIONS:
+    return "CL_INVALID_BUILD_OPTIONS";
+  case CL_INVALID_PROGRAM_EXECUTABLE:
+    return "CL_INVALID_PROGRAM_EXECUTABLE";
+  case CL_INVALID_KERNEL_NAME:
+    return "CL_INVALID_KERNEL_NAME";
+  case CL_INVALID_KERNEL_ARGS:
+    return "CL_INVALID_KERNEL_ARGS";
+  case CL_INVALID_WORK_GROUP_SIZE:
+    return "CL_INVALID_WORK_GROUP_SIZE";
+  case CL_INVALID_GLOBAL_WORK_SIZE:
+    return "CL_INVALID_GLOBAL_WORK_SIZE";
+  case CL_INVALID_BUFFER_SIZE:
+    return "CL_INVALID_BUFFER_SIZE";
+  case CL_INVALID_ARG_SIZE:
+    return "CL_INVALID_ARG_SIZE";
+  case CL_INVALID_ARG_VALUE:
+    return "CL_INVALID_ARG_VALUE";
+  case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+    return "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST";
+  case CL_PLATFORM_NOT_FOUND_KHR_VALUE:
+    return "CL_PLATFORM_NOT_FOUND_KHR";
+  default:
+    return "OpenCL error";
+  }
+}
+
+static piola_status status_of(cl_int e) {
+  switch (e) {
+  case CL_SUCCESS:
+    return PIOLA_OK;
+  case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+  case CL_OUT_OF_RESOURCES:
+  case CL_INVALID_BUFFER_SIZE:
+    return PIOLA_ERROR_OUT_OF_DEVICE_MEMORY;
+  case CL_OUT_OF_HOST_MEMORY:
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  case CL_DEVICE_NOT_AVAILABLE:
+  case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+    return PIOLA_ERROR_DEVICE_LOST;
+  case CL_DEVICE_NOT_FOUND:
+  case CL_PLATFORM_NOT_FOUND_KHR_VALUE:
+    return PIOLA_ERROR_NO_DEVICE;
+  default:
+    return PIOLA_ERROR_DEVICE;
+  }
+}
+
+/* Logs a failed call and maps its code to a status. */
+static piola_status cl_fail(const piola_logger *log, cl_int e, const char *what) {
+  piola_log(log, PIOLA_LOG_ERROR, "OpenCL: %s failed: %s (%d)", what, cl_error_name(e), (int)e);
+  return status_of(e);
+}
+
+#define CL_CHECK(log, call)                                                                        \
+  do {                                                                                             \
+    cl_int cl_e_ = (call);                                                                         \
+    if (cl_e_ != CL_SUCCESS) {                                                                     \
+      return cl_fail((log), cl_e_, #call);                                                         \
+    }                                                                                              \
+  } while (0)
+
+/* ---- Devices ------------------------------------------------------------------------- */
+
+typedef struct device_entry {
+  cl_platform_id platform;
+  cl_device_id device;
+  piola_device_info info;
+  int64_t score; /* higher is preferred by the automatic choice */
+} device_entry;
+
+static void info_string(cl_device_id d, cl_device_info what, char *out, size_t n) {
+  out[0] = '\0';
+  if (clGetDeviceInfo(d, what, n, out, NULL) != CL_SUCCESS) {
+    out[0] = '\0';
+  }
+  out[n - 1] = '\0';
+}
+
+/* Enumerates every device of every platform; *out is malloc'd (free it). */
+static piola_status enumerate(device_entry **out, int32_t *count) {
+  *out = NULL;
+  *count = 0;
+  cl_uint np = 0;
+  cl_int e = clGetPlatformIDs(0, NULL, &np);
+  if (e == CL_PLATFORM_NOT_FOUND_KHR_VALUE || np == 0) {
+    return PIOLA_OK; /* no OpenCL runtime installed */
+  }
+  if (e != CL_SUCCESS) {
+    return status_of(e);
+  }
+  cl_platform_id *platforms = malloc(sizeof *platforms * np);
+  if (platforms == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (clGetPlatformIDs(np, platforms, NULL) != CL_SUCCESS) {
+    free(platforms);
+    return PIOLA_ERROR_DEVICE;
+  }
+  device_entry *list = NULL;
+  int32_t n = 0, cap = 0;
+  for (cl_uint pi = 0; pi < np; ++pi) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(platforms[pi], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0) {
+      continue;
+    }
+    cl_device_id *devs = malloc(sizeof *devs * nd);
+    if (devs == NULL ||
+        clGetDeviceIDs(platforms[pi], CL_DEVICE_TYPE_ALL, nd, devs, NULL) != CL_SUCCESS) {
+      free(devs);
+      continue;
+    }
+    char platform_name[128];
+    platform_name[0] = '\0';
+    clGetPlatformInfo(platforms[pi], CL_PLATFORM_NAME, sizeof platform_name, platform_name, NULL);
+    platform_name[sizeof platform_name - 1] = '\0';
+    for (cl_uint di = 0; di < nd; ++di) {
+      if (n == cap) {
+        int32_t nc = cap > 0 ? 2 * cap : 8;
+        device_entry *nl = realloc(list, sizeof *nl * (size_t)nc);
+        if (nl == NULL) {
+          free(devs);
+          free(list);
+          free(platforms);
+          return PIOLA_ERROR_OUT_OF_MEMORY;
+        }
+        list = nl;
+        cap = nc;
+      }
+      device_entry *d = &list[n++];
+      memset(d, 0, sizeof *d);
+      d->platform = platforms[pi];
+      d->device = devs[di];
+      piola_device_info *info = &d->info;
+      info->platform_index = (int32_t)pi;
+      info->device_index = (int32_t)di;
+      snprintf(info->platform_name, sizeof info->platform_name, "%s", platform_name);
+      info_string(devs[di], CL_DEVICE_NAME, info->name, sizeof info->name);
+      info_string(devs[di], CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+      info_string(devs[di], CL_DEVICE_OPENCL_C_VERSION, info->version, sizeof info->version);
+      cl_device_type type = 0;
+      cl_uint units = 0, clock = 0;
+      cl_ulong mem = 0;
+      size_t wg = 0;
+      cl_device_fp_config fp64 = 0;
+      clGetDeviceInfo(devs[di], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+      clGetDeviceInfo(devs[di], CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+      clGetDeviceInfo(devs[di], CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof clock, &clock, NULL);
+      clGetDeviceInfo(devs[di], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+      clGetDeviceInfo(devs[di], CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+      clGetDeviceInfo(devs[di], CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, NULL);
+      snprintf(info->type, sizeof info->type, "%s",
+               (type & CL_DEVICE_TYPE_GPU)           ? "gpu"
+               : (type & CL_DEVICE_TYPE_ACCELERATOR) ? "accelerator"
+               : (type & CL_DEVICE_TYPE_CPU)         ? "cpu"
+                                                     : "other");
+      info->compute_units = (int32_t)units;
+      info->global_memory_bytes = (int64_t)mem;
+      info->max_work_group_size = (int32_t)wg;
+      info->fp64 = fp64 != 0;
+      int64_t rank = (type & CL_DEVICE_TYPE_GPU)           ? 3
+                     : (type & CL_DEVICE_TYPE_ACCELERATOR) ? 2
+                     : (type & CL_DEVICE_TYPE_CPU)         ? 1
+                                                           : 0;
+      d->score = (rank << 40) + (int64_t)units * (int64_t)(clock > 0 ? clock : 1);
+    }
+    free(devs);
+  }
+  free(platforms);
+  *out = list;
+  *count = n;
+  return PIOLA_OK;
+}
+
+piola_status piola_list_devices(piola_device_info *devices, int32_t capacity, int32_t *count) {
+  if (count == NULL || capacity < 0 || (devices == NULL && capacity > 0)) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  device_entry *list;
+  int32_t n;
+  piola_status s = enumerate(&list, &n);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  for (int32_t i = 0; i < n && i < capacity; ++i) {
+    devices[i] = list[i].info;
+  }
+  *count = n;
+  free(list);
+  return PIOLA_OK;
+}
+
+static bool contains_nocase(const char *hay, const char *needle) {
+  size_t nl = strlen(needle);
+  for (const char *h = hay; *h != '\0'; ++h) {
+    size_t i = 0;
+    while (i < nl && h[i] != '\0' &&
+           tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i])) {
+      ++i;
+    }
+    if (i == nl) {
+      return true;
+    }
+  }
+  return nl == 0;
+}
+
+/* Picks a device by spec: NULL or "" = PIOLA_DEVICE, else the best; "P:D"; a type; a name
+ * substring. */
+static piola_status pick_device(const char *spec, const piola_logger *log, device_entry *out) {
+  if (spec == NULL || spec[0] == '\0') {
+    spec = getenv("PIOLA_DEVICE");
+  }
+  device_entry *list;
+  int32_t n;
+  piola_status s = enumerate(&list, &n);
+  if (s != PIOLA_OK) {
+    piola_log(log, PIOLA_LOG_ERROR, "OpenCL: listing devices failed");
+    return s;
+  }
+  int32_t best = -1;
+  int p = -1, d = -1;
+  char tail;
+  bool by_index = spec != NULL && sscanf(spec, "%d:%d%c", &p, &d, &tail) == 2;
+  for (int32_t i = 0; i < n; ++i) {
+    const piola_device_info *info = &list[i].info;
+    bool match;
+    if (spec == NULL || spec[0] == '\0') {
+      match = true;
+    } else if (by_index) {
+      match = info->platform_index == p && info->device_index == d;
+    } else if (strcmp(spec, "gpu") == 0 || strcmp(spec, "cpu") == 0 ||
+               strcmp(spec, "accelerator") == 0) {
+      match = strcmp(info->type, spec) == 0;
+    } else {
+      match = contains_nocase(info->name, spec);
+    }
+    if (match && (best < 0 || list[i].score > list[best].score)) {
+      best = i;
+    }
+  }
+  if (best < 0) {
+    piola_log(log, PIOLA_LOG_ERROR, "OpenCL: no device matches '%s' (%d devices found)",
+              spec != NULL ? spec : "any", (int)n);
+    free(list);
+    return PIOLA_ERROR_NO_DEVICE;
+  }
+  *out = list[best];
+  free(list);
+  return PIOLA_OK;
+}
+
+/* ---- Program ------------------------------------------------------------------------- */
+
+/* Builds `sources` for the device; the build log goes to the logger on failure. */
+static piola_status build_program(cl_context ctx, cl_device_id dev, const char *const *sources,
+                                  cl_uint count, const char *options, const piola_logger *log,
+                                  cl_program *out) {
+  cl_int e;
+  cl_program prog = clCreateProgramWithSource(ctx, count, (const char **)sources, NULL, &e);
+  if (e != CL_SUCCESS) {
+    return cl_fail(log, e, "clCreateProgramWithSource");
+  }
+  e = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    char *text = malloc(n + 1);
+    if (text != NULL) {
+      text[0] = '\0';
+      clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, text, NULL);
+      text[n] = '\0';
+      /* The logger's line limit would cut a long log: pass it in pieces. */
+      size_t len = strlen(text);
+      piola_log(log, PIOLA_LOG_ERROR,
+                "OpenCL: program build failed (%s); build log:", cl_error_name(e));
+      for (size_t at = 0; at < len; at += 900) {
+        piola_log(log, PIOLA_LOG_ERROR, "%.900s", text + at);
+      }
+      free(text);
+    }
+    clReleaseProgram(prog);
+    return e == CL_BUILD_PROGRAM_FAILURE || e == CL_INVALID_BUILD_OPTIONS ? PIOLA_ERROR_BUILD_FAILED
+                                                                          : status_of(e);
+  }
+  *out = prog;
+  return PIOLA_OK;
+}
+
+/* Context and in-order queue for a device. */
+static piola_status make_context(const device_entry *d, bool profile, const piola_logger *log,
+                                 cl_context *ctx, cl_command_queue *queue) {
+  cl_int e;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
+  *ctx = clCreateContext(props, 1, &d->device, NULL, NULL, &e);
+  if (e != CL_SUCCESS) {
+    return cl_fail(log, e, "clCreateContext");
+  }
+  *queue = clCreateCommandQueue(*ctx, d->device, profile ? CL_QUEUE_PROFILING_ENABLE : 0, &e);
+  if (e != CL_SUCCESS) {
+    clReleaseContext(*ctx);
+    return cl_fail(log, e, "clCreateCommandQueue");
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_opencl_try_build(const char *device_spec, const char *source,
+                                    const piola_logger *logger) {
+  device_entry d;
+  piola_status s = pick_device(device_spec, logger, &d);
+  cl_context ctx;
+  cl_command_queue q;
+  if (s == PIOLA_OK) {
+    s = make_context(&d, false, logger, &ctx, &q);
+  }
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  cl_program prog;
+  s = build_program(ctx, d.device, &source, 1, "-cl-std=CL1.2", logger, &prog);
+  if (s == PIOLA_OK) {
+    clReleaseProgram(prog);
+  }
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+  return s;
+}
+
+static void release_all(piola_opencl *cl) {
+  for (int i = 0; i < BUF_COUNT; ++i) {
+    if (cl->buffers[i] != NULL) {
+      clReleaseMemObject(cl->buffers[i]);
+    }
+  }
+  for (int i = 0; i < KERNEL_COUNT; ++i) {
+    if (cl->kernels[i] != NULL) {
+      clReleaseKernel(cl->kernels[i]);
+    }
+  }
+  for (int32_t i = 0; i < cl->event_count; ++i) {
+    clReleaseEvent(cl->events[i].event);
+  }
+  free(cl->events);
+  if (cl->program != NULL) {
+    clReleaseProgram(cl->program);
+  }
+  if (cl->queue != NULL) {
+    clReleaseCommandQueue(cl->queue);
+  }
+  if (cl->context != NULL) {
+    clReleaseContext(cl->context);
+  }
+  free(cl);
+}
+
+/* The kernels' work-group size: the def's, else 64 on GPUs and 256 on CPUs (PoCL runs a
+ * work-group as one vectorised loop; larger groups amortise its dispatch), clamped to what the
+ * device and every kernel allow. */
+static size_t pick_work_group_size(const piola_world_def *def, const device_entry *d) {
+  size_t wg = def->work_group_size > 0           ? (size_t)def->work_group_size
+              : strcmp(d->info.type, "cpu") == 0 ? 256
+                                                 : 64;
+  size_t max = d->info.max_work_group_size > 0 ? (size_t)d->info.max_work_group_size : 1;
+  return wg < max ? wg : max;
+}
+
+piola_status piola_opencl_create(piola_world *w) {
+  const piola_logger *log = &w->def.logger;
+  device_entry d;
+  piola_status s = pick_device(w->def.device_spec, log, &d);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  piola_opencl *cl = calloc(1, sizeof *cl);
+  if (cl == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  cl->platform = d.platform;
+  cl->device = d.device;
+  snprintf(cl->device_name, sizeof cl->device_name, "%s", d.info.name);
+  cl->wg = pick_work_group_size(&w->def, &d);
+  s = make_context(&d, w->def.profile, log, &cl->context, &cl->queue);
+  if (s == PIOLA_OK) {
+    char options[256];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s", cl->wg,
+             w->def.fast_math ? " -cl-fast-relaxed-math" : "");
+    s = build_program(cl->context, cl->device, piola_kernel_sources,
+                      (cl_uint)piola_kernel_source_count, options, log, &cl->program);
+  }
+  for (int k = 0; k < KERNEL_COUNT && s == PIOLA_OK; ++k) {
+    cl_int e;
+    cl->kernels[k] = clCreateKernel(cl->program, kernel_names[k], &e);
+    if (e != CL_SUCCESS) {
+      s = cl_fail(log, e, kernel_names[k]);
+    }
+  }
+  if (s != PIOLA_OK) {
+    release_all(cl);
+    return s;
+  }
+  cl->colliders_dirty = true;
+  w->cl = cl;
+  piola_log(log, PIOLA_LOG_INFO, "OpenCL: %s on %s (work-group size %zu)", d.info.name,
+            d.info.platform_name, cl->wg);
+  return PIOLA_OK;
+}
+
+void piola_opencl_destroy(piola_world *w) {
+  if (w->cl == NULL) {
+    return;
+  }
+  clFinish(w->cl->queue);
+  release_all(w->cl);
+  w->cl = NULL;
+}
+
+/* ---- Buffers ------------------------------------------------------------------------- */
+
+/* Makes buffer b hold at least `bytes` (contents are not kept). */
+static piola_status ensure_buffer(piola_world *w, int b, size_t bytes, cl_mem_flags flags) {
+  piola_opencl *cl = w->cl;
+  bytes = bytes > 0 ? bytes : 16;
+  if (cl->buffers[b] != NULL && cl->buffer_bytes[b] >= bytes) {
+    return PIOLA_OK;
+  }
+  if (cl->buffers[b] != NULL) {
+    clReleaseMemObject(cl->buffers[b]);
+    cl->buffers[b] = NULL;
+    cl->buffer_bytes[b] = 0;
+  }
+  cl_int e;
+  cl->buffers[b] = clCreateBuffer(cl->context, flags, bytes, NULL, &e);
+  if (e != CL_SUCCESS) {
+    cl->buffers[b] = NULL;
+    return cl_fail(&w->def.logger, e, "clCreateBuffer");
+  }
+  cl->buffer_bytes[b] = bytes;
+  return PIOLA_OK;
+}
+
+static piola_status write_buffer(piola_world *w, int b, size_t offset, size_t bytes,
+                                 const void *data) {
+  if (bytes == 0) {
+    return PIOLA_OK;
+  }
+  CL_CHECK(&w->def.logger, clEnqueueWriteBuffer(w->cl->queue, w->cl->buffers[b], CL_TRUE, offset,
+                                                bytes, data, 0, NULL, NULL));
+  return PIOLA_OK;
+}
+
+static piola_status read_buffer(const piola_world *w, int b, size_t offset, size_t bytes,
+                                void *data) {
+  if (bytes == 0) {
+    return PIOLA_OK;
+  }
+  CL_CHECK(&w->def.logger, clEnqueueReadBuffer(w->cl->queue, w->cl->buffers[b], CL_TRUE, offset,
+                                               bytes, data, 0, NULL, NULL));
+  return PIOLA_OK;
+}
+
+/* Packs host doubles of vertices [first, first + n) into float4 (xyz, w or 0). */
+static void pack_vertices(const piola_world *w, const double *xyz, bool with_w, int32_t first,
+                          int32_t n, float *out) {
+  for (int32_t i = 0; i < n; ++i) {
+    size_t g = (size_t)(first + i);
+    out[4 * (size_t)i] = (float)xyz[3 * g];
+    out[4 * (size_t)i + 1] = (float)xyz[3 * g + 1];
+    out[4 * (size_t)i + 2] = (float)xyz[3 * g + 2];
+    out[4 * (size_t)i + 3] = with_w ? (float)w->w[g] : 0.0f;
+  }
+}
+
+static piola_status upload_colliders(piola_world *w) {
+  piola_opencl *cl = w->cl;
+  size_t bytes = sizeof(piola_collider_data) * (size_t)w->collider_count;
+  piola_status s = ensure_buffer(w, BUF_COLLIDERS, bytes, CL_MEM_READ_ONLY);
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_COLLIDERS, 0, bytes, w->colliders);
+  }
+  if (s == PIOLA_OK) {
+    cl->colliders_dirty = false;
+  }
+  return s;
+}
+
+/* Uploads the whole state: vertices, tets (structure of arrays), materials, plastic data. */
+static piola_status upload_all(piola_world *w) {
+  piola_opencl *cl = w->cl;
+  const size_t nv = (size_t)w->vertex_count, nt = (size_t)w->tet_count,
+               np = (size_t)w->plastic_count, nm = (size_t)w->material_count;
+  piola_status s = PIOLA_OK;
+  const struct {
+    int b;
+    size_t bytes;
+  } sizes[] = {{BUF_X, 16 * nv},
+               {BUF_P, 16 * nv},
+               {BUF_V, 16 * nv},
+               {BUF_TETS, 16 * nt},
+               {BUF_TET_M, 36 * nt},
+               {BUF_TET_VOLUME, 4 * nt},
+               {BUF_TET_LAMBDA, 4 * nt},
+               {BUF_TET_MATERIAL, 4 * nt},
+               {BUF_MATERIALS, sizeof(piola_material_data) * nm},
+               {BUF_PLASTIC_TET, 4 * np},
+               {BUF_PLASTIC_DM, 36 * np},
+               {BUF_PLASTIC_STRAIN, 24 * np}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
+    /* Exact sizes: the plane strides of the structure-of-arrays buffers are the counts. */
+    if (cl->buffers[sizes[i].b] != NULL && cl->buffer_bytes[sizes[i].b] != sizes[i].bytes) {
+      clReleaseMemObject(cl->buffers[sizes[i].b]);
+      cl->buffers[sizes[i].b] = NULL;
+      cl->buffer_bytes[sizes[i].b] = 0;
+    }
+    s = ensure_buffer(w, sizes[i].b, sizes[i].bytes,
+                      sizes[i].b == BUF_MATERIALS ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE);
+  }
+  size_t staging_bytes = 16 * nv;
+  staging_bytes = 36 * nt > staging_bytes ? 36 * nt : staging_bytes;
+  staging_bytes = sizeof(piola_material_data) * nm > staging_bytes
+                      ? sizeof(piola_material_data) * nm
+                      : staging_bytes;
+  void *staging = s == PIOLA_OK ? malloc(staging_bytes > 0 ? staging_bytes : 16) : NULL;
+  if (s == PIOLA_OK && staging == NULL) {
+    s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  float *f = staging;
+  if (s == PIOLA_OK) {
+    pack_vertices(w, w->x, true, 0, w->vertex_count, f);
+    s = write_buffer(w, BUF_X, 0, 16 * nv, f);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_P, 0, 16 * nv, f);
+  }
+  if (s == PIOLA_OK) {
+    pack_vertices(w, w->v, false, 0, w->vertex_count, f);
+    s = write_buffer(w, BUF_V, 0, 16 * nv, f);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_TETS, 0, 16 * nt, w->tet_vertices);
+  }
+  if (s == PIOLA_OK) {
+    for (size_t t = 0; t < nt; ++t) {
+      for (size_t k = 0; k < 9; ++k) {
+        f[k * nt + t] = (float)w->tet_m[9 * t + k];
+      }
+    }
+    s = write_buffer(w, BUF_TET_M, 0, 36 * nt, f);
+  }
+  if (s == PIOLA_OK) {
+    for (size_t t = 0; t < nt; ++t) {
+      f[t] = (float)w->tet_volume[t];
+    }
+    s = write_buffer(w, BUF_TET_VOLUME, 0, 4 * nt, f);
+  }
+  if (s == PIOLA_OK) {
+    for (size_t t = 0; t < nt; ++t) {
+      f[t] = (float)w->tet_lambda[t];
+    }
+    s = write_buffer(w, BUF_TET_LAMBDA, 0, 4 * nt, f);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_TET_MATERIAL, 0, 4 * nt, w->tet_material);
+  }
+  if (s == PIOLA_OK) {
+    piola_material_data *md = staging;
+    for (size_t i = 0; i < nm; ++i) {
+      const piola_material_entry *e = &w->materials[i];
+      memset(&md[i], 0, sizeof md[i]);
+      md[i].mu = (float)e->constants.mu;
+      md[i].lambda = (float)e->constants.lambda;
+      md[i].compliance = (float)e->constants.compliance;
+      md[i].model = e->constants.model;
+      md[i].solver = e->constants.solver;
+      md[i].inversion = e->constants.inversion;
+      md[i].plastic_yield = e->def.plastic_yield;
+      md[i].plastic_creep = e->def.plastic_creep;
+      md[i].plastic_max = e->def.plastic_max;
+    }
+    s = write_buffer(w, BUF_MATERIALS, 0, sizeof(piola_material_data) * nm, md);
+  }
+  if (s == PIOLA_OK && np > 0) {
+    s = write_buffer(w, BUF_PLASTIC_TET, 0, 4 * np, w->plastic_tet);
+    if (s == PIOLA_OK) {
+      for (size_t k = 0; k < np; ++k) {
+        for (size_t j = 0; j < 9; ++j) {
+          f[j * np + k] = (float)w->plastic_dm_rest[9 * k + j];
+        }
+      }
+      s = write_buffer(w, BUF_PLASTIC_DM, 0, 36 * np, f);
+    }
+    if (s == PIOLA_OK) {
+      for (size_t k = 0; k < np; ++k) {
+        for (size_t j = 0; j < 6; ++j) {
+          f[j * np + k] = (float)w->plastic_strain[6 * k + j];
+        }
+      }
+      s = write_buffer(w, BUF_PLASTIC_STRAIN, 0, 24 * np, f);
+    }
+  }
+  free(staging);
+  if (s == PIOLA_OK) {
+    s = upload_colliders(w);
+  }
+  if (s == PIOLA_OK) {
+    cl->vertex_count = w->vertex_count;
+    cl->tet_count = w->tet_count;
+    cl->plastic_count = w->plastic_count;
+    cl->live = true;
+  }
+  return s;
+}
+
+bool piola_opencl_live(const piola_world *w) {
+  return w->cl != NULL && w->cl->live;
+}
+
+void piola_opencl_invalidate(piola_world *w) {
+  w->cl->live = false;
+}
+
+void piola_opencl_colliders_changed(piola_world *w) {
+  w->cl->colliders_dirty = true;
+}
+
+int64_t piola_opencl_device_bytes(const piola_world *w) {
+  int64_t sum = 0;
+  for (int i = 0; i < BUF_COUNT; ++i) {
+    sum += (int64_t)w->cl->buffer_bytes[i];
+  }
+  return sum;
+}
+
+const char *piola_opencl_device_name(const piola_world *w) {
+  return w->cl->device_name;
+}
+
+void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) {
+  memcpy(out, w->cl->stage_ms, sizeof w->cl->stage_ms);
+}
+
+/* ---- Read-back ----------------------------------------------------------------------- */
+
+piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
+                                     float *vel) {
+  float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  piola_status s = PIOLA_OK;
+  float *outs[2] = {xyz, vel};
+  const int bufs[2] = {BUF_X, BUF_V};
+  for (int k = 0; k < 2 && s == PIOLA_OK; ++k) {
+    if (outs[k] == NULL) {
+      continue;
+    }
+    s = read_buffer(w, bufs[k], 16 * (size_t)first, 16 * (size_t)count, tmp);
+    for (int32_t i = 0; i < count && s == PIOLA_OK; ++i) {
+      memcpy(outs[k] + 3 * (size_t)i, tmp + 4 * (size_t)i, 3 * sizeof(float));
+    }
+  }
+  free(tmp);
+  return s;
+}
+
+/* Reads vertices [first, first + count) into the double arrays x and v (either may be NULL). */
+static piola_status read_vertices(const piola_world *w, int32_t first, int32_t count, double *x,
+                                  double *v) {
+  float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  piola_status s = PIOLA_OK;
+  double *outs[2] = {x, v};
+  const int bufs[2] = {BUF_X, BUF_V};
+  for (int k = 0; k < 2 && s == PIOLA_OK; ++k) {
+    if (outs[k] == NULL) {
+      continue;
+    }
+    s = read_buffer(w, bufs[k], 16 * (size_t)first, 16 * (size_t)count, tmp);
+    for (int32_t i = 0; i < count && s == PIOLA_OK; ++i) {
+      for (int c = 0; c < 3; ++c) {
+        outs[k][3 * (size_t)(first + i) + c] = tmp[4 * (size_t)i + c];
+      }
+    }
+  }
+  free(tmp);
+  return s;
+}
+
+/* Reads the tet matrices and multipliers (and, when strain != NULL, the plastic strain). */
+static piola_status read_tets(const piola_world *w, double *tet_m, double *lambda, double *strain) {
+  const size_t nt = (size_t)w->cl->tet_count, np = (size_t)w->cl->plastic_count;
+  size_t n = 9 * nt > 6 * np ? 9 * nt : 6 * np;
+  float *tmp = malloc(sizeof(float) * (n > 0 ? n : 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  piola_status s = read_buffer(w, BUF_TET_M, 0, 36 * nt, tmp);
+  for (size_t t = 0; t < nt && s == PIOLA_OK; ++t) {
+    for (size_t k = 0; k < 9; ++k) {
+      tet_m[9 * t + k] = tmp[k * nt + t];
+    }
+  }
+  if (s == PIOLA_OK) {
+    s = read_buffer(w, BUF_TET_LAMBDA, 0, 4 * nt, tmp);
+  }
+  for (size_t t = 0; t < nt && s == PIOLA_OK; ++t) {
+    lambda[t] = tmp[t];
+  }
+  if (s == PIOLA_OK && strain != NULL && np > 0) {
+    s = read_buffer(w, BUF_PLASTIC_STRAIN, 0, 24 * np, tmp);
+    for (size_t k = 0; k < np && s == PIOLA_OK; ++k) {
+      for (size_t j = 0; j < 6; ++j) {
+        strain[6 * k + j] = tmp[j * np + k];
+      }
+    }
+  }
+  free(tmp);
+  return s;
+}
+
+piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, double *tet_m,
+                                   double *lambda) {
+  piola_status s = read_vertices(w, 0, w->cl->vertex_count, x, v);
+  return s == PIOLA_OK ? read_tets(w, tet_m, lambda, NULL) : s;
+}
+
+piola_status piola_opencl_pull(piola_world *w) {
+  if (!piola_opencl_live(w)) {
+    return PIOLA_OK;
+  }
+  piola_status s = read_vertices(w, 0, w->cl->vertex_count, w->x, w->v);
+  if (s == PIOLA_OK) {
+    memcpy(w->p, w->x, sizeof(double) * 3 * (size_t)w->vertex_count);
+    s = read_tets(w, w->tet_m, w->tet_lambda, w->plastic_strain);
+  }
+  return s;
+}
+
+piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count) {
+  return piola_opencl_live(w) ? read_vertices(w, first, count, w->x, w->v) : PIOLA_OK;
+}
+
+piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count) {
+  if (!piola_opencl_live(w)) {
+    return PIOLA_OK; /* uploaded with everything before the next step */
+  }
+  float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  pack_vertices(w, w->x, true, first, count, tmp);
+  piola_status s = write_buffer(w, BUF_X, 16 * (size_t)first, 16 * (size_t)count, tmp);
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_P, 16 * (size_t)first, 16 * (size_t)count, tmp);
+  }
+  if (s == PIOLA_OK) {
+    pack_vertices(w, w->v, false, first, count, tmp);
+    s = write_buffer(w, BUF_V, 16 * (size_t)first, 16 * (size_t)count, tmp);
+  }
+  free(tmp);
+  return s;
+}
+
+/* ---- Step ---------------------------------------------------------------------------- */
+
+piola_status piola_opencl_begin_step(piola_world *w) {
+  piola_opencl *cl = w->cl;
+  piola_status s = PIOLA_OK;
+  if (!cl->live) {
+    s = upload_all(w);
+  } else if (cl->colliders_dirty) {
+    s = upload_colliders(w);
+  }
+  return s;
+}
+
+/* Enqueues kernel k over `count` work-items (rounded up to the work-group size). */
+static piola_status launch(piola_world *w, int k, int32_t count, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  if (count <= 0) {
+    return PIOLA_OK;
+  }
+  size_t local = cl->wg;
+  size_t global = ((size_t)count + local - 1) / local * local;
+  cl_event ev = NULL;
+  bool record = w->def.profile;
+  if (record && cl->event_count == cl->event_capacity) {
+    int32_t nc = cl->event_capacity > 0 ? 2 * cl->event_capacity : 256;
+    event_record *ne = realloc(cl->events, sizeof *ne * (size_t)nc);
+    if (ne == NULL) {
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    cl->events = ne;
+    cl->event_capacity = nc;
+  }
+  CL_CHECK(&w->def.logger, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global,
+                                                  &local, 0, NULL, record ? &ev : NULL));
+  if (record) {
+    cl->events[cl->event_count].event = ev;
+    cl->events[cl->event_count].stage = stage;
+    cl->event_count++;
+  }
+  return PIOLA_OK;
+}
+
+#define SET_ARG(k, i, v) CL_CHECK(log, clSetKernelArg(cl->kernels[k], (i), sizeof(v), &(v)))
+
+piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  cl_int nv = cl->vertex_count;
+  switch (stage) {
+  case PIOLA_STAGE_PREDICT: {
+    cl_float4 hg = {{(float)(h * w->def.gravity[0]), (float)(h * w->def.gravity[1]),
+                     (float)(h * w->def.gravity[2]), 0.0f}};
+    cl_float hf = (cl_float)h;
+    SET_ARG(KERNEL_PREDICT, 0, b[BUF_X]);
+    SET_ARG(KERNEL_PREDICT, 1, b[BUF_V]);
+    SET_ARG(KERNEL_PREDICT, 2, b[BUF_P]);
+    SET_ARG(KERNEL_PREDICT, 3, hg);
+    SET_ARG(KERNEL_PREDICT, 4, hf);
+    SET_ARG(KERNEL_PREDICT, 5, nv);
+    return launch(w, KERNEL_PREDICT, nv, stage);
+  }
+  case PIOLA_STAGE_RESET_MULTIPLIERS: {
+    if (cl->tet_count == 0) {
+      return PIOLA_OK;
+    }
+    cl_float zero = 0.0f;
+    cl_event ev = NULL;
+    CL_CHECK(log,
+             clEnqueueFillBuffer(cl->queue, b[BUF_TET_LAMBDA], &zero, sizeof zero, 0,
+                                 4 * (size_t)cl->tet_count, 0, NULL, w->def.profile ? &ev : NULL));
+    if (ev != NULL) {
+      clReleaseEvent(ev); /* a fill is not a stage worth timing */
+    }
+    return PIOLA_OK;
+  }
+  case PIOLA_STAGE_SOLVE_TETS: {
+    cl_int stride = cl->tet_count;
+    cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+    SET_ARG(KERNEL_SOLVE, 0, b[BUF_P]);
+    SET_ARG(KERNEL_SOLVE, 1, b[BUF_TETS]);
+    SET_ARG(KERNEL_SOLVE, 2, b[BUF_TET_M]);
+    SET_ARG(KERNEL_SOLVE, 3, b[BUF_TET_VOLUME]);
+    SET_ARG(KERNEL_SOLVE, 4, b[BUF_TET_LAMBDA]);
+    SET_ARG(KERNEL_SOLVE, 5, b[BUF_TET_MATERIAL]);
+    SET_ARG(KERNEL_SOLVE, 6, b[BUF_MATERIALS]);
+    SET_ARG(KERNEL_SOLVE, 9, stride);
+    SET_ARG(KERNEL_SOLVE, 10, inv_h2);
+    for (int32_t c = 0; c < w->color_count; ++c) {
+      cl_int first = w->color_first[c], count = w->color_size[c];
+      SET_ARG(KERNEL_SOLVE, 7, first);
+      SET_ARG(KERNEL_SOLVE, 8, count);
+      piola_status s = launch(w, KERNEL_SOLVE, count, stage);
+      if (s != PIOLA_OK) {
+        return s;
+      }
+    }
+    return PIOLA_OK;
+  }
+  case PIOLA_STAGE_COLLIDE: {
+    cl_int nc = w->collider_count;
+    SET_ARG(KERNEL_COLLIDE, 0, b[BUF_X]);
+    SET_ARG(KERNEL_COLLIDE, 1, b[BUF_P]);
+    SET_ARG(KERNEL_COLLIDE, 2, b[BUF_COLLIDERS]);
+    SET_ARG(KERNEL_COLLIDE, 3, nc);
+    SET_ARG(KERNEL_COLLIDE, 4, nv);
+    return launch(w, KERNEL_COLLIDE, nv, stage);
+  }
+  case PIOLA_STAGE_UPDATE_VELOCITIES: {
+    cl_float inv_h = (cl_float)(1.0 / h);
+    cl_float damp = (cl_float)(1.0 - (double)w->def.damping * h);
+    damp = damp > 0.0f ? damp : 0.0f;
+    SET_ARG(KERNEL_UPDATE, 0, b[BUF_X]);
+    SET_ARG(KERNEL_UPDATE, 1, b[BUF_V]);
+    SET_ARG(KERNEL_UPDATE, 2, b[BUF_P]);
+    SET_ARG(KERNEL_UPDATE, 3, inv_h);
+    SET_ARG(KERNEL_UPDATE, 4, damp);
+    SET_ARG(KERNEL_UPDATE, 5, nv);
+    return launch(w, KERNEL_UPDATE, nv, stage);
+  }
+  case PIOLA_STAGE_PLASTICITY: {
+    cl_int stride = cl->tet_count, pstride = cl->plastic_count, np = cl->plastic_count;
+    cl_float hf = (cl_float)h;
+    SET_ARG(KERNEL_PLASTICITY, 0, b[BUF_X]);
+    SET_ARG(KERNEL_PLASTICITY, 1, b[BUF_TETS]);
+    SET_ARG(KERNEL_PLASTICITY, 2, b[BUF_TET_M]);
+    SET_ARG(KERNEL_PLASTICITY, 3, stride);
+    SET_ARG(KERNEL_PLASTICITY, 4, b[BUF_TET_MATERIAL]);
+    SET_ARG(KERNEL_PLASTICITY, 5, b[BUF_MATERIALS]);
+    SET_ARG(KERNEL_PLASTICITY, 6, b[BUF_PLASTIC_TET]);
+    SET_ARG(KERNEL_PLASTICITY, 7, b[BUF_PLASTIC_DM]);
+    SET_ARG(KERNEL_PLASTICITY, 8, b[BUF_PLASTIC_STRAIN]);
+    SET_ARG(KERNEL_PLASTICITY, 9, pstride);
+    SET_ARG(KERNEL_PLASTICITY, 10, hf);
+    SET_ARG(KERNEL_PLASTICITY, 11, np);
+    return launch(w, KERNEL_PLASTICITY, np, stage);
+  }
+  case PIOLA_STAGE_COUNT:
+    break;
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_opencl_end_step(piola_world *w) {
+  piola_opencl *cl = w->cl;
+  CL_CHECK(&w->def.logger, clFlush(cl->queue));
+  if (!w->def.profile) {
+    return PIOLA_OK;
+  }
+  /* Profiling: wait for the step and sum each stage's device time. */
+  memset(cl->stage_ms, 0, sizeof cl->stage_ms);
+  piola_status s = PIOLA_OK;
+  if (cl->event_count > 0) {
+    cl_int e = clFinish(cl->queue);
+    if (e != CL_SUCCESS) {
+      s = cl_fail(&w->def.logger, e, "clFinish");
+    }
+  }
+  for (int32_t i = 0; i < cl->event_count; ++i) {
+    cl_ulong start = 0, end = 0;
+    if (s == PIOLA_OK &&
+        clGetEventProfilingInfo(cl->events[i].event, CL_PROFILING_COMMAND_START, sizeof start,
+                                &start, NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(cl->events[i].event, CL_PROFILING_COMMAND_END, sizeof end, &end,
+                                NULL) == CL_SUCCESS &&
+        end >= start) {
+      cl->stage_ms[cl->events[i].stage] += (double)(end - start) * 1e-6;
+    }
+    clReleaseEvent(cl->events[i].event);
+  }
+  cl->event_count = 0;
+  return s;
+}
+
+piola_status piola_opencl_finish(piola_world *w) {
+  CL_CHECK(&w->def.logger, clFinish(w->cl->queue));
+  return PIOLA_OK;
+}
+
+piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
+                                       const piola_logger *logger) {
+  device_entry d;
+  piola_status s = pick_device(device_spec, logger, &d);
+  cl_context ctx = NULL;
+  cl_command_queue q = NULL;
+  cl_program prog = NULL;
+  cl_kernel k = NULL;
+  cl_mem buf = NULL;
+  cl_int e = CL_SUCCESS;
+  if (s == PIOLA_OK) {
+    s = make_context(&d, false, logger, &ctx, &q);
+  }
+  if (s == PIOLA_OK) {
+    s = build_program(ctx, d.device, piola_kernel_sources, (cl_uint)piola_kernel_source_count,
+                      "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=1", logger, &prog);
+  }
+  if (s == PIOLA_OK) {
+    k = clCreateKernel(prog, "piola_layout_probe", &e);
+  }
+  if (s == PIOLA_OK && e == CL_SUCCESS) {
+    buf = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 16 * sizeof(cl_int), NULL, &e);
+  }
+  if (s == PIOLA_OK && e == CL_SUCCESS) {
+    e = clSetKernelArg(k, 0, sizeof buf, &buf);
+  }
+  size_t one = 1;
+  if (s == PIOLA_OK && e == CL_SUCCESS) {
+    e = clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+  }
+  if (s == PIOLA_OK && e == CL_SUCCESS) {
+    cl_int tmp[16];
+    e = clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof tmp, tmp, 0, NULL, NULL);
+    for (int i = 0; i < 16 && e == CL_SUCCESS; ++i) {
+      out[i] = tmp[i];
+    }
+  }
+  if (s == PIOLA_OK && e != CL_SUCCESS) {
+    s = cl_fail(logger, e, "layout probe");
+  }
+  if (buf != NULL) {
+    clReleaseMemObject(buf);
+  }
+  if (k != NULL) {
+    clReleaseKernel(k);
+  }
+  if (prog != NULL) {
+    clReleaseProgram(prog);
+  }
+  if (q != NULL) {
+    clReleaseCommandQueue(q);
+  }
+  if (ctx != NULL) {
+    clReleaseContext(ctx);
+  }
+  return s;
+}
+
+#endif /* PIOLA_WITH_OPENCL */

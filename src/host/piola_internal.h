@@ -1,0 +1,211 @@
+/* Piola internals shared by the host modules: the world's data, logging, misuse checks and
+ * the module entry points. Not installed; the public story is include/piola/.
+ *
+ * Data layout (docs/ARCHITECTURE.md has the picture):
+ *  - vertices of all bodies in one range per body, in double: x (positions), p (predicted),
+ *    v (velocities), w (inverse masses);
+ *  - each body keeps its own rest data per tet (indices, Dm^-1, volume, color);
+ *  - the solver's tet arrays are built from the bodies, sorted by color, so that a color is one
+ *    contiguous range holding that color's tets of every body (one launch per color).
+ */
+#ifndef PIOLA_INTERNAL_H
+#define PIOLA_INTERNAL_H
+
+#include "piola/piola.h"
+
+#include "piola_collide.h"
+#include "piola_tet.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PIOLA_COOKIE 0x5049 /* "PI" */
+
+/* Messages ----------------------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+#define PIOLA_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PIOLA_PRINTF(f, a)
+#endif
+
+void piola_log(const piola_logger *logger, piola_log_level level, const char *format, ...)
+    PIOLA_PRINTF(3, 4);
+
+/* Misuse of the API: calls the world's assert hook (or assert() in debug builds) and lets the
+ * caller return its status. */
+void piola_misuse(const piola_world *world, const char *condition, const char *file, int line);
+#define PIOLA_MISUSE(world, cond) piola_misuse((world), (cond), __FILE__, __LINE__)
+
+/* Materials ---------------------------------------------------------------------------- */
+
+/* Checks a material; writes the reason to `reason` (size n) when it is invalid. */
+piola_status piola_material_check(const piola_material *m, char *reason, size_t n);
+
+/* The solver constants of a valid material (double precision). */
+piola_tet_material piola_material_constants(const piola_material *m);
+
+/* Colliders ---------------------------------------------------------------------------- */
+
+/* Checks a collider def and packs it for the solver (normals and axes normalised). */
+piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_data *out,
+                                 char *reason, size_t n);
+
+/* Coloring ----------------------------------------------------------------------------- */
+
+/* Greedy graph coloring of tets (no two tets of a color share a vertex) followed by a
+ * balancing pass; deterministic. Writes one color per tet and the number of colors. */
+piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
+                              int32_t *colors, int32_t *color_count);
+
+/* Whether `colors` is a valid coloring of `tets` (used by tests and debug checks). */
+bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
+                             const int32_t *colors);
+
+/* World --------------------------------------------------------------------------------- */
+
+typedef struct piola_body {
+  bool alive;
+  uint32_t generation;
+  int32_t vertex_offset; /* first vertex in the world's vertex arrays */
+  int32_t vertex_count;
+  int32_t tet_count;
+  int32_t material; /* index into world->materials */
+  int32_t color_count;
+  int32_t *tets;        /* 4 per tet, body-local vertex indices, positive orientation */
+  int32_t *colors;      /* color per tet */
+  int32_t *color_start; /* color_count + 1 offsets into by_color */
+  int32_t *by_color;    /* local tet indices sorted by color (mesh order within a color) */
+  double *dm_inv;       /* 9 per tet, rest Dm^-1 (row-major) */
+  double *volume;       /* per tet, rest volume, m^3 */
+  /* Plastic state per tet (NULL unless the material is plastic): eps_p (6 per tet) and the
+   * effective M = Dm^-1 F_p^-1 (9 per tet). Valid here while world->tets_dirty is set or
+   * after piola_world_sync_plastic(); the solver arrays hold the live copy. */
+  double *plastic_strain;
+  double *m_eff;
+} piola_body;
+
+typedef struct piola_material_entry {
+  piola_material def;
+  piola_tet_material constants;
+  bool plastic;
+} piola_material_entry;
+
+typedef struct piola_opencl piola_opencl; /* opencl_backend.c */
+
+struct piola_world {
+  piola_world_def def;
+  piola_backend backend; /* CPU_REFERENCE or OPENCL, never AUTO */
+
+  piola_body *bodies;
+  int32_t body_capacity;
+  int32_t body_slots; /* slots in use or freed; bodies[0..body_slots) */
+  int32_t body_count;
+
+  piola_material_entry *materials;
+  int32_t material_count, material_capacity;
+
+  piola_collider_data *colliders;
+  int32_t collider_count, collider_capacity;
+
+  /* Vertices (double): x, p, v are 3 per vertex. */
+  int32_t vertex_count, vertex_capacity;
+  double *x, *p, *v, *w;
+
+  /* Solver tet arrays, sorted by color; rebuilt from the bodies when tets_dirty. */
+  bool tets_dirty;
+  int32_t tet_count;
+  int32_t *tet_vertices; /* 4 per tet, world vertex indices */
+  double *tet_m;         /* 9 per tet: Dm^-1, or M = Dm^-1 F_p^-1 for plastic tets */
+  double *tet_volume;
+  double *tet_lambda;
+  int32_t *tet_material;
+  int32_t *tet_body;  /* body slot */
+  int32_t *tet_local; /* index of the tet within its body */
+  int32_t color_count;
+  int32_t *color_first, *color_size;
+  /* Plastic tets (in solver order): their solver index, rest Dm^-1 and plastic strain. */
+  int32_t plastic_count;
+  int32_t *plastic_tet;
+  double *plastic_dm_rest; /* 9 per plastic tet */
+  double *plastic_strain;  /* 6 per plastic tet */
+
+  int64_t step_count;
+  double simulated_time;
+  double last_step_ms;
+  double stage_ms[PIOLA_STAGE_COUNT];
+  int32_t last_active_tets; /* CPU reference: tets that did work in the last substep */
+
+  piola_opencl *cl; /* NULL for the CPU reference */
+};
+
+/* Builds the solver's color-sorted tet arrays from the bodies when tets_dirty is set. */
+piola_status piola_world_build_tets(piola_world *w);
+
+/* Copies the live plastic state of the solver arrays back into the bodies. */
+void piola_world_sync_plastic(piola_world *w);
+
+/* The body behind an id, or NULL (with a misuse report) when the id is invalid. */
+piola_body *piola_world_body(const piola_world *w, piola_body_id id);
+
+/* Wall-clock milliseconds from a monotonic clock. */
+double piola_now_ms(void);
+
+/* CPU reference ------------------------------------------------------------------------- */
+
+/* Runs one stage of the step on the host arrays (double precision). h is the substep (s). */
+void piola_cpu_stage(piola_world *w, piola_stage stage, double h);
+
+/* Elastic energy (J) over the solver's tets at `positions` (3 per vertex) with the solver's
+ * per-tet matrices `tet_m`; counts tets with det F <= 0 into *inverted. */
+double piola_tets_energy(const piola_world *w, const double *positions, const double *tet_m,
+                         int32_t *inverted);
+
+/* The same from the bodies' own rest data, before the solver arrays exist. */
+double piola_bodies_energy(const piola_world *w, const double *positions, int32_t *inverted);
+
+/* OpenCL backend (opencl_backend.c; without PIOLA_WITH_OPENCL, stubs) --------------------
+ * The device holds the live vertex and tet state once a step has uploaded it ("live"); the
+ * host arrays are then brought up to date only when asked. */
+
+/* Picks the device, creates the context and queue, builds the program. */
+piola_status piola_opencl_create(piola_world *w);
+void piola_opencl_destroy(piola_world *w);
+/* Uploads what changed (everything after a topology change) before a step's stages. */
+piola_status piola_opencl_begin_step(piola_world *w);
+/* Enqueues one stage. */
+piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
+/* Flushes the queue (and collects stage times when profiling). */
+piola_status piola_opencl_end_step(piola_world *w);
+piola_status piola_opencl_finish(piola_world *w);
+/* Whether the device holds the live state. */
+bool piola_opencl_live(const piola_world *w);
+/* Reads all device state into the host arrays (x, v, lambdas, plastic state). */
+piola_status piola_opencl_pull(piola_world *w);
+/* The topology changed: the device state is dropped (after a pull) and re-uploaded. */
+void piola_opencl_invalidate(piola_world *w);
+void piola_opencl_colliders_changed(piola_world *w);
+/* Reads vertices [first, first + count) into the host arrays x, v. */
+piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count);
+/* Writes the host x, v, w of vertices [first, first + count) to the device. */
+piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count);
+/* Reads positions and/or velocities of a vertex range as 3 floats each (NULL to skip). */
+piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
+                                     float *vel);
+/* Reads the whole state for statistics: x, v (3 per vertex), tet M (9 per tet), lambdas. */
+piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, double *tet_m,
+                                   double *lambda);
+int64_t piola_opencl_device_bytes(const piola_world *w);
+const char *piola_opencl_device_name(const piola_world *w);
+void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
+
+/* For tests: builds `source` for a device and reports the status (build log to the logger). */
+piola_status piola_opencl_try_build(const char *device_spec, const char *source,
+                                    const piola_logger *logger);
+/* For tests: runs the piola_layout_probe kernel; out[] as written by that kernel. */
+piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
+                                       const piola_logger *logger);
+
+#endif /* PIOLA_INTERNAL_H */

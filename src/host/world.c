@@ -1,0 +1,1044 @@
+/* Piola world: the public API over bodies, materials, colliders and the step schedule.
+ *
+ * The step is written once, here, as the ordered list of stages of XPBD (Macklin, Mueller,
+ * Chentanez 2016, Algorithm 1, with the substepping of Macklin et al. 2019, "Small Steps in
+ * Physics Simulation"):
+ *
+ *   h = dt / substeps; repeat substeps times:
+ *     predict; reset multipliers;
+ *     repeat iterations times: solve tets (color by color); collide;
+ *     update velocities (and damp); plasticity (plastic bodies only)
+ *
+ * Each backend runs a stage its own way (cpu_reference.c on host doubles, opencl_backend.c as
+ * kernel launches). Every call validates all of its input before it changes anything, so a
+ * failed call leaves the world as it was.
+ */
+#include "piola_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Small helpers ------------------------------------------------------------------- */
+
+static bool finite3(const float v[3]) {
+  return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
+}
+
+/* Grows *ptr (elements of `size` bytes) to at least `needed` elements; capacity doubles. On
+ * failure the old block stays valid and false is returned. */
+static bool grow(void **ptr, size_t size, int32_t needed, int32_t *capacity) {
+  if (needed <= *capacity) {
+    return true;
+  }
+  int32_t cap = *capacity > 0 ? *capacity : 16;
+  while (cap < needed) {
+    cap = cap > INT32_MAX / 2 ? INT32_MAX : cap * 2;
+  }
+  void *p = realloc(*ptr, size * (size_t)cap);
+  if (p == NULL) {
+    return false;
+  }
+  *ptr = p;
+  *capacity = cap;
+  return true;
+}
+
+/* Grows the vertex arrays together; capacity changes only when all of them grew. */
+static bool grow_vertices(piola_world *w, int32_t needed) {
+  if (needed <= w->vertex_capacity) {
+    return true;
+  }
+  int32_t cap = w->vertex_capacity;
+  int32_t c;
+  double **arrays[3] = {&w->x, &w->p, &w->v};
+  for (int i = 0; i < 3; ++i) {
+    c = cap;
+    if (!grow((void **)arrays[i], 3 * sizeof(double), needed, &c)) {
+      return false;
+    }
+  }
+  c = cap;
+  if (!grow((void **)&w->w, sizeof(double), needed, &c)) {
+    return false;
+  }
+  w->vertex_capacity = c;
+  return true;
+}
+
+static void free_body(piola_body *b) {
+  free(b->tets);
+  free(b->colors);
+  free(b->color_start);
+  free(b->by_color);
+  free(b->dm_inv);
+  free(b->volume);
+  free(b->plastic_strain);
+  free(b->m_eff);
+  uint32_t generation = b->generation;
+  memset(b, 0, sizeof *b);
+  b->generation = generation;
+}
+
+static void free_tet_arrays(piola_world *w) {
+  free(w->tet_vertices);
+  free(w->tet_m);
+  free(w->tet_volume);
+  free(w->tet_lambda);
+  free(w->tet_material);
+  free(w->tet_body);
+  free(w->tet_local);
+  free(w->color_first);
+  free(w->color_size);
+  free(w->plastic_tet);
+  free(w->plastic_dm_rest);
+  free(w->plastic_strain);
+  w->tet_vertices = NULL;
+  w->tet_m = NULL;
+  w->tet_volume = NULL;
+  w->tet_lambda = NULL;
+  w->tet_material = NULL;
+  w->tet_body = NULL;
+  w->tet_local = NULL;
+  w->color_first = NULL;
+  w->color_size = NULL;
+  w->plastic_tet = NULL;
+  w->plastic_dm_rest = NULL;
+  w->plastic_strain = NULL;
+  w->tet_count = 0;
+  w->color_count = 0;
+  w->plastic_count = 0;
+}
+
+/* Before bodies come or go: makes the host arrays current (the OpenCL device may be ahead of
+ * them) and moves the live plastic state back into the bodies. */
+static piola_status begin_topology_change(piola_world *w) {
+  piola_status s = w->cl != NULL ? piola_opencl_pull(w) : PIOLA_OK;
+  if (s == PIOLA_OK) {
+    piola_world_sync_plastic(w);
+  }
+  return s;
+}
+
+piola_body *piola_world_body(const piola_world *w, piola_body_id id) {
+  int32_t slot = id.index1 - 1;
+  if (slot < 0 || slot >= w->body_slots || !w->bodies[slot].alive ||
+      w->bodies[slot].generation != id.generation) {
+    PIOLA_MISUSE(w, "body id is valid");
+    return NULL;
+  }
+  return &w->bodies[slot];
+}
+
+bool piola_body_is_valid(const piola_world *w, piola_body_id id) {
+  int32_t slot = id.index1 - 1;
+  return w != NULL && slot >= 0 && slot < w->body_slots && w->bodies[slot].alive &&
+         w->bodies[slot].generation == id.generation;
+}
+
+/* ---- World --------------------------------------------------------------------------- */
+
+static piola_status check_world_def(const piola_world_def *def, char *reason, size_t n) {
+  if (def->internal_cookie != PIOLA_COOKIE) {
+    snprintf(reason, n, "world def not made by piola_default_world_def()");
+    return PIOLA_ERROR_INVALID_DEF;
+  }
+  if (!finite3(def->gravity) || !isfinite(def->dt) || !isfinite(def->damping)) {
+    snprintf(reason, n, "gravity, dt and damping must be finite");
+    return PIOLA_ERROR_NON_FINITE;
+  }
+  if (!(def->dt > 0.0f) || def->substeps < 1 || def->iterations < 1 || !(def->damping >= 0.0f) ||
+      def->work_group_size < 0 ||
+      (def->backend != PIOLA_BACKEND_AUTO && def->backend != PIOLA_BACKEND_CPU_REFERENCE &&
+       def->backend != PIOLA_BACKEND_OPENCL)) {
+    snprintf(reason, n,
+             "need dt > 0 s (%g), substeps >= 1 (%d), iterations >= 1 (%d), damping >= 0 1/s "
+             "(%g), work_group_size >= 0 (%d) and a known backend (%d)",
+             (double)def->dt, (int)def->substeps, (int)def->iterations, (double)def->damping,
+             (int)def->work_group_size, (int)def->backend);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_world_create(const piola_world_def *def, piola_world **out) {
+  if (out == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  *out = NULL;
+  if (def == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  char reason[256];
+  piola_status s = check_world_def(def, reason, sizeof reason);
+  if (s != PIOLA_OK) {
+    piola_log(&def->logger, PIOLA_LOG_ERROR, "piola_world_create: %s", reason);
+    return s;
+  }
+  piola_world *w = calloc(1, sizeof *w);
+  if (w == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  w->def = *def;
+  w->backend = PIOLA_BACKEND_CPU_REFERENCE;
+  if (def->backend == PIOLA_BACKEND_OPENCL || def->backend == PIOLA_BACKEND_AUTO) {
+    s = piola_opencl_create(w);
+    if (s == PIOLA_OK) {
+      w->backend = PIOLA_BACKEND_OPENCL;
+    } else if (def->backend == PIOLA_BACKEND_OPENCL) {
+      free(w);
+      return s;
+    } else {
+      piola_log(&def->logger, PIOLA_LOG_INFO,
+                "backend auto: no usable OpenCL device (%s); using the CPU reference",
+                piola_status_string(s));
+    }
+  }
+  *out = w;
+  return PIOLA_OK;
+}
+
+void piola_world_destroy(piola_world *w) {
+  if (w == NULL) {
+    return;
+  }
+  piola_opencl_destroy(w);
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    free_body(&w->bodies[i]);
+  }
+  free(w->bodies);
+  free(w->materials);
+  free(w->colliders);
+  free(w->x);
+  free(w->p);
+  free(w->v);
+  free(w->w);
+  free_tet_arrays(w);
+  free(w);
+}
+
+/* Runs one backend stage, timing it on the host for the CPU reference. */
+static piola_status run_stage(piola_world *w, piola_stage stage, double h) {
+  if (w->cl != NULL) {
+    return piola_opencl_stage(w, stage, h);
+  }
+  double t0 = piola_now_ms();
+  piola_cpu_stage(w, stage, h);
+  w->stage_ms[stage] += piola_now_ms() - t0;
+  return PIOLA_OK;
+}
+
+piola_status piola_world_step(piola_world *w) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  double t0 = piola_now_ms();
+  piola_status s = piola_world_build_tets(w);
+  if (s == PIOLA_OK && w->cl != NULL) {
+    s = piola_opencl_begin_step(w);
+  }
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  memset(w->stage_ms, 0, sizeof w->stage_ms);
+  const int32_t substeps = w->def.substeps;
+  const double h = (double)w->def.dt / substeps;
+  /* The step, stage by stage (see the module comment). */
+  for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
+    s = run_stage(w, PIOLA_STAGE_PREDICT, h);
+    if (s == PIOLA_OK) {
+      s = run_stage(w, PIOLA_STAGE_RESET_MULTIPLIERS, h);
+    }
+    for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {
+      s = run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
+      if (s == PIOLA_OK && w->collider_count > 0) {
+        s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
+      }
+    }
+    if (s == PIOLA_OK) {
+      s = run_stage(w, PIOLA_STAGE_UPDATE_VELOCITIES, h);
+    }
+    if (s == PIOLA_OK && w->plastic_count > 0) {
+      s = run_stage(w, PIOLA_STAGE_PLASTICITY, h);
+    }
+  }
+  if (s == PIOLA_OK && w->cl != NULL) {
+    s = piola_opencl_end_step(w);
+  }
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  w->step_count++;
+  w->simulated_time += (double)w->def.dt;
+  w->last_step_ms = piola_now_ms() - t0;
+  return PIOLA_OK;
+}
+
+piola_status piola_world_finish(piola_world *w) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  return w->cl != NULL ? piola_opencl_finish(w) : PIOLA_OK;
+}
+
+piola_status piola_world_set_iterations(piola_world *w, int32_t iterations) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (iterations < 1) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "iterations must be >= 1 (got %d)", (int)iterations);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  w->def.iterations = iterations;
+  return PIOLA_OK;
+}
+
+piola_status piola_world_set_gravity(piola_world *w, const float gravity[3]) {
+  if (w == NULL || gravity == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (!finite3(gravity)) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "gravity must be finite");
+    return PIOLA_ERROR_NON_FINITE;
+  }
+  memcpy(w->def.gravity, gravity, sizeof w->def.gravity);
+  return PIOLA_OK;
+}
+
+piola_status piola_world_get_stage_times(const piola_world *w, double stage_ms[PIOLA_STAGE_COUNT]) {
+  if (w == NULL || stage_ms == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (w->cl != NULL) {
+    piola_opencl_stage_ms(w, stage_ms);
+  } else {
+    memcpy(stage_ms, w->stage_ms, sizeof w->stage_ms);
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_world_get_color_sizes(const piola_world *w, int32_t *sizes, int32_t capacity,
+                                         int32_t *color_count) {
+  if (w == NULL || capacity < 0 || (sizes == NULL && capacity > 0)) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  /* Computed from the bodies, so it is right before the first step too. */
+  int32_t count = 0;
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    if (w->bodies[i].alive && w->bodies[i].color_count > count) {
+      count = w->bodies[i].color_count;
+    }
+  }
+  for (int32_t c = 0; c < count && c < capacity; ++c) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < w->body_slots; ++i) {
+      const piola_body *b = &w->bodies[i];
+      if (b->alive && c < b->color_count) {
+        n += b->color_start[c + 1] - b->color_start[c];
+      }
+    }
+    sizes[c] = n;
+  }
+  if (color_count != NULL) {
+    *color_count = count;
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
+  if (w == NULL || out == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_stats st;
+  memset(&st, 0, sizeof st);
+  st.body_count = w->body_count;
+  st.vertex_count = w->vertex_count;
+  st.collider_count = w->collider_count;
+  st.step_count = w->step_count;
+  st.simulated_time = w->simulated_time;
+  st.last_step_ms = w->last_step_ms;
+  st.backend = w->backend;
+  int32_t largest = 0, smallest = INT32_MAX, colors = 0;
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    if (w->bodies[i].alive) {
+      st.tet_count += w->bodies[i].tet_count;
+      colors = w->bodies[i].color_count > colors ? w->bodies[i].color_count : colors;
+    }
+  }
+  for (int32_t c = 0; c < colors; ++c) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < w->body_slots; ++i) {
+      const piola_body *b = &w->bodies[i];
+      if (b->alive && c < b->color_count) {
+        n += b->color_start[c + 1] - b->color_start[c];
+      }
+    }
+    largest = n > largest ? n : largest;
+    smallest = n < smallest ? n : smallest;
+  }
+  st.color_count = colors;
+  st.largest_color = largest;
+  st.smallest_color = colors > 0 ? smallest : 0;
+
+  /* Energies and counts from the current state. */
+  piola_status s = PIOLA_OK;
+  const double *x = w->x, *v = w->v, *tet_m = w->tet_m, *lambda = w->tet_lambda;
+  double *buffers = NULL;
+  if (w->cl != NULL && piola_opencl_live(w)) {
+    size_t nv = 3 * (size_t)w->vertex_count, nt = (size_t)w->tet_count;
+    buffers = malloc(sizeof(double) * (2 * nv + 10 * nt + 1));
+    if (buffers == NULL) {
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    double *bx = buffers, *bv = buffers + nv, *bm = bv + nv, *bl = bm + 9 * nt;
+    s = piola_opencl_read_all(w, bx, bv, bm, bl);
+    x = bx;
+    v = bv;
+    tet_m = bm;
+    lambda = bl;
+  }
+  if (s == PIOLA_OK) {
+    if (w->tets_dirty) {
+      /* No solver arrays yet: evaluate body by body from the rest data. */
+      st.elastic_energy = piola_bodies_energy(w, x, &st.inverted_tets);
+    } else {
+      st.elastic_energy = piola_tets_energy(w, x, tet_m, &st.inverted_tets);
+      for (int32_t t = 0; t < w->tet_count; ++t) {
+        st.active_tets += lambda[t] != 0.0;
+      }
+    }
+    double ke = 0.0;
+    for (int32_t i = 0; i < w->vertex_count; ++i) {
+      if (w->w[i] > 0.0) {
+        const double *vi = v + 3 * (size_t)i;
+        ke += 0.5 / w->w[i] * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+      }
+    }
+    st.kinetic_energy = ke;
+  }
+  free(buffers);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  if (w->cl != NULL) {
+    st.device_bytes = piola_opencl_device_bytes(w);
+    snprintf(st.device_name, sizeof st.device_name, "%s", piola_opencl_device_name(w));
+    piola_opencl_stage_ms(w, st.stage_ms);
+  } else {
+    snprintf(st.device_name, sizeof st.device_name, "CPU reference (double, 1 thread)");
+    memcpy(st.stage_ms, w->stage_ms, sizeof st.stage_ms);
+  }
+  *out = st;
+  return PIOLA_OK;
+}
+
+/* ---- Bodies -------------------------------------------------------------------------- */
+
+/* Validated, precomputed data of a body about to be added. */
+typedef struct body_build {
+  piola_body body;
+  double *rest;     /* 3 per vertex, translated */
+  double *inv_mass; /* per vertex */
+  int32_t reoriented;
+  int32_t unreferenced;
+} body_build;
+
+static void free_build(body_build *b) {
+  free_body(&b->body);
+  free(b->rest);
+  free(b->inv_mass);
+}
+
+/* Checks the mesh and computes everything the body needs; touches nothing in the world. */
+static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mesh,
+                                 const piola_material *material, const float translation[3],
+                                 body_build *out) {
+  const piola_logger *log = &w->def.logger;
+  memset(out, 0, sizeof *out);
+  char reason[256];
+  piola_status s = piola_material_check(material, reason, sizeof reason);
+  if (s != PIOLA_OK) {
+    piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_tet_body: %s", reason);
+    return s;
+  }
+  const int32_t nv = mesh->vertex_count, nt = mesh->tet_count;
+  if (nv < 4 || nt < 1 || mesh->positions == NULL || mesh->tets == NULL) {
+    piola_log(log, PIOLA_LOG_ERROR,
+              "piola_world_add_tet_body: mesh needs >= 4 vertices and >= 1 tet with their "
+              "arrays (got %d vertices, %d tets)",
+              (int)nv, (int)nt);
+    return PIOLA_ERROR_INVALID_MESH;
+  }
+  if (nv > INT32_MAX - w->vertex_count || (int64_t)nt * 9 > INT32_MAX) {
+    piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_tet_body: mesh too large");
+    return PIOLA_ERROR_INVALID_MESH;
+  }
+  if (translation != NULL && !finite3(translation)) {
+    piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_tet_body: non-finite translation");
+    return PIOLA_ERROR_NON_FINITE;
+  }
+  for (int32_t i = 0; i < nv; ++i) {
+    if (!finite3(mesh->positions + 3 * (size_t)i)) {
+      piola_log(log, PIOLA_LOG_ERROR,
+                "piola_world_add_tet_body: vertex %d has a non-finite position", (int)i);
+      return PIOLA_ERROR_NON_FINITE;
+    }
+  }
+  for (int32_t t = 0; t < nt; ++t) {
+    const int32_t *q = mesh->tets + 4 * (size_t)t;
+    for (int a = 0; a < 4; ++a) {
+      if (q[a] < 0 || q[a] >= nv) {
+        piola_log(log, PIOLA_LOG_ERROR,
+                  "piola_world_add_tet_body: tet %d has vertex index %d outside [0, %d)", (int)t,
+                  (int)q[a], (int)nv);
+        return PIOLA_ERROR_INVALID_MESH;
+      }
+      for (int b = 0; b < a; ++b) {
+        if (q[a] == q[b]) {
+          piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_tet_body: tet %d repeats vertex %d",
+                    (int)t, (int)q[a]);
+          return PIOLA_ERROR_INVALID_MESH;
+        }
+      }
+    }
+  }
+
+  piola_body *b = &out->body;
+  b->vertex_count = nv;
+  b->tet_count = nt;
+  b->tets = malloc(sizeof *b->tets * 4 * (size_t)nt);
+  b->colors = malloc(sizeof *b->colors * (size_t)nt);
+  b->by_color = malloc(sizeof *b->by_color * (size_t)nt);
+  b->dm_inv = malloc(sizeof *b->dm_inv * 9 * (size_t)nt);
+  b->volume = malloc(sizeof *b->volume * (size_t)nt);
+  out->rest = malloc(sizeof *out->rest * 3 * (size_t)nv);
+  out->inv_mass = calloc((size_t)nv, sizeof *out->inv_mass);
+  if (b->tets == NULL || b->colors == NULL || b->by_color == NULL || b->dm_inv == NULL ||
+      b->volume == NULL || out->rest == NULL || out->inv_mass == NULL) {
+    free_build(out);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int32_t i = 0; i < nv; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      out->rest[3 * (size_t)i + k] =
+          (double)mesh->positions[3 * (size_t)i + k] + (translation ? translation[k] : 0.0);
+    }
+  }
+  /* Rest shape per tet: Dm = [x1 - x0, x2 - x0, x3 - x0], V = det(Dm) / 6. A tet is
+   * degenerate when |det Dm| <= 1e-9 l^3 (l its longest edge): flat to within rounding. */
+  double density = material->density;
+  for (int32_t t = 0; t < nt; ++t) {
+    int32_t q[4];
+    memcpy(q, mesh->tets + 4 * (size_t)t, sizeof q);
+    piola_v3 x[4];
+    for (int a = 0; a < 4; ++a) {
+      const double *r = out->rest + 3 * (size_t)q[a];
+      x[a] = piola_v3_make(r[0], r[1], r[2]);
+    }
+    piola_m3 dm = piola_m3_from_columns(piola_v3_sub(x[1], x[0]), piola_v3_sub(x[2], x[0]),
+                                        piola_v3_sub(x[3], x[0]));
+    double det = piola_m3_det(dm);
+    double l2 = 0.0;
+    for (int a = 0; a < 4; ++a) {
+      for (int c = a + 1; c < 4; ++c) {
+        piola_v3 e = piola_v3_sub(x[a], x[c]);
+        l2 = fmax(l2, piola_v3_dot(e, e));
+      }
+    }
+    if (!(fabs(det) > 1e-9 * l2 * sqrt(l2))) {
+      piola_log(log, PIOLA_LOG_ERROR,
+                "piola_world_add_tet_body: tet %d (vertices %d %d %d %d) has near-zero rest "
+                "volume %.3g m^3",
+                (int)t, (int)q[0], (int)q[1], (int)q[2], (int)q[3], det / 6.0);
+      free_build(out);
+      return PIOLA_ERROR_INVALID_MESH;
+    }
+    if (det < 0.0) { /* reorient: swapping two vertices flips the sign */
+      int32_t tmp = q[2];
+      q[2] = q[3];
+      q[3] = tmp;
+      piola_v3 tv = x[2];
+      x[2] = x[3];
+      x[3] = tv;
+      dm = piola_m3_from_columns(piola_v3_sub(x[1], x[0]), piola_v3_sub(x[2], x[0]),
+                                 piola_v3_sub(x[3], x[0]));
+      det = -det;
+      out->reoriented++;
+    }
+    memcpy(b->tets + 4 * (size_t)t, q, sizeof q);
+    piola_m3 inv = piola_m3_scale(piola_m3_transpose(piola_m3_cofactor(dm)), 1.0 / det);
+    memcpy(b->dm_inv + 9 * (size_t)t, inv.m, sizeof inv.m);
+    b->volume[t] = det / 6.0;
+    for (int a = 0; a < 4; ++a) {
+      out->inv_mass[q[a]] += density * b->volume[t] / 4.0; /* lumped mass, inverted below */
+    }
+  }
+  for (int32_t i = 0; i < nv; ++i) {
+    if (out->inv_mass[i] > 0.0) {
+      out->inv_mass[i] = 1.0 / out->inv_mass[i];
+    } else {
+      out->unreferenced++; /* belongs to no tet: stays where it is */
+    }
+  }
+  s = piola_color_tets(b->tets, nt, nv, b->colors, &b->color_count);
+  if (s == PIOLA_OK) {
+    b->color_start = calloc((size_t)b->color_count + 1, sizeof *b->color_start);
+    if (b->color_start == NULL) {
+      s = PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  if (s != PIOLA_OK) {
+    free_build(out);
+    return s;
+  }
+  /* Counting sort of the tets by color; within a color, mesh order. */
+  for (int32_t t = 0; t < nt; ++t) {
+    b->color_start[b->colors[t] + 1]++;
+  }
+  for (int32_t c = 0; c < b->color_count; ++c) {
+    b->color_start[c + 1] += b->color_start[c];
+  }
+  int32_t *fill = malloc(sizeof *fill * (size_t)b->color_count);
+  if (fill == NULL) {
+    free_build(out);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(fill, b->color_start, sizeof *fill * (size_t)b->color_count);
+  for (int32_t t = 0; t < nt; ++t) {
+    b->by_color[fill[b->colors[t]]++] = t;
+  }
+  free(fill);
+  return PIOLA_OK;
+}
+
+/* Index of an equal material in the table, appending it when new; -1 on allocation failure. */
+static int32_t intern_material(piola_world *w, const piola_material *m) {
+  for (int32_t i = 0; i < w->material_count; ++i) {
+    if (memcmp(&w->materials[i].def, m, sizeof *m) == 0) {
+      return i;
+    }
+  }
+  if (!grow((void **)&w->materials, sizeof *w->materials, w->material_count + 1,
+            &w->material_capacity)) {
+    return -1;
+  }
+  piola_material_entry *e = &w->materials[w->material_count];
+  e->def = *m;
+  e->constants = piola_material_constants(m);
+  e->plastic = m->plastic_creep > 0.0f && m->plastic_max > 0.0f;
+  return w->material_count++;
+}
+
+piola_status piola_world_add_tet_body(piola_world *w, const piola_tet_mesh *mesh,
+                                      const piola_material *material, const float translation[3],
+                                      piola_body_id *out) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (mesh == NULL || material == NULL) {
+    PIOLA_MISUSE(w, "mesh != NULL && material != NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  body_build build;
+  piola_status s = prepare_body(w, mesh, material, translation, &build);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  piola_body *b = &build.body;
+  /* Everything that can fail from here on happens before the world changes. */
+  s = begin_topology_change(w);
+  int32_t slot = 0;
+  while (slot < w->body_slots && w->bodies[slot].alive) {
+    ++slot;
+  }
+  int32_t material_index = -1;
+  if (s == PIOLA_OK) {
+    bool plastic = material->plastic_creep > 0.0f && material->plastic_max > 0.0f;
+    if (plastic) {
+      b->plastic_strain = calloc(6 * (size_t)b->tet_count, sizeof *b->plastic_strain);
+      b->m_eff = malloc(sizeof *b->m_eff * 9 * (size_t)b->tet_count);
+      if (b->plastic_strain != NULL && b->m_eff != NULL) {
+        memcpy(b->m_eff, b->dm_inv, sizeof *b->m_eff * 9 * (size_t)b->tet_count);
+      }
+    }
+    if ((plastic && (b->plastic_strain == NULL || b->m_eff == NULL)) ||
+        !grow((void **)&w->bodies, sizeof *w->bodies, slot + 1, &w->body_capacity) ||
+        !grow_vertices(w, w->vertex_count + b->vertex_count) ||
+        (material_index = intern_material(w, material)) < 0) {
+      s = PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  if (s != PIOLA_OK) {
+    free_build(&build);
+    return s;
+  }
+  if (slot == w->body_slots) {
+    memset(&w->bodies[slot], 0, sizeof w->bodies[slot]);
+    w->body_slots++;
+  }
+  uint32_t generation = w->bodies[slot].generation;
+  b->alive = true;
+  b->generation = generation;
+  b->vertex_offset = w->vertex_count;
+  b->material = material_index;
+  w->bodies[slot] = *b;
+  for (int32_t i = 0; i < b->vertex_count; ++i) {
+    size_t g = (size_t)(b->vertex_offset + i);
+    for (int k = 0; k < 3; ++k) {
+      w->x[3 * g + k] = build.rest[3 * (size_t)i + k];
+      w->p[3 * g + k] = build.rest[3 * (size_t)i + k];
+      w->v[3 * g + k] = 0.0;
+    }
+    w->w[g] = build.inv_mass[i];
+  }
+  w->vertex_count += b->vertex_count;
+  w->body_count++;
+  w->tets_dirty = true;
+  if (w->cl != NULL) {
+    piola_opencl_invalidate(w);
+  }
+  free(build.rest);
+  free(build.inv_mass);
+  if (build.reoriented > 0) {
+    piola_log(&w->def.logger, PIOLA_LOG_WARNING,
+              "piola_world_add_tet_body: %d of %d tets had negative rest volume and were "
+              "reoriented",
+              (int)build.reoriented, (int)b->tet_count);
+  }
+  if (build.unreferenced > 0) {
+    piola_log(&w->def.logger, PIOLA_LOG_WARNING,
+              "piola_world_add_tet_body: %d vertices belong to no tet; they stay fixed",
+              (int)build.unreferenced);
+  }
+  if (out != NULL) {
+    out->index1 = slot + 1;
+    out->generation = generation;
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_world_remove_body(piola_world *w, piola_body_id id) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_body *b = piola_world_body(w, id);
+  if (b == NULL) {
+    return PIOLA_ERROR_INVALID_BODY;
+  }
+  piola_status s = begin_topology_change(w);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  /* Close the gap in the vertex arrays. */
+  int32_t first = b->vertex_offset, n = b->vertex_count;
+  size_t tail = (size_t)(w->vertex_count - first - n);
+  memmove(w->x + 3 * (size_t)first, w->x + 3 * (size_t)(first + n), 3 * tail * sizeof(double));
+  memmove(w->p + 3 * (size_t)first, w->p + 3 * (size_t)(first + n), 3 * tail * sizeof(double));
+  memmove(w->v + 3 * (size_t)first, w->v + 3 * (size_t)(first + n), 3 * tail * sizeof(double));
+  memmove(w->w + first, w->w + first + n, tail * sizeof(double));
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    if (w->bodies[i].alive && w->bodies[i].vertex_offset > first) {
+      w->bodies[i].vertex_offset -= n;
+    }
+  }
+  w->vertex_count -= n;
+  free_body(b);
+  b->generation++;
+  w->body_count--;
+  w->tets_dirty = true;
+  if (w->cl != NULL) {
+    piola_opencl_invalidate(w);
+  }
+  return PIOLA_OK;
+}
+
+int32_t piola_body_get_vertex_count(const piola_world *w, piola_body_id id) {
+  if (w == NULL) {
+    return -1;
+  }
+  const piola_body *b = piola_world_body(w, id);
+  return b != NULL ? b->vertex_count : -1;
+}
+
+/* Checks the common arguments of the per-body array calls. */
+static piola_status body_array_args(const piola_world *w, piola_body_id id, const void *data,
+                                    int32_t count, const piola_body **out) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const piola_body *b = piola_world_body(w, id);
+  if (b == NULL) {
+    return PIOLA_ERROR_INVALID_BODY;
+  }
+  if (data == NULL) {
+    PIOLA_MISUSE(w, "array != NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (count != b->vertex_count) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "count %d does not match the body's %d vertices",
+              (int)count, (int)b->vertex_count);
+    return PIOLA_ERROR_COUNT_MISMATCH;
+  }
+  *out = b;
+  return PIOLA_OK;
+}
+
+static piola_status check_finite_array(const piola_world *w, const float *a, size_t n,
+                                       const char *what) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!isfinite(a[i])) {
+      piola_log(&w->def.logger, PIOLA_LOG_ERROR, "%s: entry %zu is not finite", what, i);
+      return PIOLA_ERROR_NON_FINITE;
+    }
+  }
+  return PIOLA_OK;
+}
+
+/* Which per-vertex array a body call reads or writes. */
+typedef enum vertex_field { FIELD_POSITION, FIELD_VELOCITY, FIELD_INVERSE_MASS } vertex_field;
+
+static piola_status body_write(piola_world *w, piola_body_id id, const float *data, int32_t count,
+                               vertex_field field) {
+  const piola_body *b;
+  piola_status s = body_array_args(w, id, data, count, &b);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  size_t per = field == FIELD_INVERSE_MASS ? 1 : 3;
+  static const char *const what[] = {"piola_body_set_positions", "piola_body_set_velocities",
+                                     "piola_body_set_inverse_masses"};
+  s = check_finite_array(w, data, per * (size_t)count, what[field]);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  if (field == FIELD_INVERSE_MASS) {
+    for (int32_t i = 0; i < count; ++i) {
+      if (data[i] < 0.0f) {
+        piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+                  "piola_body_set_inverse_masses: entry %d is negative (%g)", (int)i,
+                  (double)data[i]);
+        return PIOLA_ERROR_INVALID_ARGUMENT;
+      }
+    }
+  }
+  if (w->cl != NULL) {
+    s = piola_opencl_pull_range(w, b->vertex_offset, b->vertex_count);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+  }
+  double *dst = field == FIELD_POSITION   ? w->x + 3 * (size_t)b->vertex_offset
+                : field == FIELD_VELOCITY ? w->v + 3 * (size_t)b->vertex_offset
+                                          : w->w + b->vertex_offset;
+  for (size_t i = 0; i < per * (size_t)count; ++i) {
+    dst[i] = (double)data[i];
+  }
+  if (field == FIELD_POSITION) {
+    memcpy(w->p + 3 * (size_t)b->vertex_offset, dst, 3 * sizeof(double) * (size_t)count);
+  }
+  return w->cl != NULL ? piola_opencl_push_range(w, b->vertex_offset, b->vertex_count) : PIOLA_OK;
+}
+
+static piola_status body_read(const piola_world *w, piola_body_id id, float *data, int32_t count,
+                              vertex_field field) {
+  const piola_body *b;
+  piola_status s = body_array_args(w, id, data, count, &b);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  size_t per = field == FIELD_INVERSE_MASS ? 1 : 3;
+  if (w->cl != NULL && piola_opencl_live(w) && field != FIELD_INVERSE_MASS) {
+    return piola_opencl_read_range(w, b->vertex_offset, b->vertex_count,
+                                   field == FIELD_POSITION ? data : NULL,
+                                   field == FIELD_VELOCITY ? data : NULL);
+  }
+  const double *src = field == FIELD_POSITION   ? w->x + 3 * (size_t)b->vertex_offset
+                      : field == FIELD_VELOCITY ? w->v + 3 * (size_t)b->vertex_offset
+                                                : w->w + b->vertex_offset;
+  for (size_t i = 0; i < per * (size_t)count; ++i) {
+    data[i] = (float)src[i];
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_body_set_inverse_masses(piola_world *w, piola_body_id id,
+                                           const float *inverse_masses, int32_t count) {
+  return body_write(w, id, inverse_masses, count, FIELD_INVERSE_MASS);
+}
+
+piola_status piola_body_get_inverse_masses(const piola_world *w, piola_body_id id,
+                                           float *inverse_masses, int32_t count) {
+  return body_read(w, id, inverse_masses, count, FIELD_INVERSE_MASS);
+}
+
+piola_status piola_body_set_positions(piola_world *w, piola_body_id id, const float *xyz,
+                                      int32_t count) {
+  return body_write(w, id, xyz, count, FIELD_POSITION);
+}
+
+piola_status piola_body_set_velocities(piola_world *w, piola_body_id id, const float *xyz,
+                                       int32_t count) {
+  return body_write(w, id, xyz, count, FIELD_VELOCITY);
+}
+
+piola_status piola_body_get_positions(const piola_world *w, piola_body_id id, float *xyz,
+                                      int32_t count) {
+  return body_read(w, id, xyz, count, FIELD_POSITION);
+}
+
+piola_status piola_body_get_velocities(const piola_world *w, piola_body_id id, float *xyz,
+                                       int32_t count) {
+  return body_read(w, id, xyz, count, FIELD_VELOCITY);
+}
+
+/* ---- Colliders ----------------------------------------------------------------------- */
+
+piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *def,
+                                      int32_t *out_index) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (def == NULL) {
+    PIOLA_MISUSE(w, "collider def != NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_collider_data c;
+  char reason[256];
+  piola_status s = piola_collider_pack(def, &c, reason, sizeof reason);
+  if (s != PIOLA_OK) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "piola_world_add_collider: %s", reason);
+    return s;
+  }
+  if (!grow((void **)&w->colliders, sizeof *w->colliders, w->collider_count + 1,
+            &w->collider_capacity)) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  w->colliders[w->collider_count] = c;
+  if (out_index != NULL) {
+    *out_index = w->collider_count;
+  }
+  w->collider_count++;
+  if (w->cl != NULL) {
+    piola_opencl_colliders_changed(w);
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_world_add_plane(piola_world *w, const float normal[3], float offset,
+                                   float friction) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (normal == NULL) {
+    PIOLA_MISUSE(w, "normal != NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_collider_def def = piola_default_collider_def();
+  def.type = PIOLA_COLLIDER_PLANE;
+  memcpy(def.shape.plane.normal, normal, sizeof def.shape.plane.normal);
+  def.shape.plane.offset = offset;
+  def.static_friction = friction;
+  def.dynamic_friction = friction;
+  return piola_world_add_collider(w, &def, NULL);
+}
+
+/* ---- Solver arrays ------------------------------------------------------------------- */
+
+void piola_world_sync_plastic(piola_world *w) {
+  if (w->tets_dirty || w->tet_m == NULL) {
+    return; /* the bodies hold the current state */
+  }
+  for (int32_t k = 0; k < w->plastic_count; ++k) {
+    int32_t t = w->plastic_tet[k];
+    piola_body *b = &w->bodies[w->tet_body[t]];
+    size_t l = (size_t)w->tet_local[t];
+    memcpy(b->plastic_strain + 6 * l, w->plastic_strain + 6 * (size_t)k, 6 * sizeof(double));
+    memcpy(b->m_eff + 9 * l, w->tet_m + 9 * (size_t)t, 9 * sizeof(double));
+  }
+}
+
+piola_status piola_world_build_tets(piola_world *w) {
+  if (!w->tets_dirty) {
+    return PIOLA_OK;
+  }
+  piola_world_sync_plastic(w);
+  int32_t nt = 0, colors = 0, plastic = 0;
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (b->alive) {
+      nt += b->tet_count;
+      colors = b->color_count > colors ? b->color_count : colors;
+      plastic += w->materials[b->material].plastic ? b->tet_count : 0;
+    }
+  }
+  size_t n = (size_t)(nt > 0 ? nt : 1), np = (size_t)(plastic > 0 ? plastic : 1);
+  piola_world nw; /* the new arrays, swapped in when all allocations succeeded */
+  memset(&nw, 0, sizeof nw);
+  nw.tet_vertices = malloc(sizeof(int32_t) * 4 * n);
+  nw.tet_m = malloc(sizeof(double) * 9 * n);
+  nw.tet_volume = malloc(sizeof(double) * n);
+  nw.tet_lambda = calloc(n, sizeof(double));
+  nw.tet_material = malloc(sizeof(int32_t) * n);
+  nw.tet_body = malloc(sizeof(int32_t) * n);
+  nw.tet_local = malloc(sizeof(int32_t) * n);
+  nw.color_first = malloc(sizeof(int32_t) * (size_t)(colors + 1));
+  nw.color_size = malloc(sizeof(int32_t) * (size_t)(colors + 1));
+  nw.plastic_tet = malloc(sizeof(int32_t) * np);
+  nw.plastic_dm_rest = malloc(sizeof(double) * 9 * np);
+  nw.plastic_strain = malloc(sizeof(double) * 6 * np);
+  if (!nw.tet_vertices || !nw.tet_m || !nw.tet_volume || !nw.tet_lambda || !nw.tet_material ||
+      !nw.tet_body || !nw.tet_local || !nw.color_first || !nw.color_size || !nw.plastic_tet ||
+      !nw.plastic_dm_rest || !nw.plastic_strain) {
+    free_tet_arrays(&nw);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  int32_t g = 0, k = 0;
+  for (int32_t c = 0; c < colors; ++c) {
+    nw.color_first[c] = g;
+    for (int32_t i = 0; i < w->body_slots; ++i) {
+      const piola_body *b = &w->bodies[i];
+      if (!b->alive || c >= b->color_count) {
+        continue;
+      }
+      bool is_plastic = w->materials[b->material].plastic;
+      for (int32_t j = b->color_start[c]; j < b->color_start[c + 1]; ++j, ++g) {
+        size_t l = (size_t)b->by_color[j];
+        for (int a = 0; a < 4; ++a) {
+          nw.tet_vertices[4 * (size_t)g + a] = b->tets[4 * l + a] + b->vertex_offset;
+        }
+        memcpy(nw.tet_m + 9 * (size_t)g, (is_plastic ? b->m_eff : b->dm_inv) + 9 * l,
+               9 * sizeof(double));
+        nw.tet_volume[g] = b->volume[l];
+        nw.tet_material[g] = b->material;
+        nw.tet_body[g] = i;
+        nw.tet_local[g] = (int32_t)l;
+        if (is_plastic) {
+          nw.plastic_tet[k] = g;
+          memcpy(nw.plastic_dm_rest + 9 * (size_t)k, b->dm_inv + 9 * l, 9 * sizeof(double));
+          memcpy(nw.plastic_strain + 6 * (size_t)k, b->plastic_strain + 6 * l, 6 * sizeof(double));
+          ++k;
+        }
+      }
+    }
+    nw.color_size[c] = g - nw.color_first[c];
+  }
+  free_tet_arrays(w);
+  w->tet_vertices = nw.tet_vertices;
+  w->tet_m = nw.tet_m;
+  w->tet_volume = nw.tet_volume;
+  w->tet_lambda = nw.tet_lambda;
+  w->tet_material = nw.tet_material;
+  w->tet_body = nw.tet_body;
+  w->tet_local = nw.tet_local;
+  w->color_first = nw.color_first;
+  w->color_size = nw.color_size;
+  w->plastic_tet = nw.plastic_tet;
+  w->plastic_dm_rest = nw.plastic_dm_rest;
+  w->plastic_strain = nw.plastic_strain;
+  w->tet_count = nt;
+  w->color_count = colors;
+  w->plastic_count = plastic;
+  w->tets_dirty = false;
+  return PIOLA_OK;
+}
