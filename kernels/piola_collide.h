@@ -162,25 +162,40 @@ PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v
   return PIOLA_R(0.0);
 }
 
-/* Projects p out of collider c with friction; returns 1 on contact. */
-PIOLA_FN int piola_collide_particle(const piola_collider_data *c, piola_v3 x_start, piola_v3 *p) {
+/* The correction that projects p out of collider c, with friction (zero without contact);
+ * returns 1 on contact. A correction, not a new position, so that a float caller can add it to
+ * a small displacement and keep its precision. */
+PIOLA_FN int piola_collider_correction(const piola_collider_data *c, piola_v3 x_start, piola_v3 p,
+                                       piola_v3 *correction) {
   piola_v3 n;
-  piola_real depth = piola_collider_contact(c, x_start, *p, &n);
+  *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  piola_real depth = piola_collider_contact(c, x_start, p, &n);
   if (!(depth > PIOLA_R(0.0))) {
     return 0;
   }
-  piola_v3 q = piola_v3_add(*p, piola_v3_scale(n, depth));
-  piola_v3 dx = piola_v3_sub(q, x_start);
+  piola_v3 push = piola_v3_scale(n, depth);
+  /* Tangential motion since the start of the step, after the push. */
+  piola_v3 dx = piola_v3_add(piola_v3_sub(p, x_start), push);
   piola_v3 dt = piola_v3_sub(dx, piola_v3_scale(n, piola_v3_dot(dx, n)));
   piola_real lt = piola_v3_length(dt);
+  piola_real keep = PIOLA_R(1.0); /* fraction of dt removed */
   if (lt < (piola_real)c->static_friction * depth) {
-    q = piola_v3_sub(q, dt);
+    keep = PIOLA_R(1.0);
   } else if (lt > PIOLA_R(0.0)) {
-    q = piola_v3_sub(
-        q, piola_v3_scale(dt, fmin((piola_real)c->dynamic_friction * depth / lt, PIOLA_R(1.0))));
+    keep = fmin((piola_real)c->dynamic_friction * depth / lt, PIOLA_R(1.0));
+  } else {
+    keep = PIOLA_R(0.0);
   }
-  *p = q;
+  *correction = piola_v3_sub(push, piola_v3_scale(dt, keep));
   return 1;
+}
+
+/* piola_collider_correction() applied to *p. */
+PIOLA_FN int piola_collide_particle(const piola_collider_data *c, piola_v3 x_start, piola_v3 *p) {
+  piola_v3 d;
+  int hit = piola_collider_correction(c, x_start, *p, &d);
+  *p = piola_v3_add(*p, d);
+  return hit;
 }
 
 #endif /* PIOLA_COLLIDE_H */

@@ -2,9 +2,13 @@
  * the device. Each kernel gathers into private values, calls the math shared with the CPU
  * reference (piola_tet.h, piola_collide.h) and scatters; nothing here re-derives a formula.
  *
- * Buffers: x, p, v are float4 per vertex (x.w = p.w = inverse mass, 0 = pinned); tets are
- * sorted by color, one launch of piola_solve_color per color, and per-tet data is structure of
- * arrays: tet_m holds the 9 entries of M = Dm^-1 (row-major) as 9 planes of `stride` floats,
+ * Buffers: x, v, d are float4 per vertex: x the positions at the start of the substep (x.w =
+ * inverse mass, 0 = pinned), v the velocities, d the displacement of this substep, so that the
+ * predicted position is x + d. Projections and contacts add corrections to d, whose small
+ * magnitude keeps them and the velocity v = d / h at full float precision, however small h
+ * (an absolute predicted position would round every correction to ulp(x) and v to ulp(x) / h).
+ * Tets are sorted by color, one launch of piola_solve_color per color; per-tet data is structure
+ * of arrays: tet_m holds the 9 entries of M = Dm^-1 (row-major) as 9 planes of `stride` floats,
  * so consecutive work-items read consecutive addresses.
  *
  * Build options: -DPIOLA_WG=<work-group size> (every launch uses it), -DPIOLA_EMBEDDED=1.
@@ -29,26 +33,54 @@ PIOLA_FN piola_m3 piola_load_m3(__global const float *planes, int i, int stride)
   return m;
 }
 
-/* v += h g; p = x + h v for free vertices; pinned ones stay. */
+/* v += h g; d = h v for free vertices; pinned ones do not move (d = 0). */
 PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v,
-                                __global float4 *p, float4 h_gravity, float h, int count) {
+                                __global float4 *d, float4 h_gravity, float h, int count) {
   int i = get_global_id(0);
   if (i >= count) {
     return;
   }
-  float4 xi = x[i];
-  if (xi.w > 0.0f) {
+  if (x[i].w > 0.0f) {
     float4 vi = v[i] + h_gravity;
     v[i] = vi;
-    p[i] = (float4)(xi.x + h * vi.x, xi.y + h * vi.y, xi.z + h * vi.z, xi.w);
+    d[i] = (float4)(h * vi.x, h * vi.y, h * vi.z, 0.0f);
   } else {
-    p[i] = xi;
+    d[i] = (float4)(0.0f);
   }
 }
 
+/* The predicted position x + d of a vertex and its inverse mass. */
+PIOLA_FN piola_v3 piola_position(float4 x, float4 d) {
+  return piola_v3_make(x.x + d.x, x.y + d.y, x.z + d.z);
+}
+
+PIOLA_FN float4 piola_displace(float4 d, piola_v3 delta) {
+  return (float4)(d.x + delta.x, d.y + delta.y, d.z + delta.z, d.w);
+}
+
+/* Projects tet t from the current positions x + d; corrections into dx, returns the flags. */
+PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d, int4 q, int t,
+                               __global const float *tet_m, int stride,
+                               __global const float *tet_volume, __global float *tet_lambda,
+                               __global const int *tet_material,
+                               __constant piola_material_data *materials, float inv_h2,
+                               piola_v3 *dx) {
+  float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z], x3 = x[q.w];
+  piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
+  float lambda = tet_lambda[t];
+  int flags = piola_tet_correction(
+      &mat, piola_load_m3(tet_m, t, stride), tet_volume[t], mat.compliance * inv_h2,
+      piola_position(x0, d[q.x]), piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
+      piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, &lambda, dx);
+  if (flags & PIOLA_TET_WORKED) {
+    tet_lambda[t] = lambda;
+  }
+  return flags;
+}
+
 /* One color: tets [first, first + count), no two sharing a vertex. */
-PIOLA_KERNEL void piola_solve_color(__global float4 *p, __global const int4 *tets,
-                                    __global const float *tet_m,
+PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d,
+                                    __global const int4 *tets, __global const float *tet_m,
                                     __global const float *tet_volume,
                                     __global float *tet_lambda,
                                     __global const int *tet_material,
@@ -60,54 +92,97 @@ PIOLA_KERNEL void piola_solve_color(__global float4 *p, __global const int4 *tet
   }
   int t = first + i;
   int4 q = tets[t];
-  float4 p0 = p[q.x], p1 = p[q.y], p2 = p[q.z], p3 = p[q.w];
-  piola_v3 x0 = piola_v3_from4(p0), x1 = piola_v3_from4(p1), x2 = piola_v3_from4(p2),
-           x3 = piola_v3_from4(p3);
-  piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
-  float lambda = tet_lambda[t];
-  int flags = piola_tet_project(&mat, piola_load_m3(tet_m, t, stride), tet_volume[t],
-                                mat.compliance * inv_h2, &x0, &x1, &x2, &x3, p0.w, p1.w, p2.w,
-                                p3.w, &lambda);
-  if (flags & PIOLA_TET_WORKED) {
-    p[q.x] = (float4)(x0.x, x0.y, x0.z, p0.w);
-    p[q.y] = (float4)(x1.x, x1.y, x1.z, p1.w);
-    p[q.z] = (float4)(x2.x, x2.y, x2.z, p2.w);
-    p[q.w] = (float4)(x3.x, x3.y, x3.z, p3.w);
-    tet_lambda[t] = lambda;
+  piola_v3 dx[4];
+  if (piola_project_tet(x, d, q, t, tet_m, stride, tet_volume, tet_lambda, tet_material,
+                        materials, inv_h2, dx) &
+      PIOLA_TET_WORKED) {
+    d[q.x] = piola_displace(d[q.x], dx[0]);
+    d[q.y] = piola_displace(d[q.y], dx[1]);
+    d[q.z] = piola_displace(d[q.z], dx[2]);
+    d[q.w] = piola_displace(d[q.w], dx[3]);
   }
 }
 
-PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *p,
+/* The Jacobi pass: tets [first, first + count) projected from the same positions; each writes
+ * its four corrections (dx, dy, dz, 1 if it did work) to delta[4 i + corner]. */
+PIOLA_KERNEL void piola_solve_jacobi(__global const float4 *x, __global const float4 *d,
+                                     __global const int4 *tets, __global const float *tet_m,
+                                     __global const float *tet_volume,
+                                     __global float *tet_lambda,
+                                     __global const int *tet_material,
+                                     __constant piola_material_data *materials, int first,
+                                     int count, int stride, float inv_h2,
+                                     __global float4 *delta) {
+  int i = get_global_id(0);
+  if (i >= count) {
+    return;
+  }
+  int t = first + i;
+  piola_v3 dx[4];
+  float worked = (piola_project_tet(x, d, tets[t], t, tet_m, stride, tet_volume, tet_lambda,
+                                    tet_material, materials, inv_h2, dx) &
+                  PIOLA_TET_WORKED)
+                     ? 1.0f
+                     : 0.0f;
+  for (int k = 0; k < 4; ++k) {
+    delta[4 * i + k] = (float4)(dx[k].x, dx[k].y, dx[k].z, worked);
+  }
+}
+
+/* Gathers the Jacobi corrections per vertex, in list order: d += omega * mean correction. */
+PIOLA_KERNEL void piola_apply_jacobi(__global float4 *d, __global const int *vertices,
+                                     __global const int *start,
+                                     __global const int *incidence,
+                                     __global const float4 *delta, float omega, int count) {
+  int i = get_global_id(0);
+  if (i >= count) {
+    return;
+  }
+  float4 sum = (float4)(0.0f);
+  for (int j = start[i]; j < start[i + 1]; ++j) {
+    sum += delta[incidence[j]];
+  }
+  if (sum.w > 0.0f) {
+    int v = vertices[i];
+    float s = omega / sum.w;
+    d[v] = piola_displace(d[v], piola_v3_make(s * sum.x, s * sum.y, s * sum.z));
+  }
+}
+
+PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
                                 __constant piola_collider_data *colliders, int collider_count,
                                 int count) {
   int i = get_global_id(0);
   if (i >= count) {
     return;
   }
-  float4 pi = p[i];
-  if (!(pi.w > 0.0f)) {
+  float4 xi = x[i];
+  if (!(xi.w > 0.0f)) {
     return;
   }
-  piola_v3 xs = piola_v3_from4(x[i]), pv = piola_v3_from4(pi);
+  float4 di = d[i];
+  piola_v3 xs = piola_v3_from4(xi);
   for (int c = 0; c < collider_count; ++c) {
     piola_collider_data col = colliders[c];
-    piola_collide_particle(&col, xs, &pv);
+    piola_v3 correction;
+    if (piola_collider_correction(&col, xs, piola_position(xi, di), &correction)) {
+      di = piola_displace(di, correction);
+    }
   }
-  p[i] = (float4)(pv.x, pv.y, pv.z, pi.w);
+  d[i] = di;
 }
 
-/* v = (p - x) / h, damped; x = p. */
+/* v = d / h, damped; x += d. */
 PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v,
-                                          __global const float4 *p, float inv_h, float damp,
+                                          __global const float4 *d, float inv_h, float damp,
                                           int count) {
   int i = get_global_id(0);
   if (i >= count) {
     return;
   }
-  float4 xi = x[i], pi = p[i];
-  v[i] = (float4)((pi.x - xi.x) * inv_h * damp, (pi.y - xi.y) * inv_h * damp,
-                  (pi.z - xi.z) * inv_h * damp, 0.0f);
-  x[i] = (float4)(pi.x, pi.y, pi.z, xi.w);
+  float4 xi = x[i], di = d[i];
+  v[i] = (float4)(di.x * inv_h * damp, di.y * inv_h * damp, di.z * inv_h * damp, 0.0f);
+  x[i] = (float4)(xi.x + di.x, xi.y + di.y, xi.z + di.z, xi.w);
 }
 
 /* Plastic flow of the plastic tets; writes their effective M into tet_m. */

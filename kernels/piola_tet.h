@@ -252,15 +252,19 @@ PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_
   return psi > PIOLA_R(0.0) ? volume * psi : PIOLA_R(0.0);
 }
 
-/* One projection of a tet's energy constraint (see the module comment). x0..x3 are updated in
- * place, *lambda accumulates the multiplier (for PBD, the step -U^/S, kept as a record that
- * the projection did work). alpha_tilde = compliance / h^2 (ignored for PBD). Returns
- * PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags. */
-PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
-                               piola_real alpha_tilde, piola_v3 *x0, piola_v3 *x1, piola_v3 *x2,
-                               piola_v3 *x3, piola_real w0, piola_real w1, piola_real w2,
-                               piola_real w3, piola_real *lambda) {
-  piola_m3 f = piola_tet_deformation(*x0, *x1, *x2, *x3, dm_inv);
+/* One projection of a tet's energy constraint (see the module comment): the position
+ * corrections dx[0..3] of the vertices at x0..x3, which the caller adds (returned as
+ * corrections, not new positions, so that a float caller can add them to a small displacement
+ * and keep their precision). *lambda accumulates the multiplier (for PBD, the step -U^/S, kept
+ * as a record that the projection did work). alpha_tilde = compliance / h^2 (ignored for PBD).
+ * Returns PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags; dx is zero unless WORKED. */
+PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
+                                  piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                  piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
+                                  piola_real w3, piola_real *lambda, piola_v3 *dx) {
+  piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  dx[0] = dx[1] = dx[2] = dx[3] = zero;
+  piola_m3 f = piola_tet_deformation(x0, x1, x2, x3, dm_inv);
   piola_m3 p;
   int used_svd;
   piola_real psi = piola_energy_and_stress(mat, f, &p, &used_svd);
@@ -293,12 +297,27 @@ PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, p
     step = -u / denominator;
     dlambda = step;
   }
-  *x0 = piola_v3_add(*x0, piola_v3_scale(g0, w0 * step));
-  *x1 = piola_v3_add(*x1, piola_v3_scale(g1, w1 * step));
-  *x2 = piola_v3_add(*x2, piola_v3_scale(g2, w2 * step));
-  *x3 = piola_v3_add(*x3, piola_v3_scale(g3, w3 * step));
+  dx[0] = piola_v3_scale(g0, w0 * step);
+  dx[1] = piola_v3_scale(g1, w1 * step);
+  dx[2] = piola_v3_scale(g2, w2 * step);
+  dx[3] = piola_v3_scale(g3, w3 * step);
   *lambda += dlambda;
   return flags | PIOLA_TET_WORKED;
+}
+
+/* piola_tet_correction() applied in place to x0..x3. */
+PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
+                               piola_real alpha_tilde, piola_v3 *x0, piola_v3 *x1, piola_v3 *x2,
+                               piola_v3 *x3, piola_real w0, piola_real w1, piola_real w2,
+                               piola_real w3, piola_real *lambda) {
+  piola_v3 dx[4];
+  int flags = piola_tet_correction(mat, dm_inv, volume, alpha_tilde, *x0, *x1, *x2, *x3, w0, w1, w2,
+                                   w3, lambda, dx);
+  *x0 = piola_v3_add(*x0, dx[0]);
+  *x1 = piola_v3_add(*x1, dx[1]);
+  *x2 = piola_v3_add(*x2, dx[2]);
+  *x3 = piola_v3_add(*x3, dx[3]);
+  return flags;
 }
 
 /* ---- Plasticity (paper Sec. 4.2) ------------------------------------------------------ */

@@ -78,17 +78,35 @@ typedef enum piola_stage {
   PIOLA_STAGE_COUNT
 } piola_stage;
 
+/** How one solver iteration visits the tets. */
+typedef enum piola_iteration_scheme {
+  /** Colored Gauss-Seidel: color after color, each seeing the corrections of the colors before
+   * it (Bender et al. 2014; the default). With max_colors set, tets beyond the first max_colors
+   * colors are solved together in one Jacobi pass at the end of each iteration. */
+  PIOLA_SCHEME_GAUSS_SEIDEL = 0,
+  /** Jacobi: every tet from the same positions, the corrections of each vertex averaged over
+   * the tets that moved it and over-relaxed by jacobi_omega (Bender, Mueller, Macklin 2017, "A
+   * Survey on Position Based Dynamics", Sec. 6.1.2). Two launches per iteration. */
+  PIOLA_SCHEME_JACOBI = 1
+} piola_iteration_scheme;
+
 /** Settings of a world. Make it with piola_default_world_def(). */
 typedef struct piola_world_def {
   piola_backend backend;
   /** OpenCL device: "P:D" indices, "gpu", "cpu", "accelerator", or a substring of the device
    * name; NULL uses the PIOLA_DEVICE environment variable, then the best device. */
   const char *device_spec;
-  float gravity[3];        /**< m/s^2; default (0, -9.81, 0) */
-  float dt;                /**< s; the time one piola_world_step() advances; default 0.005 */
-  int32_t substeps;        /**< substeps per step; default 1 */
-  int32_t iterations;      /**< solver iterations per substep; default 5 */
-  float damping;           /**< 1/s; v *= max(0, 1 - damping h) each substep; default 0 */
+  float gravity[3];   /**< m/s^2; default (0, -9.81, 0) */
+  float dt;           /**< s; the time one piola_world_step() advances; default 0.005 */
+  int32_t substeps;   /**< substeps per step; default 1 */
+  int32_t iterations; /**< solver iterations per substep; default 5 */
+  float damping;      /**< 1/s; v *= max(0, 1 - damping h) each substep; default 0 */
+  piola_iteration_scheme iteration_scheme; /**< default PIOLA_SCHEME_GAUSS_SEIDEL */
+  /** Gauss-Seidel: the most colors solved one after another (>= 0); 0 = as many as the
+   * coloring needs (pure Gauss-Seidel). Fewer colors mean fewer launches per iteration; the
+   * tets that do not fit are solved in one Jacobi pass at the end of each iteration. */
+  int32_t max_colors;
+  float jacobi_omega;      /**< over-relaxation of Jacobi passes, in (0, 2); default 1 */
   bool profile;            /**< OpenCL: time each stage with device events (slower); default off */
   bool fast_math;          /**< OpenCL: build kernels with -cl-fast-relaxed-math; default off */
   int32_t work_group_size; /**< OpenCL: work-group size of the kernels; 0 picks per device */
@@ -224,6 +242,7 @@ typedef struct piola_stats {
   int32_t color_count;    /**< graph colors of the tets (one solver pass each) */
   int32_t largest_color;  /**< tets in the largest color */
   int32_t smallest_color; /**< tets in the smallest color */
+  int32_t jacobi_tets;    /**< tets solved in the Jacobi pass of each iteration */
   int64_t step_count;     /**< steps taken */
   double simulated_time;  /**< s */
   double elastic_energy;  /**< J, sum of V Psi(F) over tets at the current positions */

@@ -20,6 +20,8 @@ scene_options scene_default_options(void) {
   o.squash = 0.6f;
   o.ground = true;
   o.friction = 0.5f;
+  o.scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
+  o.jacobi_omega = 1.0f;
   return o;
 }
 
@@ -78,6 +80,14 @@ void scene_print_help(void) {
          "  --squash F          initial vertical scale of each body (default 0.6)\n"
          "  --no-ground         no ground plane\n"
          "  --friction MU       ground friction (default 0.5)\n"
+         "  --scheme S          gauss-seidel (default: colored) or jacobi\n"
+         "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
+         "                      Jacobi pass per iteration (default 0: as many as needed)\n"
+         "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
+         "  --scheme S          gauss-seidel (default: colored) or jacobi\n"
+         "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
+         "                      Jacobi pass per iteration (default 0: as many as needed)\n"
+         "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
          "  --work-group N      OpenCL work-group size (default: per device)\n"
          "  --profile           OpenCL: time each stage with device events\n"
          "  --verbose           print the library's informational messages\n");
@@ -150,6 +160,15 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     ok = parse_float(a, v, &o->squash) && o->squash > 0.0f;
   } else if (strcmp(a, "--friction") == 0) {
     ok = parse_float(a, v, &o->friction);
+  } else if (strcmp(a, "--scheme") == 0) {
+    static const char *const names[] = {"gauss-seidel", "jacobi"};
+    int k = choose(a, v, names, 2);
+    ok = k >= 0;
+    o->scheme = k == 1 ? PIOLA_SCHEME_JACOBI : PIOLA_SCHEME_GAUSS_SEIDEL;
+  } else if (strcmp(a, "--max-colors") == 0) {
+    ok = parse_int(a, v, 0, &o->max_colors);
+  } else if (strcmp(a, "--omega") == 0) {
+    ok = parse_float(a, v, &o->jacobi_omega);
   } else if (strcmp(a, "--work-group") == 0) {
     ok = parse_int(a, v, 0, &o->work_group_size);
   } else {
@@ -244,6 +263,9 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.substeps = o->substeps;
   def.iterations = o->iterations;
   def.work_group_size = o->work_group_size;
+  def.iteration_scheme = o->scheme;
+  def.max_colors = o->max_colors;
+  def.jacobi_omega = o->jacobi_omega;
   def.profile = o->profile;
   def.logger.fn = cli_log;
   def.logger.user_data = o->verbose ? &verbose_on : &verbose_off;

@@ -9,20 +9,23 @@
 #include <stdbool.h>
 
 typedef struct scene_options {
-  int32_t bodies;          /* default 100 */
-  const char *mesh_path;   /* a .node file (its .ele beside it); NULL = procedural creature */
-  piola_backend backend;   /* default AUTO */
-  const char *device;      /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
-  int32_t iterations;      /* default 5 */
-  int32_t substeps;        /* default 1 */
-  float dt;                /* s; default 0.005 */
-  piola_material material; /* default: StVK, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
-  float squash;            /* initial vertical scale of every body; default 0.6 */
-  bool ground;             /* a ground plane at y = 0; default on */
-  float friction;          /* ground friction; default 0.5 */
-  int32_t work_group_size; /* OpenCL; 0 = per device */
-  bool profile;            /* OpenCL stage timing */
-  bool verbose;            /* print the library's messages */
+  int32_t bodies;                /* default 100 */
+  const char *mesh_path;         /* a .node file (its .ele beside it); NULL = procedural creature */
+  piola_backend backend;         /* default AUTO */
+  const char *device;            /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
+  int32_t iterations;            /* default 5 */
+  int32_t substeps;              /* default 1 */
+  float dt;                      /* s; default 0.005 */
+  piola_material material;       /* default: StVK, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
+  float squash;                  /* initial vertical scale of every body; default 0.6 */
+  bool ground;                   /* a ground plane at y = 0; default on */
+  float friction;                /* ground friction; default 0.5 */
+  piola_iteration_scheme scheme; /* default Gauss-Seidel */
+  int32_t max_colors;            /* 0 = as many as the coloring needs */
+  float jacobi_omega;            /* default 1 */
+  int32_t work_group_size;       /* OpenCL; 0 = per device */
+  bool profile;                  /* OpenCL stage timing */
+  bool verbose;                  /* print the library's messages */
 } scene_options;
 
 scene_options scene_default_options(void);

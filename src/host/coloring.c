@@ -7,6 +7,8 @@
  * around it (a vertex touches at most one tet per color, so that set is exact), then a
  * balancing pass that moves tets from colors above the mean size into the smallest color
  * their vertices allow. Deterministic: the result depends only on the input arrays.
+ * With a cap on the number of colors, tets that find no free color are left uncolored (-1):
+ * the solver projects them together in one Jacobi pass.
  * The lower bound on the color count is the largest number of tets sharing a vertex.
  */
 #include "piola_internal.h"
@@ -49,7 +51,8 @@ static void mark(coloring_state *s, const int32_t *tet, int32_t c, bool on) {
   }
 }
 
-/* Moves tets out of colors above the target size into the smallest allowed color. */
+/* Moves tets out of colors above the target size into the smallest allowed color (tets of the
+ * Jacobi tail, color -1, stay where they are). */
 static void balance(coloring_state *s, const int32_t *tets, int32_t tet_count, int32_t *colors,
                     int32_t color_count, int32_t *size) {
   int32_t target = (tet_count + color_count - 1) / color_count;
@@ -57,7 +60,7 @@ static void balance(coloring_state *s, const int32_t *tets, int32_t tet_count, i
     int32_t moved = 0;
     for (int32_t t = 0; t < tet_count; ++t) {
       int32_t c = colors[t];
-      if (size[c] <= target) {
+      if (c < 0 || size[c] <= target) {
         continue;
       }
       const int32_t *tet = tets + 4 * (size_t)t;
@@ -84,7 +87,7 @@ static void balance(coloring_state *s, const int32_t *tets, int32_t tet_count, i
 }
 
 piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
-                              int32_t *colors, int32_t *color_count) {
+                              int32_t max_colors, int32_t *colors, int32_t *color_count) {
   if (tet_count <= 0) {
     *color_count = 0;
     return PIOLA_OK;
@@ -100,11 +103,14 @@ piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t ve
     max_degree = d > max_degree ? d : max_degree;
   }
   free(degree);
-  int32_t max_colors = 4 * (max_degree - 1) + 1;
+  int32_t limit = 4 * (max_degree - 1) + 1;
+  if (max_colors > 0 && max_colors < limit) {
+    limit = max_colors;
+  }
   coloring_state s;
-  s.words = (max_colors + 63) / 64;
+  s.words = (limit + 63) / 64;
   s.used = calloc((size_t)vertex_count * (size_t)s.words, sizeof *s.used);
-  int32_t *size = calloc((size_t)max_colors, sizeof *size);
+  int32_t *size = calloc((size_t)limit, sizeof *size);
   if (s.used == NULL || size == NULL) {
     free(s.used);
     free(size);
@@ -114,15 +120,21 @@ piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t ve
   for (int32_t t = 0; t < tet_count; ++t) {
     const int32_t *tet = tets + 4 * (size_t)t;
     int32_t c = 0;
-    while (!color_free(&s, tet, c)) {
+    while (c < limit && !color_free(&s, tet, c)) {
       ++c;
+    }
+    if (c == limit) {
+      colors[t] = -1; /* no color left under the cap: the Jacobi tail */
+      continue;
     }
     colors[t] = c;
     mark(&s, tet, c, true);
     size[c]++;
     count = c + 1 > count ? c + 1 : count;
   }
-  balance(&s, tets, tet_count, colors, count, size);
+  if (count > 0) {
+    balance(&s, tets, tet_count, colors, count, size);
+  }
   free(s.used);
   free(size);
   *color_count = count;
@@ -134,7 +146,7 @@ bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t ver
   /* For each color, no vertex may be touched twice: stamp vertices with (color, tet). */
   int32_t color_count = 0;
   for (int32_t t = 0; t < tet_count; ++t) {
-    if (colors[t] < 0) {
+    if (colors[t] < -1) {
       return false;
     }
     color_count = colors[t] + 1 > color_count ? colors[t] + 1 : color_count;
@@ -144,15 +156,22 @@ bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t ver
   int32_t *stamp = malloc(sizeof *stamp * (size_t)(vertex_count > 0 ? vertex_count : 1));
   bool ok = order != NULL && start != NULL && stamp != NULL;
   if (ok) {
+    int32_t colored = 0;
     for (int32_t t = 0; t < tet_count; ++t) {
-      start[colors[t] + 1]++;
+      if (colors[t] >= 0) {
+        start[colors[t] + 1]++;
+        colored++;
+      }
     }
     for (int32_t c = 0; c < color_count; ++c) {
       start[c + 1] += start[c];
     }
     for (int32_t t = 0; t < tet_count; ++t) {
-      order[start[colors[t]]++] = t;
+      if (colors[t] >= 0) {
+        order[start[colors[t]]++] = t;
+      }
     }
+    tet_count = colored; /* the uncolored tail is not checked: it is solved by Jacobi */
     for (int32_t v = 0; v < vertex_count; ++v) {
       stamp[v] = -1;
     }

@@ -116,6 +116,9 @@ piola_world_def piola_default_world_def(void) {
   d.substeps = 1;
   d.iterations = 5;
   d.damping = 0.0f;
+  d.iteration_scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
+  d.max_colors = 0;
+  d.jacobi_omega = 1.0f;
   d.profile = false;
   d.fast_math = false;
   d.work_group_size = 0;

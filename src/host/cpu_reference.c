@@ -40,24 +40,66 @@ static void predict(piola_world *w, double h) {
   }
 }
 
-/* One pass over the colors; within a color the order does not matter (no shared vertex). */
+/* The corrections dx[0..3] of tet t from the current predicted positions; returns flags. */
+static int project(piola_world *w, int32_t t, double inv_h2, piola_v3 dx[4]) {
+  const int32_t *q = w->tet_vertices + 4 * (size_t)t;
+  const piola_tet_material *mat = &w->materials[w->tet_material[t]].constants;
+  return piola_tet_correction(mat, load_m3(w->tet_m, t), w->tet_volume[t], mat->compliance * inv_h2,
+                              load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
+                              load3(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]], w->w[q[3]],
+                              &w->tet_lambda[t], dx);
+}
+
+static void add3(double *a, int32_t i, piola_v3 d) {
+  a[3 * (size_t)i] += d.x;
+  a[3 * (size_t)i + 1] += d.y;
+  a[3 * (size_t)i + 2] += d.z;
+}
+
+/* One pass over the colors (Gauss-Seidel: within a color the order does not matter, no two
+ * tets share a vertex), then the Jacobi pass over the remaining tets: all projected from the
+ * same positions, each vertex moved by omega times the mean correction of the tets that did
+ * work on it (gathered in a fixed order, as the kernels do). */
 static void solve_tets(piola_world *w, double h) {
   const double inv_h2 = 1.0 / (h * h);
+  piola_v3 x[4];
   for (int32_t c = 0; c < w->color_count; ++c) {
     const int32_t end = w->color_first[c] + w->color_size[c];
     for (int32_t t = w->color_first[c]; t < end; ++t) {
-      const int32_t *q = w->tet_vertices + 4 * (size_t)t;
-      const piola_tet_material *mat = &w->materials[w->tet_material[t]].constants;
-      piola_v3 x0 = load3(w->p, q[0]), x1 = load3(w->p, q[1]), x2 = load3(w->p, q[2]),
-               x3 = load3(w->p, q[3]);
-      int flags = piola_tet_project(mat, load_m3(w->tet_m, t), w->tet_volume[t],
-                                    mat->compliance * inv_h2, &x0, &x1, &x2, &x3, w->w[q[0]],
-                                    w->w[q[1]], w->w[q[2]], w->w[q[3]], &w->tet_lambda[t]);
-      if (flags & PIOLA_TET_WORKED) {
-        store3(w->p, q[0], x0);
-        store3(w->p, q[1], x1);
-        store3(w->p, q[2], x2);
-        store3(w->p, q[3], x3);
+      if (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) {
+        const int32_t *q = w->tet_vertices + 4 * (size_t)t;
+        for (int k = 0; k < 4; ++k) {
+          add3(w->p, q[k], x[k]);
+        }
+      }
+    }
+  }
+  if (w->jacobi_count == 0) {
+    return;
+  }
+  for (int32_t i = 0; i < w->jacobi_count; ++i) {
+    const int worked = (project(w, w->jacobi_first + i, inv_h2, x) & PIOLA_TET_WORKED) != 0;
+    for (int k = 0; k < 4; ++k) {
+      double *d = w->jacobi_delta + 16 * (size_t)i + 4 * (size_t)k;
+      d[0] = x[k].x;
+      d[1] = x[k].y;
+      d[2] = x[k].z;
+      d[3] = worked ? 1.0 : 0.0;
+    }
+  }
+  const double omega = (double)w->def.jacobi_omega;
+  for (int32_t i = 0; i < w->jacobi_vertex_count; ++i) {
+    double sum[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int32_t j = w->jacobi_start[i]; j < w->jacobi_start[i + 1]; ++j) {
+      const double *d = w->jacobi_delta + 4 * (size_t)w->jacobi_incidence[j];
+      for (int k = 0; k < 4; ++k) {
+        sum[k] += d[k];
+      }
+    }
+    if (sum[3] > 0.0) {
+      double *p = w->p + 3 * (size_t)w->jacobi_vertices[i];
+      for (int k = 0; k < 3; ++k) {
+        p[k] += omega * sum[k] / sum[3];
       }
     }
   }

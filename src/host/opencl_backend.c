@@ -144,19 +144,21 @@ extern const size_t piola_kernel_source_count;
 enum {
   KERNEL_PREDICT,
   KERNEL_SOLVE,
+  KERNEL_SOLVE_JACOBI,
+  KERNEL_APPLY_JACOBI,
   KERNEL_COLLIDE,
   KERNEL_UPDATE,
   KERNEL_PLASTICITY,
   KERNEL_COUNT
 };
-static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict", "piola_solve_color",
-                                                       "piola_collide", "piola_update_velocities",
-                                                       "piola_plasticity"};
+static const char *const kernel_names[KERNEL_COUNT] = {
+    "piola_predict", "piola_solve_color",       "piola_solve_jacobi", "piola_apply_jacobi",
+    "piola_collide", "piola_update_velocities", "piola_plasticity"};
 
 /* Buffers, each with its size in bytes. */
 enum {
   BUF_X,
-  BUF_P,
+  BUF_D,
   BUF_V,
   BUF_TETS,
   BUF_TET_M,
@@ -168,6 +170,10 @@ enum {
   BUF_PLASTIC_TET,
   BUF_PLASTIC_DM,
   BUF_PLASTIC_STRAIN,
+  BUF_JACOBI_VERTICES,
+  BUF_JACOBI_START,
+  BUF_JACOBI_INCIDENCE,
+  BUF_JACOBI_DELTA,
   BUF_COUNT
 };
 
@@ -715,13 +721,14 @@ static piola_status upload_colliders(piola_world *w) {
 static piola_status upload_all(piola_world *w) {
   piola_opencl *cl = w->cl;
   const size_t nv = (size_t)w->vertex_count, nt = (size_t)w->tet_count,
-               np = (size_t)w->plastic_count, nm = (size_t)w->material_count;
+               np = (size_t)w->plastic_count, nm = (size_t)w->material_count,
+               nj = (size_t)w->jacobi_vertex_count, njt = (size_t)w->jacobi_count;
   piola_status s = PIOLA_OK;
   const struct {
     int b;
     size_t bytes;
   } sizes[] = {{BUF_X, 16 * nv},
-               {BUF_P, 16 * nv},
+               {BUF_D, 16 * nv},
                {BUF_V, 16 * nv},
                {BUF_TETS, 16 * nt},
                {BUF_TET_M, 36 * nt},
@@ -731,7 +738,11 @@ static piola_status upload_all(piola_world *w) {
                {BUF_MATERIALS, sizeof(piola_material_data) * nm},
                {BUF_PLASTIC_TET, 4 * np},
                {BUF_PLASTIC_DM, 36 * np},
-               {BUF_PLASTIC_STRAIN, 24 * np}};
+               {BUF_PLASTIC_STRAIN, 24 * np},
+               {BUF_JACOBI_VERTICES, 4 * nj},
+               {BUF_JACOBI_START, 4 * (nj + 1)},
+               {BUF_JACOBI_INCIDENCE, 16 * njt},
+               {BUF_JACOBI_DELTA, 64 * njt}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
     /* Exact sizes: the plane strides of the structure-of-arrays buffers are the counts. */
     if (cl->buffers[sizes[i].b] != NULL && cl->buffer_bytes[sizes[i].b] != sizes[i].bytes) {
@@ -755,9 +766,6 @@ static piola_status upload_all(piola_world *w) {
   if (s == PIOLA_OK) {
     pack_vertices(w, w->x, true, 0, w->vertex_count, f);
     s = write_buffer(w, BUF_X, 0, 16 * nv, f);
-  }
-  if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_P, 0, 16 * nv, f);
   }
   if (s == PIOLA_OK) {
     pack_vertices(w, w->v, false, 0, w->vertex_count, f);
@@ -826,6 +834,15 @@ static piola_status upload_all(piola_world *w) {
     }
   }
   free(staging);
+  if (s == PIOLA_OK && njt > 0) {
+    s = write_buffer(w, BUF_JACOBI_VERTICES, 0, 4 * nj, w->jacobi_vertices);
+    if (s == PIOLA_OK) {
+      s = write_buffer(w, BUF_JACOBI_START, 0, 4 * (nj + 1), w->jacobi_start);
+    }
+    if (s == PIOLA_OK) {
+      s = write_buffer(w, BUF_JACOBI_INCIDENCE, 0, 16 * njt, w->jacobi_incidence);
+    }
+  }
   if (s == PIOLA_OK) {
     s = upload_colliders(w);
   }
@@ -980,9 +997,6 @@ piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t coun
   pack_vertices(w, w->x, true, first, count, tmp);
   piola_status s = write_buffer(w, BUF_X, 16 * (size_t)first, 16 * (size_t)count, tmp);
   if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_P, 16 * (size_t)first, 16 * (size_t)count, tmp);
-  }
-  if (s == PIOLA_OK) {
     pack_vertices(w, w->v, false, first, count, tmp);
     s = write_buffer(w, BUF_V, 16 * (size_t)first, 16 * (size_t)count, tmp);
   }
@@ -1046,7 +1060,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     cl_float hf = (cl_float)h;
     SET_ARG(KERNEL_PREDICT, 0, b[BUF_X]);
     SET_ARG(KERNEL_PREDICT, 1, b[BUF_V]);
-    SET_ARG(KERNEL_PREDICT, 2, b[BUF_P]);
+    SET_ARG(KERNEL_PREDICT, 2, b[BUF_D]);
     SET_ARG(KERNEL_PREDICT, 3, hg);
     SET_ARG(KERNEL_PREDICT, 4, hf);
     SET_ARG(KERNEL_PREDICT, 5, nv);
@@ -1069,30 +1083,60 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   case PIOLA_STAGE_SOLVE_TETS: {
     cl_int stride = cl->tet_count;
     cl_float inv_h2 = (cl_float)(1.0 / (h * h));
-    SET_ARG(KERNEL_SOLVE, 0, b[BUF_P]);
-    SET_ARG(KERNEL_SOLVE, 1, b[BUF_TETS]);
-    SET_ARG(KERNEL_SOLVE, 2, b[BUF_TET_M]);
-    SET_ARG(KERNEL_SOLVE, 3, b[BUF_TET_VOLUME]);
-    SET_ARG(KERNEL_SOLVE, 4, b[BUF_TET_LAMBDA]);
-    SET_ARG(KERNEL_SOLVE, 5, b[BUF_TET_MATERIAL]);
-    SET_ARG(KERNEL_SOLVE, 6, b[BUF_MATERIALS]);
-    SET_ARG(KERNEL_SOLVE, 9, stride);
-    SET_ARG(KERNEL_SOLVE, 10, inv_h2);
+    SET_ARG(KERNEL_SOLVE, 0, b[BUF_X]);
+    SET_ARG(KERNEL_SOLVE, 1, b[BUF_D]);
+    SET_ARG(KERNEL_SOLVE, 2, b[BUF_TETS]);
+    SET_ARG(KERNEL_SOLVE, 3, b[BUF_TET_M]);
+    SET_ARG(KERNEL_SOLVE, 4, b[BUF_TET_VOLUME]);
+    SET_ARG(KERNEL_SOLVE, 5, b[BUF_TET_LAMBDA]);
+    SET_ARG(KERNEL_SOLVE, 6, b[BUF_TET_MATERIAL]);
+    SET_ARG(KERNEL_SOLVE, 7, b[BUF_MATERIALS]);
+    SET_ARG(KERNEL_SOLVE, 10, stride);
+    SET_ARG(KERNEL_SOLVE, 11, inv_h2);
     for (int32_t c = 0; c < w->color_count; ++c) {
       cl_int first = w->color_first[c], count = w->color_size[c];
-      SET_ARG(KERNEL_SOLVE, 7, first);
-      SET_ARG(KERNEL_SOLVE, 8, count);
+      SET_ARG(KERNEL_SOLVE, 8, first);
+      SET_ARG(KERNEL_SOLVE, 9, count);
       piola_status s = launch(w, KERNEL_SOLVE, count, stage);
       if (s != PIOLA_OK) {
         return s;
       }
     }
-    return PIOLA_OK;
+    if (w->jacobi_count == 0) {
+      return PIOLA_OK;
+    }
+    cl_int jfirst = w->jacobi_first, jcount = w->jacobi_count, nj = w->jacobi_vertex_count;
+    cl_float omega = w->def.jacobi_omega;
+    SET_ARG(KERNEL_SOLVE_JACOBI, 0, b[BUF_X]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 1, b[BUF_D]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 2, b[BUF_TETS]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 3, b[BUF_TET_M]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 4, b[BUF_TET_VOLUME]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 5, b[BUF_TET_LAMBDA]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 6, b[BUF_TET_MATERIAL]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 7, b[BUF_MATERIALS]);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 8, jfirst);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 9, jcount);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 10, stride);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 11, inv_h2);
+    SET_ARG(KERNEL_SOLVE_JACOBI, 12, b[BUF_JACOBI_DELTA]);
+    piola_status s = launch(w, KERNEL_SOLVE_JACOBI, jcount, stage);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+    SET_ARG(KERNEL_APPLY_JACOBI, 0, b[BUF_D]);
+    SET_ARG(KERNEL_APPLY_JACOBI, 1, b[BUF_JACOBI_VERTICES]);
+    SET_ARG(KERNEL_APPLY_JACOBI, 2, b[BUF_JACOBI_START]);
+    SET_ARG(KERNEL_APPLY_JACOBI, 3, b[BUF_JACOBI_INCIDENCE]);
+    SET_ARG(KERNEL_APPLY_JACOBI, 4, b[BUF_JACOBI_DELTA]);
+    SET_ARG(KERNEL_APPLY_JACOBI, 5, omega);
+    SET_ARG(KERNEL_APPLY_JACOBI, 6, nj);
+    return launch(w, KERNEL_APPLY_JACOBI, nj, stage);
   }
   case PIOLA_STAGE_COLLIDE: {
     cl_int nc = w->collider_count;
     SET_ARG(KERNEL_COLLIDE, 0, b[BUF_X]);
-    SET_ARG(KERNEL_COLLIDE, 1, b[BUF_P]);
+    SET_ARG(KERNEL_COLLIDE, 1, b[BUF_D]);
     SET_ARG(KERNEL_COLLIDE, 2, b[BUF_COLLIDERS]);
     SET_ARG(KERNEL_COLLIDE, 3, nc);
     SET_ARG(KERNEL_COLLIDE, 4, nv);
@@ -1104,7 +1148,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     damp = damp > 0.0f ? damp : 0.0f;
     SET_ARG(KERNEL_UPDATE, 0, b[BUF_X]);
     SET_ARG(KERNEL_UPDATE, 1, b[BUF_V]);
-    SET_ARG(KERNEL_UPDATE, 2, b[BUF_P]);
+    SET_ARG(KERNEL_UPDATE, 2, b[BUF_D]);
     SET_ARG(KERNEL_UPDATE, 3, inv_h);
     SET_ARG(KERNEL_UPDATE, 4, damp);
     SET_ARG(KERNEL_UPDATE, 5, nv);

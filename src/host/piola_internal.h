@@ -56,11 +56,12 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
 /* Coloring ----------------------------------------------------------------------------- */
 
 /* Greedy graph coloring of tets (no two tets of a color share a vertex) followed by a
- * balancing pass; deterministic. Writes one color per tet and the number of colors. */
+ * balancing pass; deterministic. Writes one color per tet and the number of colors. With
+ * max_colors > 0 at most that many colors are used; tets left over get color -1. */
 piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
-                              int32_t *colors, int32_t *color_count);
+                              int32_t max_colors, int32_t *colors, int32_t *color_count);
 
-/* Whether `colors` is a valid coloring of `tets` (used by tests and debug checks). */
+/* Whether `colors` is a valid coloring of `tets` (tets of color -1 are not checked). */
 bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
                              const int32_t *colors);
 
@@ -126,6 +127,14 @@ struct piola_world {
   int32_t *tet_local; /* index of the tet within its body */
   int32_t color_count;
   int32_t *color_first, *color_size;
+  /* The Jacobi pass: tets [jacobi_first, jacobi_first + jacobi_count) after the colors. Their
+   * corrections go to jacobi_delta (4 per tet and corner: dx, dy, dz, 1 if it did work) and
+   * are gathered per vertex through a CSR list: vertex jacobi_vertices[i] sums the entries
+   * jacobi_incidence[jacobi_start[i] .. jacobi_start[i + 1]) (indices 4 * tail tet + corner). */
+  int32_t jacobi_first, jacobi_count;
+  int32_t jacobi_vertex_count;
+  int32_t *jacobi_vertices, *jacobi_start, *jacobi_incidence;
+  double *jacobi_delta;
   /* Plastic tets (in solver order): their solver index, rest Dm^-1 and plastic strain. */
   int32_t plastic_count;
   int32_t *plastic_tet;

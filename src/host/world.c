@@ -94,6 +94,17 @@ static void free_tet_arrays(piola_world *w) {
   free(w->plastic_tet);
   free(w->plastic_dm_rest);
   free(w->plastic_strain);
+  free(w->jacobi_vertices);
+  free(w->jacobi_start);
+  free(w->jacobi_incidence);
+  free(w->jacobi_delta);
+  w->jacobi_vertices = NULL;
+  w->jacobi_start = NULL;
+  w->jacobi_incidence = NULL;
+  w->jacobi_delta = NULL;
+  w->jacobi_first = 0;
+  w->jacobi_count = 0;
+  w->jacobi_vertex_count = 0;
   w->tet_vertices = NULL;
   w->tet_m = NULL;
   w->tet_volume = NULL;
@@ -144,9 +155,19 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
     snprintf(reason, n, "world def not made by piola_default_world_def()");
     return PIOLA_ERROR_INVALID_DEF;
   }
-  if (!finite3(def->gravity) || !isfinite(def->dt) || !isfinite(def->damping)) {
-    snprintf(reason, n, "gravity, dt and damping must be finite");
+  if (!finite3(def->gravity) || !isfinite(def->dt) || !isfinite(def->damping) ||
+      !isfinite(def->jacobi_omega)) {
+    snprintf(reason, n, "gravity, dt, damping and jacobi_omega must be finite");
     return PIOLA_ERROR_NON_FINITE;
+  }
+  if ((def->iteration_scheme != PIOLA_SCHEME_GAUSS_SEIDEL &&
+       def->iteration_scheme != PIOLA_SCHEME_JACOBI) ||
+      def->max_colors < 0 || !(def->jacobi_omega > 0.0f && def->jacobi_omega < 2.0f)) {
+    snprintf(reason, n,
+             "need a known iteration scheme (%d), max_colors >= 0 (%d) and jacobi_omega in "
+             "(0, 2) (%g)",
+             (int)def->iteration_scheme, (int)def->max_colors, (double)def->jacobi_omega);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   if (!(def->dt > 0.0f) || def->substeps < 1 || def->iterations < 1 || !(def->damping >= 0.0f) ||
       def->work_group_size < 0 ||
@@ -361,9 +382,11 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   st.backend = w->backend;
   int32_t largest = 0, smallest = INT32_MAX, colors = 0;
   for (int32_t i = 0; i < w->body_slots; ++i) {
-    if (w->bodies[i].alive) {
-      st.tet_count += w->bodies[i].tet_count;
-      colors = w->bodies[i].color_count > colors ? w->bodies[i].color_count : colors;
+    const piola_body *b = &w->bodies[i];
+    if (b->alive) {
+      st.tet_count += b->tet_count;
+      st.jacobi_tets += b->tet_count - b->color_start[b->color_count];
+      colors = b->color_count > colors ? b->color_count : colors;
     }
   }
   for (int32_t c = 0; c < colors; ++c) {
@@ -581,32 +604,38 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
       out->unreferenced++; /* belongs to no tet: stays where it is */
     }
   }
-  s = piola_color_tets(b->tets, nt, nv, b->colors, &b->color_count);
+  if (w->def.iteration_scheme == PIOLA_SCHEME_JACOBI) {
+    for (int32_t t = 0; t < nt; ++t) {
+      b->colors[t] = -1; /* every tet in the Jacobi pass */
+    }
+    b->color_count = 0;
+  } else {
+    s = piola_color_tets(b->tets, nt, nv, w->def.max_colors, b->colors, &b->color_count);
+  }
+  /* Counting sort of the tets by color, the Jacobi tets (-1) last; mesh order within. */
+  const int32_t buckets = b->color_count + 1;
+  int32_t *fill = NULL;
   if (s == PIOLA_OK) {
-    b->color_start = calloc((size_t)b->color_count + 1, sizeof *b->color_start);
-    if (b->color_start == NULL) {
+    b->color_start = calloc((size_t)buckets + 1, sizeof *b->color_start);
+    fill = malloc(sizeof *fill * (size_t)buckets);
+    if (b->color_start == NULL || fill == NULL) {
       s = PIOLA_ERROR_OUT_OF_MEMORY;
     }
   }
   if (s != PIOLA_OK) {
+    free(fill);
     free_build(out);
     return s;
   }
-  /* Counting sort of the tets by color; within a color, mesh order. */
   for (int32_t t = 0; t < nt; ++t) {
-    b->color_start[b->colors[t] + 1]++;
+    b->color_start[(b->colors[t] >= 0 ? b->colors[t] : b->color_count) + 1]++;
   }
-  for (int32_t c = 0; c < b->color_count; ++c) {
+  for (int32_t c = 0; c < buckets; ++c) {
     b->color_start[c + 1] += b->color_start[c];
   }
-  int32_t *fill = malloc(sizeof *fill * (size_t)b->color_count);
-  if (fill == NULL) {
-    free_build(out);
-    return PIOLA_ERROR_OUT_OF_MEMORY;
-  }
-  memcpy(fill, b->color_start, sizeof *fill * (size_t)b->color_count);
+  memcpy(fill, b->color_start, sizeof *fill * (size_t)buckets);
   for (int32_t t = 0; t < nt; ++t) {
-    b->by_color[fill[b->colors[t]]++] = t;
+    b->by_color[fill[b->colors[t] >= 0 ? b->colors[t] : b->color_count]++] = t;
   }
   free(fill);
   return PIOLA_OK;
@@ -958,6 +987,52 @@ void piola_world_sync_plastic(piola_world *w) {
   }
 }
 
+/* The per-vertex gather lists of the Jacobi tets of nw (see piola_internal.h). */
+static piola_status build_jacobi_lists(piola_world *nw, int32_t vertex_count) {
+  const int32_t n = nw->jacobi_count;
+  int32_t *count = calloc((size_t)vertex_count + 1, sizeof *count);
+  nw->jacobi_incidence = malloc(sizeof(int32_t) * 4 * (size_t)(n > 0 ? n : 1));
+  nw->jacobi_delta = calloc(16 * (size_t)(n > 0 ? n : 1), sizeof(double));
+  if (count == NULL || nw->jacobi_incidence == NULL || nw->jacobi_delta == NULL) {
+    free(count);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  int32_t touched = 0;
+  for (int32_t i = 0; i < 4 * n; ++i) {
+    int32_t v = nw->tet_vertices[4 * (size_t)nw->jacobi_first + (size_t)i];
+    touched += count[v] == 0;
+    count[v]++;
+  }
+  nw->jacobi_vertex_count = touched;
+  nw->jacobi_vertices = malloc(sizeof(int32_t) * (size_t)(touched > 0 ? touched : 1));
+  nw->jacobi_start = malloc(sizeof(int32_t) * ((size_t)touched + 1));
+  int32_t *slot = malloc(sizeof(int32_t) * (size_t)(vertex_count > 0 ? vertex_count : 1));
+  if (nw->jacobi_vertices == NULL || nw->jacobi_start == NULL || slot == NULL) {
+    free(count);
+    free(slot);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  /* Vertices in increasing order; each one's entries in increasing tet order. */
+  int32_t at = 0, next = 0;
+  for (int32_t v = 0; v < vertex_count; ++v) {
+    if (count[v] > 0) {
+      nw->jacobi_vertices[at] = v;
+      nw->jacobi_start[at] = next;
+      slot[v] = next;
+      next += count[v];
+      at++;
+    }
+  }
+  nw->jacobi_start[touched] = next;
+  for (int32_t i = 0; i < 4 * n; ++i) {
+    int32_t v = nw->tet_vertices[4 * (size_t)nw->jacobi_first + (size_t)i];
+    nw->jacobi_incidence[slot[v]++] = i;
+  }
+  free(count);
+  free(slot);
+  return PIOLA_OK;
+}
+
 piola_status piola_world_build_tets(piola_world *w) {
   if (!w->tets_dirty) {
     return PIOLA_OK;
@@ -994,15 +1069,18 @@ piola_status piola_world_build_tets(piola_world *w) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   int32_t g = 0, k = 0;
-  for (int32_t c = 0; c < colors; ++c) {
+  /* Colors 0 .. colors - 1, then (c == colors) every body's Jacobi tets. */
+  for (int32_t c = 0; c <= colors; ++c) {
     nw.color_first[c] = g;
     for (int32_t i = 0; i < w->body_slots; ++i) {
       const piola_body *b = &w->bodies[i];
-      if (!b->alive || c >= b->color_count) {
+      if (!b->alive || (c >= b->color_count && c < colors)) {
         continue;
       }
       bool is_plastic = w->materials[b->material].plastic;
-      for (int32_t j = b->color_start[c]; j < b->color_start[c + 1]; ++j, ++g) {
+      int32_t j0 = c < colors ? b->color_start[c] : b->color_start[b->color_count];
+      int32_t j1 = c < colors ? b->color_start[c + 1] : b->tet_count;
+      for (int32_t j = j0; j < j1; ++j, ++g) {
         size_t l = (size_t)b->by_color[j];
         for (int a = 0; a < 4; ++a) {
           nw.tet_vertices[4 * (size_t)g + a] = b->tets[4 * l + a] + b->vertex_offset;
@@ -1023,6 +1101,13 @@ piola_status piola_world_build_tets(piola_world *w) {
     }
     nw.color_size[c] = g - nw.color_first[c];
   }
+  nw.jacobi_first = nw.color_first[colors];
+  nw.jacobi_count = nw.color_size[colors];
+  piola_status s = build_jacobi_lists(&nw, w->vertex_count);
+  if (s != PIOLA_OK) {
+    free_tet_arrays(&nw);
+    return s;
+  }
   free_tet_arrays(w);
   w->tet_vertices = nw.tet_vertices;
   w->tet_m = nw.tet_m;
@@ -1036,6 +1121,13 @@ piola_status piola_world_build_tets(piola_world *w) {
   w->plastic_tet = nw.plastic_tet;
   w->plastic_dm_rest = nw.plastic_dm_rest;
   w->plastic_strain = nw.plastic_strain;
+  w->jacobi_first = nw.jacobi_first;
+  w->jacobi_count = nw.jacobi_count;
+  w->jacobi_vertex_count = nw.jacobi_vertex_count;
+  w->jacobi_vertices = nw.jacobi_vertices;
+  w->jacobi_start = nw.jacobi_start;
+  w->jacobi_incidence = nw.jacobi_incidence;
+  w->jacobi_delta = nw.jacobi_delta;
   w->tet_count = nt;
   w->color_count = colors;
   w->plastic_count = plastic;

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs what Piola needs to build and test on Debian/Ubuntu, and nothing else: a C compiler,
+# CMake, the OpenCL ICD loader and headers, and PoCL (OpenCL on the CPU, so the OpenCL backend
+# runs and is tested without a GPU). Python with matplotlib is only needed for bench/plot.py.
+# Packages already present are skipped; apt-get runs only when something is missing.
+set -eu
+packages="build-essential cmake ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+echo "install-deps: installing$missing"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
