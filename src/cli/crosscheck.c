@@ -5,6 +5,8 @@
 #include "scene.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,14 +100,43 @@ piola_status crosscheck_run(const crosscheck_pair *pair, int32_t steps, crossche
 typedef struct print_state {
   int32_t every;
   int32_t steps;
+  const crosscheck_sample *baseline; /* NULL without --baseline */
 } print_state;
 
 static void print_sample(const crosscheck_sample *s, void *user) {
   const print_state *p = user;
   if (s->step % p->every == 0 || s->step == 1 || s->step == p->steps) {
-    printf("%6d %14.6e %14.6e\n", (int)s->step, s->max_relative, s->rms_relative);
+    printf("%6d %14.6e %14.6e", (int)s->step, s->max_relative, s->rms_relative);
+    if (p->baseline != NULL) {
+      printf(" %14.6e", p->baseline[s->step - 1].max_relative);
+    }
+    printf("\n");
     fflush(stdout);
   }
+}
+
+/* Moves every vertex by a pseudo-random amount of about one float rounding (2^-24 of its
+ * coordinate's magnitude): the uncertainty any float computation starts with. */
+static piola_status perturb(const scene *sc) {
+  float *x = malloc(sizeof *x * 3 * (size_t)sc->body_vertex_count);
+  if (x == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  uint32_t state = 12345u;
+  piola_status s = PIOLA_OK;
+  for (int32_t b = 0; b < sc->body_count && s == PIOLA_OK; ++b) {
+    s = piola_body_get_positions(sc->world, sc->bodies[b], x, sc->body_vertex_count);
+    for (int32_t i = 0; i < 3 * sc->body_vertex_count && s == PIOLA_OK; ++i) {
+      state = state * 1664525u + 1013904223u;
+      float r = (float)(state >> 8) / 16777216.0f - 0.5f; /* [-0.5, 0.5) */
+      x[i] += r * 1.19e-7f * fmaxf(fabsf(x[i]), 1e-3f);
+    }
+    if (s == PIOLA_OK) {
+      s = piola_body_set_positions(sc->world, sc->bodies[b], x, sc->body_vertex_count);
+    }
+  }
+  free(x);
+  return s;
 }
 
 static void print_help(void) {
@@ -117,6 +148,9 @@ static void print_help(void) {
          "  --steps N        steps (default 100)\n"
          "  --tolerance T    largest allowed max_relative_deviation (default 1e-4)\n"
          "  --every K        print every K-th step (default 10; all are in the JSON)\n"
+         "  --baseline       also run the reference from a start perturbed by one float\n"
+         "                   rounding and print its deviation: how close any float computation\n"
+         "                   can be expected to stay on this scene (chaotic scenes amplify)\n"
          "  --json FILE      write the series as JSON\n\n");
   scene_print_help();
 }
@@ -126,6 +160,7 @@ int command_crosscheck(int argc, char **argv) {
   int32_t steps = 100, every = 10;
   float tolerance = 1e-4f;
   const char *json = NULL;
+  bool baseline = false;
   for (int i = 0; i < argc; ++i) {
     int k = scene_parse_option(&o, argc, argv, &i);
     if (k < 0) {
@@ -144,6 +179,8 @@ int command_crosscheck(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0 && v != NULL) {
       json = v;
       ++i;
+    } else if (strcmp(a, "--baseline") == 0) {
+      baseline = true;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       print_help();
       return 0;
@@ -169,14 +206,35 @@ int command_crosscheck(int argc, char **argv) {
          (int)steps, (double)o.dt);
   printf("reference: CPU reference (double); candidate: %s (%s)\n", piola_backend_name(st.backend),
          st.device_name);
-  printf("%6s %14s %14s\n", "step", "max rel dev", "rms rel dev");
-  crosscheck_pair pair = {ref.world, dev.world, ref.bodies, dev.bodies, ref.body_count};
   crosscheck_sample *samples = calloc((size_t)steps, sizeof *samples);
-  print_state ps = {every, steps};
-  double worst = 0.0;
-  piola_status s = samples != NULL
-                       ? crosscheck_run(&pair, steps, samples, &worst, print_sample, &ps)
-                       : PIOLA_ERROR_OUT_OF_MEMORY;
+  crosscheck_sample *base_samples = baseline ? calloc((size_t)steps, sizeof *base_samples) : NULL;
+  double worst = 0.0, base_worst = 0.0;
+  piola_status s =
+      samples != NULL && (!baseline || base_samples != NULL) ? PIOLA_OK : PIOLA_ERROR_OUT_OF_MEMORY;
+  if (s == PIOLA_OK && baseline) {
+    /* The reference against a perturbed reference, first, so the table can show both. */
+    scene ref2, pert;
+    s = scene_build(&o, PIOLA_BACKEND_CPU_REFERENCE, &ref2);
+    if (s == PIOLA_OK) {
+      s = scene_build(&o, PIOLA_BACKEND_CPU_REFERENCE, &pert);
+      if (s == PIOLA_OK) {
+        s = perturb(&pert);
+        crosscheck_pair bp = {ref2.world, pert.world, ref2.bodies, pert.bodies, ref2.body_count};
+        if (s == PIOLA_OK) {
+          s = crosscheck_run(&bp, steps, base_samples, &base_worst, NULL, NULL);
+        }
+        scene_destroy(&pert);
+      }
+      scene_destroy(&ref2);
+    }
+  }
+  printf("%6s %14s %14s%s\n", "step", "max rel dev", "rms rel dev",
+         baseline ? "   baseline max" : "");
+  crosscheck_pair pair = {ref.world, dev.world, ref.bodies, dev.bodies, ref.body_count};
+  print_state ps = {every, steps, base_samples};
+  if (s == PIOLA_OK) {
+    s = crosscheck_run(&pair, steps, samples, &worst, print_sample, &ps);
+  }
   int status = 0;
   if (s != PIOLA_OK) {
     fprintf(stderr, "piola crosscheck: %s\n", piola_status_string(s));
@@ -187,6 +245,14 @@ int command_crosscheck(int argc, char **argv) {
            "%.1e: %s\n",
            (int)steps, worst, (double)tolerance, passed ? "PASSED" : "FAILED");
     status = passed ? 0 : 1;
+    if (baseline) {
+      printf("baseline: the reference started one float rounding away deviates by %.6e over "
+             "the same steps%s\n",
+             base_worst,
+             base_worst > tolerance ? " -- this scene is chaotic over this horizon: no float "
+                                      "computation can be expected within the tolerance"
+                                    : "");
+    }
     if (json != NULL) {
       FILE *f = fopen(json, "w");
       if (f == NULL) {
@@ -197,10 +263,14 @@ int command_crosscheck(int argc, char **argv) {
                 "{\n  \"scene\": \"%s\",\n  \"bodies\": %d,\n  \"vertices\": %d,\n  \"tets\": "
                 "%d,\n  \"colors\": %d,\n  \"reference\": \"cpu\",\n  \"candidate\": \"%s\",\n"
                 "  \"device\": \"%s\",\n  \"steps\": %d,\n  \"dt\": %g,\n  \"tolerance\": %g,\n"
-                "  \"max_relative_deviation\": %.9e,\n  \"passed\": %s,\n  \"series\": [\n",
+                "  \"max_relative_deviation\": %.9e,\n  \"passed\": %s,\n",
                 ref.name, (int)ref.body_count, (int)st.vertex_count, (int)st.tet_count,
                 (int)st.color_count, piola_backend_name(st.backend), st.device_name, (int)steps,
                 (double)o.dt, (double)tolerance, worst, passed ? "true" : "false");
+        if (baseline) {
+          fprintf(f, "  \"baseline_max_relative_deviation\": %.9e,\n", base_worst);
+        }
+        fprintf(f, "  \"series\": [\n");
         for (int32_t i = 0; i < steps; ++i) {
           fprintf(f,
                   "    {\"step\": %d, \"max_relative_deviation\": %.9e, "
@@ -216,6 +286,7 @@ int command_crosscheck(int argc, char **argv) {
     }
   }
   free(samples);
+  free(base_samples);
   scene_destroy(&ref);
   scene_destroy(&dev);
   return status;
