@@ -7,9 +7,10 @@
  * predicted position is x + d. Projections and contacts add corrections to d, whose small
  * magnitude keeps them and the velocity v = d / h at full float precision, however small h
  * (an absolute predicted position would round every correction to ulp(x) and v to ulp(x) / h).
- * Tets are sorted by color, one launch of piola_solve_color per color; per-tet data is structure
+  * Tets are sorted by color, one launch of piola_solve_color per color; per-tet data is structure
  * of arrays: tet_m holds the 9 entries of M = Dm^-1 (row-major) as 9 planes of `stride` floats,
- * so consecutive work-items read consecutive addresses.
+ * tet_lambda the 2 multipliers as 2 planes, so consecutive work-items read consecutive
+ * addresses.
  *
  * Build options: -DPIOLA_WG=<work-group size> (every launch uses it), -DPIOLA_EMBEDDED=1.
  */
@@ -67,13 +68,14 @@ PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *
                                piola_v3 *dx) {
   float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z], x3 = x[q.w];
   piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
-  float lambda = tet_lambda[t];
-  int flags = piola_tet_correction(
-      &mat, piola_load_m3(tet_m, t, stride), tet_volume[t], mat.compliance * inv_h2,
-      piola_position(x0, d[q.x]), piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
-      piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, &lambda, dx);
+    float lambda[2] = {tet_lambda[t], tet_lambda[stride + t]};
+  int flags = piola_tet_solve(&mat, piola_load_m3(tet_m, t, stride), tet_volume[t],
+                              mat.compliance * inv_h2, piola_position(x0, d[q.x]),
+                              piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
+                              piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, lambda, dx);
   if (flags & PIOLA_TET_WORKED) {
-    tet_lambda[t] = lambda;
+    tet_lambda[t] = lambda[0];
+    tet_lambda[stride + t] = lambda[1];
   }
   return flags;
 }

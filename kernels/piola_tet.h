@@ -71,6 +71,7 @@ typedef struct piola_tet_material {
   piola_int model;       /* PIOLA_TET_MODEL_* */
   piola_int solver;      /* PIOLA_TET_SOLVER_* */
   piola_int inversion;   /* PIOLA_TET_INVERSION_* */
+  piola_int split;       /* XPBD: 1 = the mu and lambda terms as two constraints */
 } piola_tet_material;
 
 /* A material as stored for the kernels (40 bytes, same layout in C and OpenCL C). */
@@ -80,7 +81,7 @@ typedef struct piola_material_data {
   piola_f32 plastic_yield; /* dimensionless strain */
   piola_f32 plastic_creep; /* 1/s */
   piola_f32 plastic_max;   /* dimensionless strain */
-  piola_i32 reserved;
+  piola_i32 split;         /* as in piola_tet_material */
 } piola_material_data;
 
 PIOLA_FN piola_tet_material piola_tet_material_from_data(piola_material_data d) {
@@ -91,6 +92,7 @@ PIOLA_FN piola_tet_material piola_tet_material_from_data(piola_material_data d) 
   m.model = d.model;
   m.solver = d.solver;
   m.inversion = d.inversion;
+  m.split = d.split;
   return m;
 }
 
@@ -303,6 +305,38 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
   dx[3] = piola_v3_scale(g3, w3 * step);
   *lambda += dlambda;
   return flags | PIOLA_TET_WORKED;
+}
+
+/* The projection of a tet as the solver runs it: one constraint of the whole energy, or, for
+ * XPBD with mat->split, two constraints, the mu and the lambda terms of the energy (each
+ * C_k = sqrt(2 U_k / E), compliance 1 / E, so the potential is still U = U_mu + U_lambda),
+ * projected one after the other (Gauss-Seidel within the tet). A single constraint moves the
+ * vertices along one direction, grad U, scaled for the whole energy; when lambda >> mu (nearly
+ * incompressible materials) that step overshoots the stiff volume mode by up to lambda / mu and
+ * the iteration can diverge. Each split constraint follows its own mode. lambda[0..1] are the
+ * multipliers of the two constraints (lambda[0] alone without the split). */
+PIOLA_FN int piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
+                             piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                             piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
+                             piola_real w3, piola_real *lambda, piola_v3 *dx) {
+  if (!mat->split || mat->solver != PIOLA_TET_SOLVER_XPBD) {
+    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2, w3,
+                                &lambda[0], dx);
+  }
+  piola_tet_material part = *mat;
+  part.lambda = PIOLA_R(0.0);
+  int flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2,
+                                   w3, &lambda[0], dx);
+  piola_v3 dl[4];
+  part.lambda = mat->lambda;
+  part.mu = PIOLA_R(0.0);
+  flags |= piola_tet_correction(&part, dm_inv, volume, alpha_tilde, piola_v3_add(x0, dx[0]),
+                                piola_v3_add(x1, dx[1]), piola_v3_add(x2, dx[2]),
+                                piola_v3_add(x3, dx[3]), w0, w1, w2, w3, &lambda[1], dl);
+  for (int k = 0; k < 4; ++k) {
+    dx[k] = piola_v3_add(dx[k], dl[k]);
+  }
+  return flags;
 }
 
 /* piola_tet_correction() applied in place to x0..x3. */

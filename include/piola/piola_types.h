@@ -142,6 +142,19 @@ typedef enum piola_inversion {
   PIOLA_INVERSION_ALWAYS = 2 /**< SVD path for every tet */
 } piola_inversion;
 
+/** How a tet's energy becomes XPBD constraints (the PBD form always uses one). */
+typedef enum piola_constraint_split {
+  /** Two constraints per tet, the mu and the lambda terms of the energy, each C = sqrt(2 U_k/E)
+   * with compliance 1 / E, so the potential is still U. Each projection follows one mode, so
+   * nearly incompressible materials (nu >= 0.4) and badly shaped tets stay stable; about twice
+   * the arithmetic of one constraint. The default. */
+  PIOLA_SPLIT_LAME = 0,
+  /** One constraint of the whole energy, the form of the paper's authors. Its single
+   * projection direction overshoots the stiff volume mode when lambda >> mu: with nu = 0.45
+   * bodies can tear apart unless substeps make the steps small. */
+  PIOLA_SPLIT_NONE = 1
+} piola_constraint_split;
+
 /** Material of a body. Make it with piola_default_material(). */
 typedef struct piola_material {
   piola_model model;                /**< default PIOLA_MODEL_STVK */
@@ -150,6 +163,7 @@ typedef struct piola_material {
   float poisson_ratio;              /**< nu, in [0, 0.5); default 0.3 */
   float density;                    /**< kg/m^3 (> 0); default 1000 */
   piola_inversion handle_inversion; /**< default PIOLA_INVERSION_ON */
+  piola_constraint_split split;     /**< default PIOLA_SPLIT_LAME */
   /** Plasticity (paper Sec. 4.2), on when plastic_creep > 0: where the deviatoric elastic
    * Green strain exceeds plastic_yield (Frobenius norm, dimensionless), the plastic strain
    * flows towards it at plastic_creep (1/s), its norm capped at plastic_max. */

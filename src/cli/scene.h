@@ -16,7 +16,7 @@ typedef struct scene_options {
   int32_t iterations;            /* default 5 */
   int32_t substeps;              /* default 1 */
   float dt;                      /* s; default 0.005 */
-  piola_material material;       /* default: StVK, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
+  piola_material material;       /* default: Neo-Hookean, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
   float squash;                  /* initial vertical scale of every body; default 0.6 */
   bool ground;                   /* a ground plane at y = 0; default on */
   float friction;                /* ground friction; default 0.5 */

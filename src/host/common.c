@@ -135,6 +135,7 @@ piola_material piola_default_material(void) {
   m.poisson_ratio = 0.3f;
   m.density = 1000.0f;
   m.handle_inversion = PIOLA_INVERSION_ON;
+  m.split = PIOLA_SPLIT_LAME;
   m.plastic_yield = 0.1f;
   m.plastic_creep = 0.0f;
   m.plastic_max = 0.3f;
@@ -172,6 +173,10 @@ piola_status piola_material_check(const piola_material *m, char *reason, size_t 
     snprintf(reason, n, "unknown inversion mode %d", (int)m->handle_inversion);
     return PIOLA_ERROR_INVALID_MATERIAL;
   }
+  if (m->split != PIOLA_SPLIT_LAME && m->split != PIOLA_SPLIT_NONE) {
+    snprintf(reason, n, "unknown constraint split %d", (int)m->split);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
   if (!isfinite(m->youngs_modulus) || !(m->youngs_modulus > 0.0f)) {
     snprintf(reason, n, "Young's modulus must be finite and > 0 Pa (got %g)",
              (double)m->youngs_modulus);
@@ -205,6 +210,7 @@ piola_tet_material piola_material_constants(const piola_material *m) {
   c.model = (piola_int)m->model;
   c.solver = (piola_int)m->solver;
   c.inversion = (piola_int)m->handle_inversion;
+  c.split = m->split == PIOLA_SPLIT_LAME;
   return c;
 }
 

@@ -44,10 +44,10 @@ static void predict(piola_world *w, double h) {
 static int project(piola_world *w, int32_t t, double inv_h2, piola_v3 dx[4]) {
   const int32_t *q = w->tet_vertices + 4 * (size_t)t;
   const piola_tet_material *mat = &w->materials[w->tet_material[t]].constants;
-  return piola_tet_correction(mat, load_m3(w->tet_m, t), w->tet_volume[t], mat->compliance * inv_h2,
-                              load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
-                              load3(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]], w->w[q[3]],
-                              &w->tet_lambda[t], dx);
+  return piola_tet_solve(mat, load_m3(w->tet_m, t), w->tet_volume[t], mat->compliance * inv_h2,
+                         load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]), load3(w->p, q[3]),
+                         w->w[q[0]], w->w[q[1]], w->w[q[2]], w->w[q[3]],
+                         &w->tet_lambda[2 * (size_t)t], dx);
 }
 
 static void add3(double *a, int32_t i, piola_v3 d) {
@@ -157,7 +157,7 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
     predict(w, h);
     break;
   case PIOLA_STAGE_RESET_MULTIPLIERS:
-    memset(w->tet_lambda, 0, sizeof(double) * (size_t)w->tet_count);
+    memset(w->tet_lambda, 0, sizeof(double) * 2 * (size_t)w->tet_count);
     break;
   case PIOLA_STAGE_SOLVE_TETS:
     solve_tets(w, h);

@@ -733,7 +733,7 @@ static piola_status upload_all(piola_world *w) {
                {BUF_TETS, 16 * nt},
                {BUF_TET_M, 36 * nt},
                {BUF_TET_VOLUME, 4 * nt},
-               {BUF_TET_LAMBDA, 4 * nt},
+               {BUF_TET_LAMBDA, 8 * nt},
                {BUF_TET_MATERIAL, 4 * nt},
                {BUF_MATERIALS, sizeof(piola_material_data) * nm},
                {BUF_PLASTIC_TET, 4 * np},
@@ -790,9 +790,10 @@ static piola_status upload_all(piola_world *w) {
   }
   if (s == PIOLA_OK) {
     for (size_t t = 0; t < nt; ++t) {
-      f[t] = (float)w->tet_lambda[t];
+      f[t] = (float)w->tet_lambda[2 * t];
+      f[nt + t] = (float)w->tet_lambda[2 * t + 1];
     }
-    s = write_buffer(w, BUF_TET_LAMBDA, 0, 4 * nt, f);
+    s = write_buffer(w, BUF_TET_LAMBDA, 0, 8 * nt, f);
   }
   if (s == PIOLA_OK) {
     s = write_buffer(w, BUF_TET_MATERIAL, 0, 4 * nt, w->tet_material);
@@ -811,6 +812,7 @@ static piola_status upload_all(piola_world *w) {
       md[i].plastic_yield = e->def.plastic_yield;
       md[i].plastic_creep = e->def.plastic_creep;
       md[i].plastic_max = e->def.plastic_max;
+      md[i].split = e->constants.split;
     }
     s = write_buffer(w, BUF_MATERIALS, 0, sizeof(piola_material_data) * nm, md);
   }
@@ -947,10 +949,11 @@ static piola_status read_tets(const piola_world *w, double *tet_m, double *lambd
     }
   }
   if (s == PIOLA_OK) {
-    s = read_buffer(w, BUF_TET_LAMBDA, 0, 4 * nt, tmp);
+    s = read_buffer(w, BUF_TET_LAMBDA, 0, 8 * nt, tmp);
   }
   for (size_t t = 0; t < nt && s == PIOLA_OK; ++t) {
-    lambda[t] = tmp[t];
+    lambda[2 * t] = tmp[t];
+    lambda[2 * t + 1] = tmp[nt + t];
   }
   if (s == PIOLA_OK && strain != NULL && np > 0) {
     s = read_buffer(w, BUF_PLASTIC_STRAIN, 0, 24 * np, tmp);
@@ -1074,7 +1077,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     cl_event ev = NULL;
     CL_CHECK(log,
              clEnqueueFillBuffer(cl->queue, b[BUF_TET_LAMBDA], &zero, sizeof zero, 0,
-                                 4 * (size_t)cl->tet_count, 0, NULL, w->def.profile ? &ev : NULL));
+                                 8 * (size_t)cl->tet_count, 0, NULL, w->def.profile ? &ev : NULL));
     if (ev != NULL) {
       clReleaseEvent(ev); /* a fill is not a stage worth timing */
     }

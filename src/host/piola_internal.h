@@ -121,7 +121,7 @@ struct piola_world {
   int32_t *tet_vertices; /* 4 per tet, world vertex indices */
   double *tet_m;         /* 9 per tet: Dm^-1, or M = Dm^-1 F_p^-1 for plastic tets */
   double *tet_volume;
-  double *tet_lambda;
+  double *tet_lambda; /* 2 per tet: the multipliers of the (split) constraints */
   int32_t *tet_material;
   int32_t *tet_body;  /* body slot */
   int32_t *tet_local; /* index of the tet within its body */

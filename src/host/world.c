@@ -410,7 +410,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   double *buffers = NULL;
   if (w->cl != NULL && piola_opencl_live(w)) {
     size_t nv = 3 * (size_t)w->vertex_count, nt = (size_t)w->tet_count;
-    buffers = malloc(sizeof(double) * (2 * nv + 10 * nt + 1));
+    buffers = malloc(sizeof(double) * (2 * nv + 11 * nt + 1));
     if (buffers == NULL) {
       return PIOLA_ERROR_OUT_OF_MEMORY;
     }
@@ -428,7 +428,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
     } else {
       st.elastic_energy = piola_tets_energy(w, x, tet_m, &st.inverted_tets);
       for (int32_t t = 0; t < w->tet_count; ++t) {
-        st.active_tets += lambda[t] != 0.0;
+        st.active_tets += lambda[2 * t] != 0.0 || lambda[2 * t + 1] != 0.0;
       }
     }
     double ke = 0.0;
@@ -1053,7 +1053,7 @@ piola_status piola_world_build_tets(piola_world *w) {
   nw.tet_vertices = malloc(sizeof(int32_t) * 4 * n);
   nw.tet_m = malloc(sizeof(double) * 9 * n);
   nw.tet_volume = malloc(sizeof(double) * n);
-  nw.tet_lambda = calloc(n, sizeof(double));
+  nw.tet_lambda = calloc(2 * n, sizeof(double));
   nw.tet_material = malloc(sizeof(int32_t) * n);
   nw.tet_body = malloc(sizeof(int32_t) * n);
   nw.tet_local = malloc(sizeof(int32_t) * n);
