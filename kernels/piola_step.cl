@@ -59,6 +59,8 @@ PIOLA_FN float4 piola_displace(float4 d, piola_v3 delta) {
   return (float4)(d.x + delta.x, d.y + delta.y, d.z + delta.z, d.w);
 }
 
+
+
 /* Projects tet t from the current positions x + d; corrections into dx, returns the flags. */
 PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d, int4 q, int t,
                                __global const float *tet_m, int stride,

@@ -214,15 +214,15 @@ PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
  * det F <= 0 and inversion handling off). *used_svd tells whether the SVD path ran. */
 PIOLA_FN piola_real piola_energy_and_stress(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
                                             int *used_svd) {
-  int svd = mat->inversion == PIOLA_TET_INVERSION_ALWAYS ||
+    int svd = mat->inversion == PIOLA_TET_INVERSION_ALWAYS ||
             (mat->inversion == PIOLA_TET_INVERSION_ON && piola_may_need_clamp(f));
   *used_svd = svd;
   if (svd) {
     piola_svd3 d = piola_svd3_compute(f);
     piola_v3 p_hat;
     piola_real psi = piola_principal_energy_clamped(mat, d.s, &p_hat);
-    *p = piola_svd3_compose(d.u, p_hat, d.v);
-    return psi;
+        *p = piola_svd3_compose(d.u, p_hat, d.v);
+        return psi;
   }
   if (mat->model == PIOLA_TET_MODEL_STVK) {
     return piola_stvk_energy(mat, f, p);

@@ -616,8 +616,9 @@ piola_status piola_opencl_create(piola_world *w) {
   s = make_context(&d, w->def.profile, log, &cl->context, &cl->queue);
   if (s == PIOLA_OK) {
     char options[256];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s", cl->wg,
-             w->def.fast_math ? " -cl-fast-relaxed-math" : "");
+        const char *extra = getenv("PIOLA_CL_BUILD_OPTIONS");
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s %s",
+             cl->wg, w->def.fast_math ? " -cl-fast-relaxed-math" : "", extra ? extra : "");
     s = build_program(cl->context, cl->device, piola_kernel_sources,
                       (cl_uint)piola_kernel_source_count, options, log, &cl->program);
   }
