@@ -34,15 +34,20 @@ PIOLA_FN piola_m3 piola_load_m3(__global const float *planes, int i, int stride)
   return m;
 }
 
-/* v += h g; d = h v for free vertices; pinned ones do not move (d = 0). */
+/* v += h (g + f / m); d = h v for free vertices; pinned ones do not move (d = 0). */
 PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v,
-                                __global float4 *d, float4 h_gravity, float h, int count) {
+                                __global float4 *d, __global const float4 *f, int has_forces,
+                                float4 h_gravity, float h, int count) {
   int i = get_global_id(0);
   if (i >= count) {
     return;
   }
-  if (x[i].w > 0.0f) {
+  float4 xi = x[i];
+  if (xi.w > 0.0f) {
     float4 vi = v[i] + h_gravity;
+    if (has_forces) {
+      vi += (h * xi.w) * f[i];
+    }
     v[i] = vi;
     d[i] = (float4)(h * vi.x, h * vi.y, h * vi.z, 0.0f);
   } else {

@@ -122,6 +122,12 @@ PIOLA_API piola_status piola_body_set_positions(piola_world *world, piola_body_i
 PIOLA_API piola_status piola_body_set_velocities(piola_world *world, piola_body_id body,
                                                  const float *xyz, int32_t count);
 
+/** Sets a constant external force per vertex (N; 3 floats per vertex, count = vertex count),
+ * applied every substep (v += h f / m) until changed; NULL clears the body's forces. Forces
+ * on pinned vertices have no effect. */
+PIOLA_API piola_status piola_body_set_forces(piola_world *world, piola_body_id body,
+                                             const float *xyz, int32_t count);
+
 /** Reads positions (m; 3 floats per vertex, count = vertex count). */
 PIOLA_API piola_status piola_body_get_positions(const piola_world *world, piola_body_id body,
                                                 float *xyz, int32_t count);

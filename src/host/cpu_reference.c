@@ -24,14 +24,15 @@ static piola_m3 load_m3(const double *a, int32_t i) {
   return m;
 }
 
-/* v += h g; p = x + h v for free vertices; pinned ones (w = 0) stay. */
+/* v += h (g + f / m); p = x + h v for free vertices; pinned ones (w = 0) stay. */
 static void predict(piola_world *w, double h) {
   const double g[3] = {w->def.gravity[0], w->def.gravity[1], w->def.gravity[2]};
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     double *x = w->x + 3 * (size_t)i, *p = w->p + 3 * (size_t)i, *v = w->v + 3 * (size_t)i;
     if (w->w[i] > 0.0) {
+      const double *f = w->f != NULL ? w->f + 3 * (size_t)i : NULL;
       for (int k = 0; k < 3; ++k) {
-        v[k] += h * g[k];
+        v[k] += h * (g[k] + (f != NULL ? f[k] * w->w[i] : 0.0));
         p[k] = x[k] + h * v[k];
       }
     } else {

@@ -174,6 +174,7 @@ enum {
   BUF_JACOBI_START,
   BUF_JACOBI_INCIDENCE,
   BUF_JACOBI_DELTA,
+  BUF_FORCES,
   BUF_COUNT
 };
 
@@ -616,7 +617,7 @@ piola_status piola_opencl_create(piola_world *w) {
   s = make_context(&d, w->def.profile, log, &cl->context, &cl->queue);
   if (s == PIOLA_OK) {
     char options[256];
-        const char *extra = getenv("PIOLA_CL_BUILD_OPTIONS");
+    const char *extra = getenv("PIOLA_CL_BUILD_OPTIONS");
     snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s %s",
              cl->wg, w->def.fast_math ? " -cl-fast-relaxed-math" : "", extra ? extra : "");
     s = build_program(cl->context, cl->device, piola_kernel_sources,
@@ -703,6 +704,37 @@ static void pack_vertices(const piola_world *w, const double *xyz, bool with_w, 
     out[4 * (size_t)i + 2] = (float)xyz[3 * g + 2];
     out[4 * (size_t)i + 3] = with_w ? (float)w->w[g] : 0.0f;
   }
+}
+
+/* Writes the forces of vertices [first, first + count) (all of them when the buffer is new);
+ * nothing while no body has forces. */
+static piola_status upload_forces(piola_world *w, int32_t first, int32_t count) {
+  if (w->f == NULL) {
+    return PIOLA_OK;
+  }
+  piola_opencl *cl = w->cl;
+  size_t bytes = 16 * (size_t)w->vertex_count;
+  if (cl->buffers[BUF_FORCES] == NULL || cl->buffer_bytes[BUF_FORCES] < bytes) {
+    piola_status s = ensure_buffer(w, BUF_FORCES, bytes, CL_MEM_READ_ONLY);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+    first = 0;
+    count = w->vertex_count;
+  }
+  float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      tmp[4 * (size_t)i + k] = (float)w->f[3 * (size_t)(first + i) + k];
+    }
+    tmp[4 * (size_t)i + 3] = 0.0f;
+  }
+  piola_status s = write_buffer(w, BUF_FORCES, 16 * (size_t)first, 16 * (size_t)count, tmp);
+  free(tmp);
+  return s;
 }
 
 static piola_status upload_colliders(piola_world *w) {
@@ -851,6 +883,9 @@ static piola_status upload_all(piola_world *w) {
   }
   if (s == PIOLA_OK) {
     cl->vertex_count = w->vertex_count;
+    s = upload_forces(w, 0, w->vertex_count);
+  }
+  if (s == PIOLA_OK) {
     cl->tet_count = w->tet_count;
     cl->plastic_count = w->plastic_count;
     cl->live = true;
@@ -860,6 +895,10 @@ static piola_status upload_all(piola_world *w) {
 
 bool piola_opencl_live(const piola_world *w) {
   return w->cl != NULL && w->cl->live;
+}
+
+piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count) {
+  return piola_opencl_live(w) ? upload_forces(w, first, count) : PIOLA_OK;
 }
 
 void piola_opencl_invalidate(piola_world *w) {
@@ -1065,9 +1104,13 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(KERNEL_PREDICT, 0, b[BUF_X]);
     SET_ARG(KERNEL_PREDICT, 1, b[BUF_V]);
     SET_ARG(KERNEL_PREDICT, 2, b[BUF_D]);
-    SET_ARG(KERNEL_PREDICT, 3, hg);
-    SET_ARG(KERNEL_PREDICT, 4, hf);
-    SET_ARG(KERNEL_PREDICT, 5, nv);
+    cl_int has_forces = w->f != NULL && b[BUF_FORCES] != NULL;
+    cl_mem forces = has_forces ? b[BUF_FORCES] : b[BUF_X];
+    SET_ARG(KERNEL_PREDICT, 3, forces);
+    SET_ARG(KERNEL_PREDICT, 4, has_forces);
+    SET_ARG(KERNEL_PREDICT, 5, hg);
+    SET_ARG(KERNEL_PREDICT, 6, hf);
+    SET_ARG(KERNEL_PREDICT, 7, nv);
     return launch(w, KERNEL_PREDICT, nv, stage);
   }
   case PIOLA_STAGE_RESET_MULTIPLIERS: {

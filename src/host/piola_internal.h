@@ -114,6 +114,7 @@ struct piola_world {
   /* Vertices (double): x, p, v are 3 per vertex. */
   int32_t vertex_count, vertex_capacity;
   double *x, *p, *v, *w;
+  double *f; /* 3 per vertex, external force (N); NULL until a body sets forces */
 
   /* Solver tet arrays, sorted by color; rebuilt from the bodies when tets_dirty. */
   bool tets_dirty;
@@ -198,6 +199,8 @@ void piola_opencl_invalidate(piola_world *w);
 void piola_opencl_colliders_changed(piola_world *w);
 /* Reads vertices [first, first + count) into the host arrays x, v. */
 piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count);
+/* Writes the host forces of vertices [first, first + count) to the device. */
+piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count);
 /* Writes the host x, v, w of vertices [first, first + count) to the device. */
 piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count);
 /* Reads positions and/or velocities of a vertex range as 3 floats each (NULL to skip). */

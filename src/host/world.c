@@ -63,6 +63,12 @@ static bool grow_vertices(piola_world *w, int32_t needed) {
   if (!grow((void **)&w->w, sizeof(double), needed, &c)) {
     return false;
   }
+  if (w->f != NULL) {
+    c = cap;
+    if (!grow((void **)&w->f, 3 * sizeof(double), needed, &c)) {
+      return false;
+    }
+  }
   w->vertex_capacity = c;
   return true;
 }
@@ -235,6 +241,7 @@ void piola_world_destroy(piola_world *w) {
   free(w->p);
   free(w->v);
   free(w->w);
+  free(w->f);
   free_tet_arrays(w);
   free(w);
 }
@@ -720,6 +727,9 @@ piola_status piola_world_add_tet_body(piola_world *w, const piola_tet_mesh *mesh
       w->v[3 * g + k] = 0.0;
     }
     w->w[g] = build.inv_mass[i];
+    if (w->f != NULL) {
+      w->f[3 * g] = w->f[3 * g + 1] = w->f[3 * g + 2] = 0.0;
+    }
   }
   w->vertex_count += b->vertex_count;
   w->body_count++;
@@ -766,6 +776,9 @@ piola_status piola_world_remove_body(piola_world *w, piola_body_id id) {
   memmove(w->p + 3 * (size_t)first, w->p + 3 * (size_t)(first + n), 3 * tail * sizeof(double));
   memmove(w->v + 3 * (size_t)first, w->v + 3 * (size_t)(first + n), 3 * tail * sizeof(double));
   memmove(w->w + first, w->w + first + n, tail * sizeof(double));
+  if (w->f != NULL) {
+    memmove(w->f + 3 * (size_t)first, w->f + 3 * (size_t)(first + n), 3 * tail * sizeof(double));
+  }
   for (int32_t i = 0; i < w->body_slots; ++i) {
     if (w->bodies[i].alive && w->bodies[i].vertex_offset > first) {
       w->bodies[i].vertex_offset -= n;
@@ -909,6 +922,43 @@ piola_status piola_body_set_positions(piola_world *w, piola_body_id id, const fl
 piola_status piola_body_set_velocities(piola_world *w, piola_body_id id, const float *xyz,
                                        int32_t count) {
   return body_write(w, id, xyz, count, FIELD_VELOCITY);
+}
+
+piola_status piola_body_set_forces(piola_world *w, piola_body_id id, const float *xyz,
+                                   int32_t count) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const piola_body *b = piola_world_body(w, id);
+  if (b == NULL) {
+    return PIOLA_ERROR_INVALID_BODY;
+  }
+  if (xyz != NULL && count != b->vertex_count) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+              "piola_body_set_forces: count %d does not match the body's %d vertices", (int)count,
+              (int)b->vertex_count);
+    return PIOLA_ERROR_COUNT_MISMATCH;
+  }
+  if (xyz != NULL) {
+    piola_status s = check_finite_array(w, xyz, 3 * (size_t)count, "piola_body_set_forces");
+    if (s != PIOLA_OK) {
+      return s;
+    }
+  }
+  if (w->f == NULL) {
+    if (xyz == NULL) {
+      return PIOLA_OK; /* nothing to clear */
+    }
+    w->f = calloc(3 * (size_t)(w->vertex_capacity > 0 ? w->vertex_capacity : 1), sizeof(double));
+    if (w->f == NULL) {
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  double *dst = w->f + 3 * (size_t)b->vertex_offset;
+  for (size_t i = 0; i < 3 * (size_t)b->vertex_count; ++i) {
+    dst[i] = xyz != NULL ? (double)xyz[i] : 0.0;
+  }
+  return w->cl != NULL ? piola_opencl_push_forces(w, b->vertex_offset, b->vertex_count) : PIOLA_OK;
 }
 
 piola_status piola_body_get_positions(const piola_world *w, piola_body_id id, float *xyz,
