@@ -1,0 +1,210 @@
+/* Helpers of the world-level tests; see world_helpers.h. */
+#include "world_helpers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const float wt_unit_tet[12] = {0.0f, 0.0f, 0.0f, 0.5f, 0.0f,        0.86602540f,
+                               1.0f, 0.0f, 0.0f, 0.5f, 0.81649658f, 0.28867513f};
+
+uint64_t wt_fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+piola_world *wt_world(piola_test *t, piola_test_log *log, int *misuse, float dt, int32_t substeps,
+                      int32_t iterations, float damping, bool gravity) {
+  piola_world_def def = piola_test_world_def(log, misuse);
+  def.dt = dt;
+  def.substeps = substeps;
+  def.iterations = iterations;
+  def.damping = damping;
+  if (!gravity) {
+    def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
+  }
+  piola_world *w = NULL;
+  piola_status s = piola_world_create(&def, &w);
+  CHECK_MSG(t, s == PIOLA_OK && w != NULL, "piola_world_create: %s", piola_status_string(s));
+  return s == PIOLA_OK ? w : NULL;
+}
+
+piola_material wt_material(piola_model model, piola_solver solver, float youngs_modulus) {
+  piola_material m = piola_default_material();
+  m.model = model;
+  m.solver = solver;
+  m.youngs_modulus = youngs_modulus;
+  return m;
+}
+
+static uint64_t hash_doubles(uint64_t h, const double *a, size_t n) {
+  return a != NULL ? wt_fnv1a(h, a, n * sizeof *a) : h;
+}
+
+wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, int32_t count) {
+  wt_snapshot s;
+  memset(&s, 0, sizeof s);
+  piola_world_get_stats(w, &s.stats);
+  s.material_count = w->material_count;
+  s.tets_dirty = w->tets_dirty;
+  s.def = w->def;
+  size_t nv = (size_t)w->vertex_count;
+  uint64_t h = WT_FNV_OFFSET;
+  h = hash_doubles(h, w->x, 3 * nv);
+  h = hash_doubles(h, w->p, 3 * nv);
+  h = hash_doubles(h, w->v, 3 * nv);
+  h = hash_doubles(h, w->w, nv);
+  if (!w->tets_dirty && w->tet_count > 0) {
+    size_t nt = (size_t)w->tet_count;
+    h = wt_fnv1a(h, w->tet_vertices, 4 * nt * sizeof *w->tet_vertices);
+    h = hash_doubles(h, w->tet_m, 9 * nt);
+    h = hash_doubles(h, w->tet_lambda, nt);
+  }
+  h = wt_fnv1a(h, w->colliders, (size_t)w->collider_count * sizeof *w->colliders);
+  s.host_hash = h;
+  h = WT_FNV_OFFSET;
+  for (int32_t b = 0; b < count; ++b) {
+    int32_t n = piola_body_get_vertex_count(w, bodies[b]);
+    if (n <= 0) {
+      h = wt_fnv1a(h, &n, sizeof n);
+      continue;
+    }
+    float *buf = malloc(sizeof *buf * 3 * (size_t)n);
+    if (buf == NULL) {
+      continue;
+    }
+    piola_body_get_positions(w, bodies[b], buf, n);
+    h = wt_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
+    piola_body_get_velocities(w, bodies[b], buf, n);
+    h = wt_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
+    piola_body_get_inverse_masses(w, bodies[b], buf, n);
+    h = wt_fnv1a(h, buf, sizeof *buf * (size_t)n);
+    free(buf);
+  }
+  s.api_hash = h;
+  return s;
+}
+
+bool wt_snapshot_equal(const wt_snapshot *a, const wt_snapshot *b) {
+  const piola_stats *x = &a->stats, *y = &b->stats;
+  return x->body_count == y->body_count && x->vertex_count == y->vertex_count &&
+         x->tet_count == y->tet_count && x->collider_count == y->collider_count &&
+         x->color_count == y->color_count && x->largest_color == y->largest_color &&
+         x->smallest_color == y->smallest_color && x->step_count == y->step_count &&
+         a->material_count == b->material_count && a->tets_dirty == b->tets_dirty &&
+         memcmp(&a->def, &b->def, sizeof a->def) == 0 && a->host_hash == b->host_hash &&
+         a->api_hash == b->api_hash;
+}
+
+uint64_t wt_positions_hash(const piola_world *w, const piola_body_id *bodies, int32_t count) {
+  uint64_t h = WT_FNV_OFFSET;
+  for (int32_t b = 0; b < count; ++b) {
+    float *xyz = wt_get_positions(w, bodies[b]);
+    if (xyz != NULL) {
+      h = wt_fnv1a(h, xyz, sizeof *xyz * 3 * (size_t)piola_body_get_vertex_count(w, bodies[b]));
+      free(xyz);
+    }
+  }
+  return h;
+}
+
+float *wt_get_positions(const piola_world *w, piola_body_id body) {
+  int32_t n = piola_body_get_vertex_count(w, body);
+  if (n <= 0) {
+    return NULL;
+  }
+  float *xyz = malloc(sizeof *xyz * 3 * (size_t)n);
+  if (xyz != NULL && piola_body_get_positions(w, body, xyz, n) != PIOLA_OK) {
+    free(xyz);
+    xyz = NULL;
+  }
+  return xyz;
+}
+
+static void edge(const float *xyz, int32_t a, int32_t b, double e[3]) {
+  for (int k = 0; k < 3; ++k) {
+    e[k] = (double)xyz[3 * (size_t)b + k] - (double)xyz[3 * (size_t)a + k];
+  }
+}
+
+double wt_signed_volume(const piola_tet_mesh *mesh, const float *xyz) {
+  double sum = 0.0;
+  for (int32_t t = 0; t < mesh->tet_count; ++t) {
+    const int32_t *q = mesh->tets + 4 * (size_t)t;
+    double a[3], b[3], c[3];
+    edge(xyz, q[0], q[1], a);
+    edge(xyz, q[0], q[2], b);
+    edge(xyz, q[0], q[3], c);
+    sum += (a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) +
+            a[2] * (b[0] * c[1] - b[1] * c[0])) /
+           6.0;
+  }
+  return sum;
+}
+
+double wt_max_edge_error(const piola_tet_mesh *mesh, const float *xyz) {
+  double worst = 0.0;
+  for (int32_t t = 0; t < mesh->tet_count; ++t) {
+    const int32_t *q = mesh->tets + 4 * (size_t)t;
+    for (int a = 0; a < 4; ++a) {
+      for (int b = a + 1; b < 4; ++b) {
+        double e[3], r[3];
+        edge(xyz, q[a], q[b], e);
+        edge(mesh->positions, q[a], q[b], r);
+        double l = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        double l0 = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+        worst = fmax(worst, fabs(l / l0 - 1.0));
+      }
+    }
+  }
+  return worst;
+}
+
+void wt_momenta(const piola_world *w, double *mass, double p[3], double l[3]) {
+  *mass = 0.0;
+  for (int k = 0; k < 3; ++k) {
+    p[k] = l[k] = 0.0;
+  }
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    if (!(w->w[i] > 0.0)) {
+      continue;
+    }
+    double m = 1.0 / w->w[i];
+    const double *x = w->x + 3 * (size_t)i, *v = w->v + 3 * (size_t)i;
+    *mass += m;
+    for (int k = 0; k < 3; ++k) {
+      p[k] += m * v[k];
+    }
+    l[0] += m * (x[1] * v[2] - x[2] * v[1]);
+    l[1] += m * (x[2] * v[0] - x[0] * v[2]);
+    l[2] += m * (x[0] * v[1] - x[1] * v[0]);
+  }
+}
+
+int32_t wt_max_vertex_degree(const piola_tet_mesh *mesh) {
+  int32_t *degree = calloc((size_t)mesh->vertex_count, sizeof *degree);
+  int32_t worst = 0;
+  if (degree == NULL) {
+    return -1;
+  }
+  for (size_t i = 0; i < 4 * (size_t)mesh->tet_count; ++i) {
+    int32_t d = ++degree[mesh->tets[i]];
+    worst = d > worst ? d : worst;
+  }
+  free(degree);
+  return worst;
+}
+
+bool wt_load_armadillo(piola_tet_mesh *out) {
+  const char *dir = piola_test_data_dir();
+  if (dir == NULL) {
+    return false;
+  }
+  char node[4096], ele[4096];
+  snprintf(node, sizeof node, "%s/armadillo/armadillo_4k.node", dir);
+  snprintf(ele, sizeof ele, "%s/armadillo/armadillo_4k.ele", dir);
+  return piola_mesh_load_tetgen(node, ele, out) == PIOLA_OK;
+}

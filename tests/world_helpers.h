@@ -1,0 +1,71 @@
+/* Helpers shared by the world-level tests (test_world.c, test_physics.c, test_colliders.c):
+ * worlds on the CPU reference, bodies, state hashes (FNV-1a) and snapshots that tell whether a
+ * call left a world unchanged, and the geometric measures the physics tests assert on (signed
+ * volume, edge lengths, momenta). Everything works on the world's double-precision host
+ * arrays (the CPU reference keeps them current) or on the public API's float copies. */
+#ifndef PIOLA_WORLD_HELPERS_H
+#define PIOLA_WORLD_HELPERS_H
+
+#include "piola_internal.h"
+#include "piola_test.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WT_PI 3.14159265358979323846
+#define WT_FNV_OFFSET 14695981039346656037ull
+
+/* A regular tet with unit edges, positively oriented as (0, 1, 2, 3): face (0, 1, 2) lies in
+ * the plane y = 0 and vertex 3 above it at y = 0.8165 m. */
+extern const float wt_unit_tet[12];
+
+/* FNV-1a (64-bit) of n bytes, continuing from hash h (start with WT_FNV_OFFSET). */
+uint64_t wt_fnv1a(uint64_t h, const void *data, size_t n);
+
+/* A CPU-reference world (piola_test_world_def) with the given step settings; gravity on or
+ * off. NULL (with a failed check) when creation fails. */
+piola_world *wt_world(piola_test *t, piola_test_log *log, int *misuse, float dt, int32_t substeps,
+                      int32_t iterations, float damping, bool gravity);
+
+/* piola_default_material() with the given model, solver form and Young's modulus (Pa). */
+piola_material wt_material(piola_model model, piola_solver solver, float youngs_modulus);
+
+/* Everything a failed call must leave alone: counts, settings and a hash of the host state
+ * (x, p, v, w, and the solver's tet arrays when built), plus a hash of what the public API
+ * reads back (positions, velocities, inverse masses) for the given bodies. */
+typedef struct wt_snapshot {
+  piola_stats stats; /* counts only are compared */
+  int32_t material_count;
+  bool tets_dirty;
+  piola_world_def def;
+  uint64_t host_hash;
+  uint64_t api_hash;
+} wt_snapshot;
+
+wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, int32_t count);
+bool wt_snapshot_equal(const wt_snapshot *a, const wt_snapshot *b);
+
+/* FNV-1a over the float positions (API read-back) of the given bodies, in order. */
+uint64_t wt_positions_hash(const piola_world *w, const piola_body_id *bodies, int32_t count);
+
+/* Positions (API, float) of a body in a new array (free() it); NULL on failure. */
+float *wt_get_positions(const piola_world *w, piola_body_id body);
+
+/* Sum of the signed volumes (m^3) of the mesh's tets at positions xyz (3 floats per vertex). */
+double wt_signed_volume(const piola_tet_mesh *mesh, const float *xyz);
+
+/* Largest |l / l_rest - 1| over the edges of every tet of the mesh at positions xyz. */
+double wt_max_edge_error(const piola_tet_mesh *mesh, const float *xyz);
+
+/* Total mass (kg), linear momentum (kg m/s) and angular momentum about the origin (kg m^2/s)
+ * of all free vertices, from the host arrays in double (m = 1 / w). */
+void wt_momenta(const piola_world *w, double *mass, double p[3], double l[3]);
+
+/* The largest number of tets sharing one vertex: a lower bound on the color count. */
+int32_t wt_max_vertex_degree(const piola_tet_mesh *mesh);
+
+/* Loads the Armadillo from piola_test_data_dir(); false when the data is not there. */
+bool wt_load_armadillo(piola_tet_mesh *out);
+
+#endif /* PIOLA_WORLD_HELPERS_H */
