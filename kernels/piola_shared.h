@@ -8,7 +8,16 @@
 #ifndef PIOLA_SHARED_H
 #define PIOLA_SHARED_H
 
-#ifdef __OPENCL_VERSION__
+#if defined(__OPENCL_VERSION__) && defined(PIOLA_DOUBLE)
+/* Kernels computing in double (buffers stay float), on devices with cl_khr_fp64: separates
+ * the rounding of the arithmetic from the rounding of the stored state when cross-checking. */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL FP_CONTRACT OFF
+typedef double piola_real;
+typedef int piola_int;
+#define PIOLA_R(x) x
+#define PIOLA_REAL_EPSILON DBL_EPSILON
+#elif defined(__OPENCL_VERSION__)
 /* No fused multiply-add contraction: results stay reproducible and close to the reference. */
 #pragma OPENCL FP_CONTRACT OFF
 typedef float piola_real;

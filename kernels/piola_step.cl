@@ -61,7 +61,7 @@ PIOLA_FN piola_v3 piola_position(float4 x, float4 d) {
 }
 
 PIOLA_FN float4 piola_displace(float4 d, piola_v3 delta) {
-  return (float4)(d.x + delta.x, d.y + delta.y, d.z + delta.z, d.w);
+  return (float4)((float)(d.x + delta.x), (float)(d.y + delta.y), (float)(d.z + delta.z), d.w);
 }
 
 
@@ -75,14 +75,14 @@ PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *
                                piola_v3 *dx) {
   float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z], x3 = x[q.w];
   piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
-    float lambda[2] = {tet_lambda[t], tet_lambda[stride + t]};
+      piola_real lambda[2] = {tet_lambda[t], tet_lambda[stride + t]};
   int flags = piola_tet_solve(&mat, piola_load_m3(tet_m, t, stride), tet_volume[t],
                               mat.compliance * inv_h2, piola_position(x0, d[q.x]),
                               piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
                               piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, lambda, dx);
-  if (flags & PIOLA_TET_WORKED) {
-    tet_lambda[t] = lambda[0];
-    tet_lambda[stride + t] = lambda[1];
+    if (flags & PIOLA_TET_WORKED) {
+    tet_lambda[t] = (float)lambda[0];
+    tet_lambda[stride + t] = (float)lambda[1];
   }
   return flags;
 }

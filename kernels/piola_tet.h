@@ -98,9 +98,10 @@ PIOLA_FN piola_tet_material piola_tet_material_from_data(piola_material_data d) 
 
 /* ---- Energies on principal stretches (the inversion path) ---------------------------- */
 
-/* Psi / E, dPsi/dsigma_i / E and d2Psi/dsigma_i^2 / E at principal stretches c (all > 0). */
+/* Psi / E, dPsi/dsigma_i / E and d2Psi/dsigma_i^2 / E at principal stretches c (all > 0), and
+ * the model's volume measure m (StVK: tr E; Neo-Hookean: log J) with its gradient dm. */
 PIOLA_FN piola_real piola_principal_energy(const piola_tet_material *mat, piola_v3 c, piola_v3 *g,
-                                           piola_v3 *k) {
+                                           piola_v3 *k, piola_real *m, piola_v3 *dm) {
   piola_real e0 = c.x - PIOLA_R(1.0), e1 = c.y - PIOLA_R(1.0), e2 = c.z - PIOLA_R(1.0);
   if (mat->model == PIOLA_TET_MODEL_STVK) {
     /* Green strain on the principal axes: (c^2 - 1) / 2 = e (2 + e) / 2. */
@@ -114,6 +115,8 @@ PIOLA_FN piola_real piola_principal_energy(const piola_tet_material *mat, piola_
                        c.z * (two_mu * s2 + mat->lambda * tr));
     /* StVK holds the stress below the clamp: no curvature term. */
     *k = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+    *m = tr;
+    *dm = c;
     return mat->mu * (s0 * s0 + s1 * s1 + s2 * s2) + PIOLA_R(0.5) * mat->lambda * tr * tr;
   }
   /* Neo-Hookean: Psi = mu/2 sum (c^2 - 1 - 2 log c) + lambda/2 log^2 J, each term of the sum
@@ -127,6 +130,8 @@ PIOLA_FN piola_real piola_principal_energy(const piola_tet_material *mat, piola_
   *k = piola_v3_make(mu + (mu + la * (PIOLA_R(1.0) - log_j)) / (c.x * c.x),
                      mu + (mu + la * (PIOLA_R(1.0) - log_j)) / (c.y * c.y),
                      mu + (mu + la * (PIOLA_R(1.0) - log_j)) / (c.z * c.z));
+  *m = log_j;
+  *dm = piola_v3_make(PIOLA_R(1.0) / c.x, PIOLA_R(1.0) / c.y, PIOLA_R(1.0) / c.z);
   return PIOLA_R(0.5) * mu * sum + PIOLA_R(0.5) * la * log_j * log_j;
 }
 
@@ -137,14 +142,18 @@ PIOLA_FN piola_real piola_principal_energy(const piola_tet_material *mat, piola_
  * Neo-Hookean (extended linearly). P^ is the exact derivative of Psi~: along a clamped axis
  * g_j + k_j d_j; along a free axis g_j plus the coupling of the clamped axes into it,
  *   StVK: lambda c_j sum_i c_i d_i,   Neo-Hookean: lambda / c_j sum_i (d_i / c_i)(1 - d_i / (2
- * c_i)) (from d2Psi/dc_i dc_j and dk_i/dc_j, i != j). */
-PIOLA_FN piola_real piola_principal_energy_clamped(const piola_tet_material *mat, piola_v3 sigma,
-                                                   piola_v3 *p_hat) {
+ * c_i)) (from d2Psi/dc_i dc_j and dk_i/dc_j, i != j). *measure is the volume measure extended
+ * the same way, m(c) + dm(c).d. */
+PIOLA_FN piola_real piola_principal_energy_clamped_measure(const piola_tet_material *mat,
+                                                           piola_v3 sigma, piola_v3 *p_hat,
+                                                           piola_real *measure) {
   piola_v3 c = piola_v3_make(fmax(sigma.x, PIOLA_CLAMP_STRETCH), fmax(sigma.y, PIOLA_CLAMP_STRETCH),
                              fmax(sigma.z, PIOLA_CLAMP_STRETCH));
   piola_v3 d = piola_v3_sub(sigma, c);
-  piola_v3 g, k;
-  piola_real psi = piola_principal_energy(mat, c, &g, &k);
+  piola_v3 g, k, dm;
+  piola_real m;
+  piola_real psi = piola_principal_energy(mat, c, &g, &k, &m, &dm);
+  *measure = m + piola_v3_dot(dm, d);
   piola_real coupling;
   piola_v3 scale; /* coupling of the free axis j: scale_j * coupling */
   if (mat->model == PIOLA_TET_MODEL_STVK) {
@@ -164,12 +173,21 @@ PIOLA_FN piola_real piola_principal_energy_clamped(const piola_tet_material *mat
          PIOLA_R(0.5) * (k.x * d.x * d.x + k.y * d.y * d.y + k.z * d.z * d.z);
 }
 
+/* piola_principal_energy_clamped_measure() without the measure. */
+PIOLA_FN piola_real piola_principal_energy_clamped(const piola_tet_material *mat, piola_v3 sigma,
+                                                   piola_v3 *p_hat) {
+  piola_real measure;
+  return piola_principal_energy_clamped_measure(mat, sigma, p_hat, &measure);
+}
+
 /* ---- Energies on F (the regular path) -------------------------------------------------- */
 
 /* Psi / E and P / E of Saint Venant-Kirchhoff. */
-PIOLA_FN piola_real piola_stvk_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 *p) {
+PIOLA_FN piola_real piola_stvk_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
+                                      piola_real *measure) {
   piola_sym3 e = piola_green_strain(f);
   piola_real tr = e.xx + e.yy + e.zz;
+  *measure = tr;
   piola_m3 s = piola_m3_scale(piola_sym3_to_m3(e), PIOLA_R(2.0) * mat->mu);
   s.m[0] += mat->lambda * tr;
   s.m[4] += mat->lambda * tr;
@@ -181,8 +199,8 @@ PIOLA_FN piola_real piola_stvk_energy(const piola_tet_material *mat, piola_m3 f,
 /* Psi / E and P / E of Neo-Hookean; requires det f > 0. With E the Green strain,
  * J^2 - 1 = 2 tr E + 4 i2(E) + 8 det E =: x and log J = log1p(x) / 2, so
  * I1 - 3 - 2 log J = (x - log1p(x)) - 4 i2(E) - 8 det E, free of first-order cancellation. */
-PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola_m3 f,
-                                            piola_m3 *p) {
+PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
+                                            piola_real *measure) {
   piola_sym3 e = piola_green_strain(f);
   piola_real tr = e.xx + e.yy + e.zz;
   piola_real i2 = e.xx * e.yy + e.xx * e.zz + e.yy * e.zz - e.xy * e.xy - e.xz * e.xz - e.yz * e.yz;
@@ -191,6 +209,7 @@ PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola
   piola_real x = PIOLA_R(2.0) * tr + PIOLA_R(4.0) * i2 + PIOLA_R(8.0) * de;
   piola_real l1p = log1p(x);
   piola_real log_j = PIOLA_R(0.5) * l1p;
+  *measure = log_j;
   piola_real iso = (x - l1p) - PIOLA_R(4.0) * i2 - PIOLA_R(8.0) * de; /* I1 - 3 - 2 log J */
   /* P = mu F + (lambda log J - mu) F^-T, F^-T = cof(F) / det F. */
   piola_m3 cof = piola_m3_cofactor(f);
@@ -209,29 +228,38 @@ PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
   return PIOLA_R(2.0) * det < PIOLA_CLAMP_STRETCH * piola_m3_frobenius2(f);
 }
 
-/* Psi / E and P / E of the tet's model at F, with the inversion handling of the material.
- * Returns a negative energy (-1) when the model is undefined at F (Neo-Hookean with
+/* Psi / E and P / E of the tet's model at F, with the inversion handling of the material, and
+ * the model's volume measure (StVK: tr E, Neo-Hookean: log J; extended linearly below the
+ * clamp). Returns a negative energy (-1) when the model is undefined at F (Neo-Hookean with
  * det F <= 0 and inversion handling off). *used_svd tells whether the SVD path ran. */
-PIOLA_FN piola_real piola_energy_and_stress(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
-                                            int *used_svd) {
-    int svd = mat->inversion == PIOLA_TET_INVERSION_ALWAYS ||
+PIOLA_FN piola_real piola_energy_stress_measure(const piola_tet_material *mat, piola_m3 f,
+                                                piola_m3 *p, int *used_svd, piola_real *measure) {
+  int svd = mat->inversion == PIOLA_TET_INVERSION_ALWAYS ||
             (mat->inversion == PIOLA_TET_INVERSION_ON && piola_may_need_clamp(f));
   *used_svd = svd;
   if (svd) {
     piola_svd3 d = piola_svd3_compute(f);
     piola_v3 p_hat;
-    piola_real psi = piola_principal_energy_clamped(mat, d.s, &p_hat);
-        *p = piola_svd3_compose(d.u, p_hat, d.v);
-        return psi;
+    piola_real psi = piola_principal_energy_clamped_measure(mat, d.s, &p_hat, measure);
+    *p = piola_svd3_compose(d.u, p_hat, d.v);
+    return psi;
   }
   if (mat->model == PIOLA_TET_MODEL_STVK) {
-    return piola_stvk_energy(mat, f, p);
+    return piola_stvk_energy(mat, f, p, measure);
   }
   if (!(piola_m3_det(f) > PIOLA_R(0.0))) {
     *p = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
+    *measure = PIOLA_R(0.0);
     return PIOLA_R(-1.0);
   }
-  return piola_neohookean_energy(mat, f, p);
+  return piola_neohookean_energy(mat, f, p, measure);
+}
+
+/* piola_energy_stress_measure() without the measure. */
+PIOLA_FN piola_real piola_energy_and_stress(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
+                                            int *used_svd) {
+  piola_real measure;
+  return piola_energy_stress_measure(mat, f, p, used_svd, &measure);
 }
 
 /* Deformation gradient F = Ds M, Ds = [x1 - x0, x2 - x0, x3 - x0], M = Dm^-1. */
@@ -263,16 +291,21 @@ PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_
 PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
                                   piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
                                   piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
-                                  piola_real w3, piola_real *lambda, piola_v3 *dx) {
+                                  piola_real w3, int sign_by_measure, piola_real *lambda,
+                                  piola_v3 *dx) {
   piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   dx[0] = dx[1] = dx[2] = dx[3] = zero;
   piola_m3 f = piola_tet_deformation(x0, x1, x2, x3, dm_inv);
   piola_m3 p;
   int used_svd;
-  piola_real psi = piola_energy_and_stress(mat, f, &p, &used_svd);
+  piola_real measure;
+  piola_real psi = piola_energy_stress_measure(mat, f, &p, &used_svd, &measure);
   int flags = used_svd ? PIOLA_TET_USED_SVD : 0;
-  if (!(psi > PIOLA_ENERGY_EPSILON)) {
-    return flags; /* at rest (or undefined): nothing to do */
+  /* At rest (or undefined) there is nothing to do, unless a signed constraint still carries a
+   * multiplier to relax. */
+  if (!(psi > PIOLA_ENERGY_EPSILON) &&
+      !(sign_by_measure && psi > PIOLA_R(0.0) && *lambda != PIOLA_R(0.0))) {
+    return flags;
   }
   piola_real u = volume * psi;
   /* [g1 g2 g3] = V P M^T; g0 = -(g1 + g2 + g3). */
@@ -291,7 +324,7 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
   }
   piola_real step, dlambda;
   if (xpbd) {
-    piola_real c = sqrt(c2);
+    piola_real c = sign_by_measure && measure < PIOLA_R(0.0) ? -sqrt(c2) : sqrt(c2);
     piola_real num = -(c + alpha_tilde * (*lambda));
     step = num * c / denominator;
     dlambda = num * c2 / denominator;
@@ -313,26 +346,30 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
  * projected one after the other (Gauss-Seidel within the tet). A single constraint moves the
  * vertices along one direction, grad U, scaled for the whole energy; when lambda >> mu (nearly
  * incompressible materials) that step overshoots the stiff volume mode by up to lambda / mu and
- * the iteration can diverge. Each split constraint follows its own mode. lambda[0..1] are the
- * multipliers of the two constraints (lambda[0] alone without the split). */
+ * the iteration can diverge. Each split constraint follows its own mode. The lambda term is a
+ * perfect square, (lambda/2) m^2 of the volume measure m (StVK: tr E, Neo-Hookean: log J), so
+ * its constraint is signed, C = sign(m) sqrt(2 U_lambda / E) = sqrt(lambda V / E) m: smooth
+ * where the volume passes its rest value, so the accumulated multiplier keeps its meaning there
+ * (the cone |m| would flip its gradient, and with it the multiplier's push, on rounding).
+ * lambda[0..1] are the multipliers of the two constraints (lambda[0] alone without the split). */
 PIOLA_FN int piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
                              piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
                              piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
                              piola_real w3, piola_real *lambda, piola_v3 *dx) {
   if (!mat->split || mat->solver != PIOLA_TET_SOLVER_XPBD) {
-    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2, w3,
+    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2, w3, 0,
                                 &lambda[0], dx);
   }
   piola_tet_material part = *mat;
   part.lambda = PIOLA_R(0.0);
   int flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2,
-                                   w3, &lambda[0], dx);
+                                   w3, 0, &lambda[0], dx);
   piola_v3 dl[4];
   part.lambda = mat->lambda;
   part.mu = PIOLA_R(0.0);
   flags |= piola_tet_correction(&part, dm_inv, volume, alpha_tilde, piola_v3_add(x0, dx[0]),
                                 piola_v3_add(x1, dx[1]), piola_v3_add(x2, dx[2]),
-                                piola_v3_add(x3, dx[3]), w0, w1, w2, w3, &lambda[1], dl);
+                                piola_v3_add(x3, dx[3]), w0, w1, w2, w3, 1, &lambda[1], dl);
   for (int k = 0; k < 4; ++k) {
     dx[k] = piola_v3_add(dx[k], dl[k]);
   }
@@ -346,7 +383,7 @@ PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, p
                                piola_real w3, piola_real *lambda) {
   piola_v3 dx[4];
   int flags = piola_tet_correction(mat, dm_inv, volume, alpha_tilde, *x0, *x1, *x2, *x3, w0, w1, w2,
-                                   w3, lambda, dx);
+                                   w3, 0, lambda, dx);
   *x0 = piola_v3_add(*x0, dx[0]);
   *x1 = piola_v3_add(*x1, dx[1]);
   *x2 = piola_v3_add(*x2, dx[2]);
@@ -358,10 +395,12 @@ PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, p
 
 /* Plastic flow of one tet, once per substep. The total Green strain is split additively,
  * eps = eps_e + eps_p; where the deviatoric part of eps_e exceeds `yield` (von Mises, Frobenius
- * norm) the plastic strain moves towards it by the fraction `flow` = min(1, h creep), and its
- * norm is capped at `cap`. The elastic part enters the energy as F_e = F F_p^-1 with the
- * symmetric plastic stretch F_p = (I + 2 eps_p)^(1/2), so that (F_p^T F_p - I)/2 = eps_p: the
- * solver then needs only the effective M = Dm^-1 F_p^-1 in place of Dm^-1, and inversion
+ * norm) the excess flows into the plastic strain: eps_p += flow (1 - yield / |dev|) dev with
+ * flow = min(1, h creep), a return towards the yield surface (flow = 1 returns onto it) that is
+ * continuous where |dev| crosses the yield, so no tet switches between flowing and not on
+ * rounding; the norm of eps_p is capped at `cap`. The elastic part enters the energy as F_e = F
+ * F_p^-1 with the symmetric plastic stretch F_p = (I + 2 eps_p)^(1/2), so that (F_p^T F_p - I)/2 =
+ * eps_p: the solver then needs only the effective M = Dm^-1 F_p^-1 in place of Dm^-1, and inversion
  * handling keeps working on F_e. Returns 1 and writes *m_eff when eps_p changed. */
 PIOLA_FN int piola_plastic_update(piola_m3 f_total, piola_sym3 *eps_p, piola_real yield,
                                   piola_real flow, piola_real cap, piola_m3 dm_inv_rest,
@@ -383,12 +422,13 @@ PIOLA_FN int piola_plastic_update(piola_m3 f_total, piola_sym3 *eps_p, piola_rea
     return 0;
   }
   piola_sym3 ep = *eps_p;
-  ep.xx += flow * el.xx;
-  ep.yy += flow * el.yy;
-  ep.zz += flow * el.zz;
-  ep.xy += flow * el.xy;
-  ep.xz += flow * el.xz;
-  ep.yz += flow * el.yz;
+  piola_real a = flow * (PIOLA_R(1.0) - yield / sqrt(dev_norm2));
+  ep.xx += a * el.xx;
+  ep.yy += a * el.yy;
+  ep.zz += a * el.zz;
+  ep.xy += a * el.xy;
+  ep.xz += a * el.xz;
+  ep.yz += a * el.yz;
   piola_real n2 = piola_sym3_frobenius2(ep);
   if (n2 > cap * cap) {
     piola_real r = cap / sqrt(n2);

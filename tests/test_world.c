@@ -1064,7 +1064,7 @@ static coloring_figures check_mesh_coloring(piola_test *t, const char *name,
     CHECK(t, colors != NULL);
     return f;
   }
-  piola_status s = piola_color_tets(m->tets, m->tet_count, m->vertex_count, colors, &f.colors);
+  piola_status s = piola_color_tets(m->tets, m->tet_count, m->vertex_count, 0, colors, &f.colors);
   CHECK_MSG(t, s == PIOLA_OK, "%s: %s", name, piola_status_string(s));
   CHECK_MSG(t, piola_coloring_is_valid(m->tets, m->tet_count, m->vertex_count, colors),
             "%s: invalid coloring", name);
@@ -1141,13 +1141,13 @@ void test_coloring_of_meshes(piola_test *t) {
 
   /* Edge cases: no tets; one tet; two tets sharing a face need two colors. */
   int32_t count = -1, colors[2] = {-1, -1};
-  REQUIRE_OK(t, piola_color_tets(NULL, 0, 0, colors, &count));
+  REQUIRE_OK(t, piola_color_tets(NULL, 0, 0, 0, colors, &count));
   CHECK(t, count == 0);
   const int32_t two[8] = {0, 1, 2, 3, 1, 2, 3, 4};
-  REQUIRE_OK(t, piola_color_tets(two, 2, 5, colors, &count));
+  REQUIRE_OK(t, piola_color_tets(two, 2, 5, 0, colors, &count));
   CHECK(t, count == 2 && colors[0] != colors[1]);
   const int32_t apart[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-  REQUIRE_OK(t, piola_color_tets(apart, 2, 8, colors, &count));
+  REQUIRE_OK(t, piola_color_tets(apart, 2, 8, 0, colors, &count));
   CHECK(t, count == 1 && colors[0] == 0 && colors[1] == 0);
 }
 

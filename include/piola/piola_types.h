@@ -164,9 +164,10 @@ typedef struct piola_material {
   float density;                    /**< kg/m^3 (> 0); default 1000 */
   piola_inversion handle_inversion; /**< default PIOLA_INVERSION_ON */
   piola_constraint_split split;     /**< default PIOLA_SPLIT_LAME */
-  /** Plasticity (paper Sec. 4.2), on when plastic_creep > 0: where the deviatoric elastic
-   * Green strain exceeds plastic_yield (Frobenius norm, dimensionless), the plastic strain
-   * flows towards it at plastic_creep (1/s), its norm capped at plastic_max. */
+    /** Plasticity (paper Sec. 4.2), on when plastic_creep > 0: where the deviatoric elastic
+   * Green strain exceeds plastic_yield (Frobenius norm, dimensionless), its excess over the
+   * yield flows into the plastic strain at the rate plastic_creep (1/s), whose norm is capped at
+   * plastic_max. */
   float plastic_yield;     /**< dimensionless strain, >= 0; default 0.1 */
   float plastic_creep;     /**< 1/s, >= 0; default 0 (plasticity off) */
   float plastic_max;       /**< dimensionless strain, in [0, 0.5); default 0.3 */

@@ -77,6 +77,8 @@ void scene_print_help(void) {
          "  --poisson NU        Poisson's ratio (default 0.3)\n"
          "  --density RHO       kg/m^3 (default 1000)\n"
          "  --inversion MODE    off, on (default) or always\n"
+         "  --split S           XPBD constraints per tet: lame (default: the mu and lambda terms\n"
+         "                      as two) or none (one constraint of the whole energy)\n"
          "  --plastic-yield Y   plastic yield strain (default 0.1)\n"
          "  --plastic-creep C   plastic creep in 1/s (default 0: plasticity off)\n"
          "  --plastic-max M     largest plastic strain (default 0.3)\n"
@@ -153,6 +155,11 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     int k = choose(a, v, names, 3);
     ok = k >= 0;
     o->material.handle_inversion = (piola_inversion)(k >= 0 ? k : 1);
+  } else if (strcmp(a, "--split") == 0) {
+    static const char *const names[] = {"lame", "none"};
+    int k = choose(a, v, names, 2);
+    ok = k >= 0;
+    o->material.split = k == 1 ? PIOLA_SPLIT_NONE : PIOLA_SPLIT_LAME;
   } else if (strcmp(a, "--plastic-yield") == 0) {
     ok = parse_float(a, v, &o->material.plastic_yield);
   } else if (strcmp(a, "--plastic-creep") == 0) {

@@ -1,0 +1,1071 @@
+/* Tests of the OpenCL backend beyond parity (test_opencl_parity.c has the cross-checks and
+ * determinism): struct layouts shared by host and kernels checked on the device, kernel build
+ * failures and their log, device choice and missing devices, the device list, and every call
+ * of the core API on an OpenCL world (round trips, bodies and colliders added or removed after
+ * stepping, statistics, device memory, profiling).
+ *
+ * Built without OpenCL, each of these tests checks instead that the OpenCL backend is refused
+ * with PIOLA_ERROR_UNSUPPORTED and that PIOLA_BACKEND_AUTO falls back to the CPU reference (see
+ * test_opencl_common.h, also for the case of no device at run time).
+ */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+#endif
+
+#include "crosscheck.h"
+#include "piola_internal.h" /* piola_opencl_try_build, piola_opencl_layout_probe, shared structs */
+#include "piola_test.h"
+#include "test_opencl_common.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PIOLA_WITH_OPENCL
+#ifdef __APPLE__
+#include <OpenCL/opencl.h>
+#else
+#include <CL/cl.h>
+#endif
+#endif
+
+/* ---- Shared helpers (test_opencl_common.h) ------------------------------------------------ */
+
+void capture_log_fn(piola_log_level level, const char *message, void *user_data) {
+  capture_log *log = user_data;
+  if (level >= 0 && level < 4) {
+    log->count[level]++;
+  }
+  size_t room = sizeof log->text - log->length;
+  if (room > 1) {
+    int n = snprintf(log->text + log->length, room, "%s\n", message);
+    if (n > 0) {
+      log->length += (size_t)n < room ? (size_t)n : room - 1;
+    }
+  }
+  if (getenv("PIOLA_TEST_VERBOSE") != NULL) {
+    fprintf(stderr, "  log[%d]: %s\n", (int)level, message);
+  }
+}
+
+piola_logger capture_logger(capture_log *log) {
+  memset(log, 0, sizeof *log);
+  piola_logger l = {capture_log_fn, log};
+  return l;
+}
+
+piola_world_def opencl_test_world_def(piola_backend backend, capture_log *log, int *misuse_count) {
+  piola_world_def def = piola_test_world_def(NULL, misuse_count);
+  def.backend = backend;
+  if (log != NULL) {
+    def.logger = capture_logger(log);
+  }
+  return def;
+}
+
+uint64_t opencl_test_fnv1a(uint64_t hash, const void *data, size_t bytes) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < bytes; ++i) {
+    hash ^= p[i];
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+/* With no usable OpenCL backend (`expected` says why): OPENCL is refused with `expected` and
+ * *out stays NULL; AUTO gives a CPU reference world and says so at info level. */
+static void check_fallback(piola_test *t, piola_status expected) {
+  capture_log log;
+  piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, &log, NULL);
+  piola_world *w = (piola_world *)&def; /* not NULL: the call must clear it */
+  CHECK_STATUS(t, piola_world_create(&def, &w), expected);
+  CHECK(t, w == NULL);
+  CHECK(t, log.count[PIOLA_LOG_ERROR] >= 1);
+  def = opencl_test_world_def(PIOLA_BACKEND_AUTO, &log, NULL);
+  w = NULL;
+  CHECK_STATUS(t, piola_world_create(&def, &w), PIOLA_OK);
+  if (w != NULL) {
+    piola_stats st;
+    CHECK_STATUS(t, piola_world_get_stats(w, &st), PIOLA_OK);
+    CHECK(t, st.backend == PIOLA_BACKEND_CPU_REFERENCE);
+    CHECK(t, st.device_bytes == 0);
+    CHECK(t, log.count[PIOLA_LOG_INFO] >= 1 && strstr(log.text, "CPU reference") != NULL);
+  }
+  piola_world_destroy(w);
+}
+
+bool opencl_test_ready(piola_test *t) {
+#ifndef PIOLA_WITH_OPENCL
+  check_fallback(t, PIOLA_ERROR_UNSUPPORTED);
+  int32_t count = -1;
+  CHECK_STATUS(t, piola_list_devices(NULL, 0, &count), PIOLA_OK);
+  CHECK(t, count == 0);
+  printf("  built without OpenCL: checked that the OpenCL backend is unsupported\n");
+  return false;
+#else
+  int32_t count = 0;
+  piola_status s = piola_list_devices(NULL, 0, &count);
+  CHECK_STATUS(t, s, PIOLA_OK);
+  if (s == PIOLA_OK && count > 0) {
+    return true;
+  }
+  const char *require = getenv("PIOLA_REQUIRE_OPENCL");
+  if (require != NULL && strcmp(require, "1") == 0) {
+    CHECK_MSG(t, false, "PIOLA_REQUIRE_OPENCL=1 but no OpenCL device was found");
+    return false;
+  }
+  check_fallback(t, PIOLA_ERROR_NO_DEVICE);
+  printf("  no OpenCL device here: checked the fallback only (set PIOLA_REQUIRE_OPENCL=1 to "
+         "make this a failure)\n");
+  return false;
+#endif
+}
+
+/* ---- 7. The device list ------------------------------------------------------------------- */
+
+void test_opencl_list_devices(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  int32_t count = -1;
+  REQUIRE_OK(t, piola_list_devices(NULL, 0, &count));
+  REQUIRE(t, count >= 1);
+  piola_device_info *list = calloc((size_t)count + 1, sizeof *list);
+  REQUIRE(t, list != NULL);
+  int32_t again = -1;
+  CHECK_STATUS(t, piola_list_devices(list, count, &again), PIOLA_OK);
+  CHECK(t, again == count);
+  for (int32_t i = 0; i < count; ++i) {
+    const piola_device_info *d = &list[i];
+    printf("  device %d:%d %s (%s, %s, %s), %d compute units, %lld MB, work-groups up to %d%s\n",
+           (int)d->platform_index, (int)d->device_index, d->name, d->platform_name, d->type,
+           d->version, (int)d->compute_units, (long long)(d->global_memory_bytes >> 20),
+           (int)d->max_work_group_size, d->fp64 ? ", fp64" : "");
+    CHECK_MSG(t, d->name[0] != '\0' && d->platform_name[0] != '\0', "device %d has no name", i);
+    CHECK_MSG(t, d->compute_units >= 1, "device %d: %d compute units", i, (int)d->compute_units);
+    CHECK_MSG(t, d->global_memory_bytes > 0, "device %d: no global memory", i);
+    CHECK_MSG(t, d->max_work_group_size >= 1, "device %d: work-group size %d", i,
+              (int)d->max_work_group_size);
+    CHECK_MSG(t, strncmp(d->version, "OpenCL C ", 9) == 0, "device %d: version '%s'", i,
+              d->version);
+    CHECK_MSG(t,
+              strcmp(d->type, "gpu") == 0 || strcmp(d->type, "cpu") == 0 ||
+                  strcmp(d->type, "accelerator") == 0 || strcmp(d->type, "other") == 0,
+              "device %d: type '%s'", i, d->type);
+    CHECK(t, d->platform_index >= 0 && d->device_index >= 0);
+    for (int32_t j = 0; j < i; ++j) {
+      CHECK_MSG(
+          t, list[j].platform_index != d->platform_index || list[j].device_index != d->device_index,
+          "devices %d and %d have the same indices", j, i);
+    }
+  }
+  /* A short array gets the first entries and the full count; nothing past it is written. */
+  piola_device_info one[2];
+  memset(one, 0x5a, sizeof one);
+  unsigned char guard[sizeof one[1]];
+  memcpy(guard, &one[1], sizeof guard);
+  CHECK_STATUS(t, piola_list_devices(one, 1, &again), PIOLA_OK);
+  CHECK(t, again == count);
+  CHECK(t, strcmp(one[0].name, list[0].name) == 0);
+  CHECK(t, memcmp(guard, &one[1], sizeof guard) == 0);
+  /* Bad arguments. */
+  CHECK_STATUS(t, piola_list_devices(NULL, 0, NULL), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_list_devices(NULL, 1, &again), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_list_devices(list, -1, &again), PIOLA_ERROR_INVALID_ARGUMENT);
+  free(list);
+}
+
+/* ---- 3. Struct layouts shared by host and kernels ----------------------------------------- */
+
+void test_opencl_struct_layout(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+#ifndef PIOLA_WITH_OPENCL
+    int32_t unused[16];
+    CHECK_STATUS(t, piola_opencl_layout_probe(NULL, unused, NULL), PIOLA_ERROR_UNSUPPORTED);
+#endif
+    return;
+  }
+#ifdef PIOLA_WITH_OPENCL
+  static const char *const names[16] = {"sizeof(piola_collider_data)",
+                                        "offsetof(piola_collider_data, a)",
+                                        "offsetof(piola_collider_data, b)",
+                                        "offsetof(piola_collider_data, c)",
+                                        "offsetof(piola_collider_data, kind)",
+                                        "offsetof(piola_collider_data, static_friction)",
+                                        "offsetof(piola_collider_data, dynamic_friction)",
+                                        "sizeof(piola_material_data)",
+                                        "offsetof(piola_material_data, mu)",
+                                        "offsetof(piola_material_data, compliance)",
+                                        "offsetof(piola_material_data, model)",
+                                        "offsetof(piola_material_data, inversion)",
+                                        "offsetof(piola_material_data, plastic_yield)",
+                                        "offsetof(piola_material_data, plastic_max)",
+                                        "sizeof(float4)",
+                                        "sizeof(int4)"};
+  const int32_t host[16] = {(int32_t)sizeof(piola_collider_data),
+                            (int32_t)offsetof(piola_collider_data, a),
+                            (int32_t)offsetof(piola_collider_data, b),
+                            (int32_t)offsetof(piola_collider_data, c),
+                            (int32_t)offsetof(piola_collider_data, kind),
+                            (int32_t)offsetof(piola_collider_data, static_friction),
+                            (int32_t)offsetof(piola_collider_data, dynamic_friction),
+                            (int32_t)sizeof(piola_material_data),
+                            (int32_t)offsetof(piola_material_data, mu),
+                            (int32_t)offsetof(piola_material_data, compliance),
+                            (int32_t)offsetof(piola_material_data, model),
+                            (int32_t)offsetof(piola_material_data, inversion),
+                            (int32_t)offsetof(piola_material_data, plastic_yield),
+                            (int32_t)offsetof(piola_material_data, plastic_max),
+                            (int32_t)sizeof(cl_float4),
+                            (int32_t)sizeof(cl_int4)};
+  int32_t device[16];
+  for (int i = 0; i < 16; ++i) {
+    device[i] = -12345;
+  }
+  capture_log log;
+  piola_logger logger = capture_logger(&log);
+  REQUIRE_OK(t, piola_opencl_layout_probe(NULL, device, &logger));
+  for (int i = 0; i < 16; ++i) {
+    CHECK_MSG(t, device[i] == host[i], "%s: %d on the device, %d on the host", names[i],
+              (int)device[i], (int)host[i]);
+  }
+  /* The sizes the kernels' comments promise, and the host buffers' strides (16 bytes per
+   * vertex and per tet index set). */
+  CHECK(t, host[0] == 64 && host[7] == 40 && host[14] == 16 && host[15] == 16);
+  /* A device that does not exist: its status, and nothing written. */
+  int32_t untouched[16];
+  memcpy(untouched, device, sizeof untouched);
+  CHECK_STATUS(t, piola_opencl_layout_probe("no-such-device-xyz", untouched, &logger),
+               PIOLA_ERROR_NO_DEVICE);
+  CHECK(t, memcmp(untouched, device, sizeof untouched) == 0);
+#endif
+}
+
+/* ---- 4. Kernel build failures --------------------------------------------------------------- */
+
+void test_opencl_build_failure(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+#ifndef PIOLA_WITH_OPENCL
+    CHECK_STATUS(t, piola_opencl_try_build(NULL, "__kernel void k(void) {}", NULL),
+                 PIOLA_ERROR_UNSUPPORTED);
+#endif
+    return;
+  }
+  capture_log log;
+  piola_logger logger = capture_logger(&log);
+  /* One error: the status, our message and the compiler's own words reach the logger. */
+  const char *broken = "__kernel void broken(__global float *x) {\n"
+                       "  x[get_global_id(0)] = piola_undeclared_identifier_xyz;\n"
+                       "}\n";
+  CHECK_STATUS(t, piola_opencl_try_build(NULL, broken, &logger), PIOLA_ERROR_BUILD_FAILED);
+  CHECK(t, log.count[PIOLA_LOG_ERROR] >= 2);
+  CHECK_MSG(t, strstr(log.text, "build failed") != NULL, "log: %s", log.text);
+  CHECK_MSG(t, strstr(log.text, "piola_undeclared_identifier_xyz") != NULL,
+            "the build log did not reach the logger: %s", log.text);
+  /* A long build log (several errors, beyond one logger line) arrives whole, in pieces. */
+  logger = capture_logger(&log);
+  char source[4096];
+  size_t at = (size_t)snprintf(source, sizeof source, "__kernel void many(__global float *x) {\n");
+  for (int i = 0; i < 8; ++i) {
+    at += (size_t)snprintf(source + at, sizeof source - at,
+                           "  x[%d] = a_rather_long_undeclared_identifier_number_%d_of_eight;\n", i,
+                           i);
+  }
+  snprintf(source + at, sizeof source - at, "}\n");
+  CHECK_STATUS(t, piola_opencl_try_build(NULL, source, &logger), PIOLA_ERROR_BUILD_FAILED);
+  CHECK_MSG(t,
+            strstr(log.text, "number_0_of_eight") != NULL &&
+                strstr(log.text, "number_7_of_eight") != NULL,
+            "the long build log was cut: %s", log.text);
+  CHECK(t, log.length > 900 && log.count[PIOLA_LOG_ERROR] >= 3);
+  /* A valid program builds, with no error logged. */
+  logger = capture_logger(&log);
+  CHECK_STATUS(t,
+               piola_opencl_try_build(NULL,
+                                      "__kernel void ok(__global float *x) {\n"
+                                      "  x[get_global_id(0)] = 1.0f;\n"
+                                      "}\n",
+                                      &logger),
+               PIOLA_OK);
+  CHECK_MSG(t, log.count[PIOLA_LOG_ERROR] == 0, "log: %s", log.text);
+  /* No such device: that status, not a build failure. */
+  CHECK_STATUS(t, piola_opencl_try_build("no-such-device-xyz", broken, &logger),
+               PIOLA_ERROR_NO_DEVICE);
+}
+
+/* ---- 5. Device choice and missing devices ---------------------------------------------------- */
+
+/* A world on `backend` with `spec`; its status, and in *name the device it runs on ("" for the
+ * CPU reference, or when creation failed). */
+static piola_status world_on(piola_backend backend, const char *spec, capture_log *log,
+                             char name[128], piola_backend *ran) {
+  piola_world_def def = opencl_test_world_def(backend, log, NULL);
+  def.device_spec = spec;
+  piola_world *w = (piola_world *)&def; /* must be cleared on failure */
+  piola_status s = piola_world_create(&def, &w);
+  name[0] = '\0';
+  *ran = PIOLA_BACKEND_AUTO;
+  if (s == PIOLA_OK) {
+    piola_stats st;
+    if (piola_world_get_stats(w, &st) == PIOLA_OK) {
+      *ran = st.backend;
+      if (st.backend == PIOLA_BACKEND_OPENCL) {
+        snprintf(name, 128, "%s", st.device_name);
+      }
+    }
+    piola_world_destroy(w);
+  } else if (w != NULL) {
+    name[0] = '?'; /* *out was not cleared */
+    name[1] = '\0';
+  }
+  return s;
+}
+
+void test_opencl_missing_device(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  capture_log log;
+  char name[128];
+  piola_backend ran;
+  /* OPENCL with a device that is not there: its status, *out cleared, the reason logged. */
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "no-such-device-xyz", &log, name, &ran),
+               PIOLA_ERROR_NO_DEVICE);
+  CHECK_MSG(t, name[0] == '\0', "*out was not set to NULL");
+  CHECK_MSG(t, log.count[PIOLA_LOG_ERROR] >= 1 && strstr(log.text, "no-such-device-xyz") != NULL,
+            "log: %s", log.text);
+  /* Indices that do not exist; a type that is not there (when it is not). */
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "99:99", &log, name, &ran), PIOLA_ERROR_NO_DEVICE);
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "0:99", &log, name, &ran), PIOLA_ERROR_NO_DEVICE);
+  piola_device_info list[16];
+  int32_t count = 0;
+  CHECK_STATUS(t, piola_list_devices(list, 16, &count), PIOLA_OK);
+  bool accelerator = false;
+  for (int32_t i = 0; i < count && i < 16; ++i) {
+    accelerator |= strcmp(list[i].type, "accelerator") == 0;
+  }
+  if (!accelerator && count <= 16) {
+    CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "accelerator", &log, name, &ran),
+                 PIOLA_ERROR_NO_DEVICE);
+  }
+  /* AUTO with the same spec: the CPU reference, and an info message that says so. */
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_AUTO, "no-such-device-xyz", &log, name, &ran), PIOLA_OK);
+  CHECK(t, ran == PIOLA_BACKEND_CPU_REFERENCE);
+  CHECK_MSG(t, log.count[PIOLA_LOG_INFO] >= 1 && strstr(log.text, "CPU reference") != NULL,
+            "log: %s", log.text);
+  CHECK(t, log.count[PIOLA_LOG_ERROR] >= 1); /* why OpenCL was not used */
+  /* AUTO with a device: OpenCL. */
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_AUTO, NULL, &log, name, &ran), PIOLA_OK);
+  CHECK(t, ran == PIOLA_BACKEND_OPENCL && name[0] != '\0');
+}
+
+static bool contains_ignoring_case(const char *hay, const char *needle) {
+  for (; *hay != '\0'; ++hay) {
+    size_t i = 0;
+    while (needle[i] != '\0' &&
+           tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) {
+      ++i;
+    }
+    if (needle[i] == '\0') {
+      return true;
+    }
+  }
+  return needle[0] == '\0';
+}
+
+/* Restores an environment variable when the test ends. */
+typedef struct saved_env {
+  const char *name;
+  char value[1024];
+  bool was_set;
+} saved_env;
+
+static void env_save(saved_env *e, const char *name) {
+  const char *v = getenv(name);
+  e->name = name;
+  e->was_set = v != NULL;
+  snprintf(e->value, sizeof e->value, "%s", v != NULL ? v : "");
+}
+
+static void env_restore(const saved_env *e) {
+  if (e->was_set) {
+    setenv(e->name, e->value, 1);
+  } else {
+    unsetenv(e->name);
+  }
+}
+
+void test_opencl_device_spec(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  int32_t count = 0;
+  REQUIRE_OK(t, piola_list_devices(NULL, 0, &count));
+  piola_device_info *list = calloc((size_t)count, sizeof *list);
+  REQUIRE(t, list != NULL);
+  REQUIRE_OK(t, piola_list_devices(list, count, &count));
+  /* The device each form must pick. */
+  const piola_device_info *first = NULL;
+  bool any_cpu = false;
+  for (int32_t i = 0; i < count; ++i) {
+    if (list[i].platform_index == 0 && list[i].device_index == 0) {
+      first = &list[i];
+    }
+    any_cpu |= strcmp(list[i].type, "cpu") == 0;
+  }
+  if (first == NULL) {
+    CHECK_MSG(t, false, "no device 0:0 among %d", (int)count);
+    free(list);
+    return;
+  }
+  saved_env env;
+  env_save(&env, "PIOLA_DEVICE");
+  unsetenv("PIOLA_DEVICE");
+  capture_log log;
+  char name[128];
+  piola_backend ran;
+  /* "P:D" */
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "0:0", &log, name, &ran), PIOLA_OK);
+  CHECK_MSG(t, strcmp(name, first->name) == 0, "0:0 ran on '%s', not '%s'", name, first->name);
+  /* "cpu": one of the CPU devices. */
+  if (any_cpu) {
+    CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "cpu", &log, name, &ran), PIOLA_OK);
+    bool is_cpu = false;
+    for (int32_t i = 0; i < count; ++i) {
+      is_cpu |= strcmp(list[i].type, "cpu") == 0 && strcmp(list[i].name, name) == 0;
+    }
+    CHECK_MSG(t, is_cpu, "cpu ran on '%s'", name);
+  } else {
+    CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "cpu", &log, name, &ran), PIOLA_ERROR_NO_DEVICE);
+  }
+  /* A substring of the name, in another case: the first device of that name. */
+  char sub[16];
+  size_t len = strlen(first->name), from = len > 8 ? len / 2 - 4 : 0;
+  snprintf(sub, sizeof sub, "%.8s", first->name + from);
+  for (char *c = sub; *c != '\0'; ++c) {
+    *c = (char)(islower((unsigned char)*c) ? toupper((unsigned char)*c)
+                                           : tolower((unsigned char)*c));
+  }
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, sub, &log, name, &ran), PIOLA_OK);
+  CHECK_MSG(t, contains_ignoring_case(name, sub), "'%s' ran on '%s'", sub, name);
+  /* PIOLA_DEVICE is honoured when device_spec is NULL (or empty), and ignored otherwise. */
+  setenv("PIOLA_DEVICE", "no-such-device-xyz", 1);
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, NULL, &log, name, &ran), PIOLA_ERROR_NO_DEVICE);
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "", &log, name, &ran), PIOLA_ERROR_NO_DEVICE);
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_AUTO, NULL, &log, name, &ran), PIOLA_OK);
+  CHECK(t, ran == PIOLA_BACKEND_CPU_REFERENCE);
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, "0:0", &log, name, &ran), PIOLA_OK);
+  setenv("PIOLA_DEVICE", "0:0", 1);
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, NULL, &log, name, &ran), PIOLA_OK);
+  CHECK_MSG(t, strcmp(name, first->name) == 0, "PIOLA_DEVICE=0:0 ran on '%s'", name);
+  setenv("PIOLA_DEVICE", sub, 1);
+  CHECK_STATUS(t, world_on(PIOLA_BACKEND_OPENCL, NULL, &log, name, &ran), PIOLA_OK);
+  CHECK_MSG(t, contains_ignoring_case(name, sub), "PIOLA_DEVICE=%s ran on '%s'", sub, name);
+  env_restore(&env);
+  const char *now = getenv("PIOLA_DEVICE");
+  CHECK(t, env.was_set ? now != NULL && strcmp(now, env.value) == 0 : now == NULL);
+  free(list);
+}
+
+/* ---- 6. The core API on OpenCL, against the CPU reference ---------------------------------- */
+
+/* Two worlds driven alike: [0] the CPU reference, [1] OpenCL. */
+typedef struct twin {
+  piola_world *w[2];
+  capture_log log[2];
+  int misuse[2];
+} twin;
+
+static bool twin_create(piola_test *t, twin *tw, bool profile) {
+  memset(tw, 0, sizeof *tw);
+  const piola_backend backends[2] = {PIOLA_BACKEND_CPU_REFERENCE, PIOLA_BACKEND_OPENCL};
+  for (int k = 0; k < 2; ++k) {
+    piola_world_def def = opencl_test_world_def(backends[k], &tw->log[k], &tw->misuse[k]);
+    def.profile = profile;
+    piola_status s = piola_world_create(&def, &tw->w[k]);
+    CHECK_MSG(t, s == PIOLA_OK, "creating the %s world: %s", piola_backend_name(backends[k]),
+              piola_status_string(s));
+  }
+  return tw->w[0] != NULL && tw->w[1] != NULL;
+}
+
+static void twin_destroy(twin *tw) {
+  piola_world_destroy(tw->w[0]);
+  piola_world_destroy(tw->w[1]);
+  memset(tw->w, 0, sizeof tw->w);
+}
+
+static piola_status twin_step(twin *tw, int32_t steps) {
+  piola_status s = PIOLA_OK;
+  for (int32_t i = 0; i < steps && s == PIOLA_OK; ++i) {
+    s = piola_world_step(tw->w[0]);
+    if (s == PIOLA_OK) {
+      s = piola_world_step(tw->w[1]);
+    }
+  }
+  return s;
+}
+
+/* The largest vertex distance between the twins over the given bodies, relative to the
+ * reference's bounding-box diagonal (the cross-check's measure); 1 on failure. */
+static double twin_gap(twin *tw, const piola_body_id *ids, int32_t count) {
+  crosscheck_pair pair = {tw->w[0], tw->w[1], ids, ids, count};
+  crosscheck_sample s;
+  return crosscheck_compare(&pair, &s) == PIOLA_OK ? s.max_relative : 1.0;
+}
+
+/* A small bar: 4 x 2 x 2 cells, 0.8 x 0.4 x 0.4 m (45 vertices, 96 tets). */
+static piola_tet_mesh api_bar(void) {
+  piola_tet_mesh m;
+  const int32_t cells[3] = {4, 2, 2};
+  const float size[3] = {0.8f, 0.4f, 0.4f};
+  if (piola_mesh_make_box(cells, size, &m) != PIOLA_OK) {
+    memset(&m, 0, sizeof m);
+  }
+  return m;
+}
+
+static piola_status get_state(piola_world *w, piola_body_id id, int32_t n, float *x, float *v) {
+  piola_status s = piola_body_get_positions(w, id, x, n);
+  return s == PIOLA_OK ? piola_body_get_velocities(w, id, v, n) : s;
+}
+
+/* The twins' parity after some API calls: within the cross-check's tolerance (1e-4 of the
+ * diagonal; these short runs stay far below it). */
+#define API_PARITY 1e-4
+
+/* Set and get positions, velocities and inverse masses before the first step and after steps:
+ * OpenCL returns exactly what was set, leaves other bodies and other fields alone, and steps on
+ * from it as the CPU reference does. */
+void test_opencl_body_arrays(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  piola_tet_mesh bar = api_bar();
+  REQUIRE(t, bar.vertex_count > 0);
+  const int32_t n = bar.vertex_count;
+  twin tw;
+  if (!twin_create(t, &tw, false)) {
+    twin_destroy(&tw);
+    piola_mesh_free(&bar);
+    return;
+  }
+  const piola_material material = piola_default_material();
+  const float up[3] = {0.0f, 1.0f, 0.0f}, at_a[3] = {-1.0f, 0.3f, 0.0f},
+              at_b[3] = {1.0f, 0.3f, 0.0f};
+  piola_body_id a = {0, 0}, b = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at_a, &a), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at_b, &b), PIOLA_OK);
+  }
+  float *x = malloc(sizeof *x * 3 * (size_t)n), *v = malloc(sizeof *v * 3 * (size_t)n);
+  float *im = malloc(sizeof *im * (size_t)n), *gx = malloc(sizeof *gx * 3 * (size_t)n);
+  float *gv = malloc(sizeof *gv * 3 * (size_t)n), *gm = malloc(sizeof *gm * (size_t)n);
+  float *bx = malloc(sizeof *bx * 3 * (size_t)n), *bv = malloc(sizeof *bv * 3 * (size_t)n);
+  REQUIRE(t, x && v && im && gx && gv && gm && bx && bv);
+  for (int round = 0; round < 2; ++round) {
+    /* Round 0 before the first step, round 1 after 10 steps. */
+    if (round == 1) {
+      REQUIRE_OK(t, twin_step(&tw, 10));
+      CHECK_MSG(t, twin_gap(&tw, &a, 1) <= API_PARITY, "gap %.3e", twin_gap(&tw, &a, 1));
+    }
+    CHECK_STATUS(t, get_state(tw.w[1], b, n, bx, bv), PIOLA_OK);
+    CHECK_STATUS(t, piola_body_get_inverse_masses(tw.w[1], a, im, n), PIOLA_OK);
+    for (int32_t i = 0; i < n; ++i) {
+      x[3 * i] = bar.positions[3 * i] + at_a[0] + 0.01f * (float)round;
+      x[3 * i + 1] = 0.85f * bar.positions[3 * i + 1] + at_a[1] + 0.1f;
+      x[3 * i + 2] = bar.positions[3 * i + 2] + at_a[2] + 0.02f * (float)(i % 3);
+      v[3 * i] = 0.3f * sinf((float)i);
+      v[3 * i + 1] = -0.5f + 0.1f * (float)round;
+      v[3 * i + 2] = 0.2f * cosf((float)i);
+      im[i] = i == 0 ? 0.0f : im[i] * (round == 0 ? 1.5f : 0.75f);
+    }
+    for (int k = 0; k < 2; ++k) {
+      CHECK_STATUS(t, piola_body_set_positions(tw.w[k], a, x, n), PIOLA_OK);
+      CHECK_STATUS(t, piola_body_set_velocities(tw.w[k], a, v, n), PIOLA_OK);
+      CHECK_STATUS(t, piola_body_set_inverse_masses(tw.w[k], a, im, n), PIOLA_OK);
+    }
+    CHECK_STATUS(t, get_state(tw.w[1], a, n, gx, gv), PIOLA_OK);
+    CHECK_STATUS(t, piola_body_get_inverse_masses(tw.w[1], a, gm, n), PIOLA_OK);
+    CHECK_MSG(t, memcmp(gx, x, sizeof *x * 3 * (size_t)n) == 0, "round %d: positions", round);
+    CHECK_MSG(t, memcmp(gv, v, sizeof *v * 3 * (size_t)n) == 0, "round %d: velocities", round);
+    CHECK_MSG(t, memcmp(gm, im, sizeof *im * (size_t)n) == 0, "round %d: inverse masses", round);
+    /* The other body is untouched. */
+    CHECK_STATUS(t, get_state(tw.w[1], b, n, gx, gv), PIOLA_OK);
+    CHECK_MSG(t,
+              memcmp(gx, bx, sizeof *bx * 3 * (size_t)n) == 0 &&
+                  memcmp(gv, bv, sizeof *bv * 3 * (size_t)n) == 0,
+              "round %d: setting body a changed body b", round);
+    /* Setting one field keeps the others: masses keep positions and velocities, positions keep
+     * velocities. */
+    for (int k = 0; k < 2; ++k) {
+      CHECK_STATUS(t, piola_body_set_inverse_masses(tw.w[k], a, im, n), PIOLA_OK);
+      CHECK_STATUS(t, piola_body_set_positions(tw.w[k], a, x, n), PIOLA_OK);
+    }
+    CHECK_STATUS(t, get_state(tw.w[1], a, n, gx, gv), PIOLA_OK);
+    CHECK_MSG(t,
+              memcmp(gx, x, sizeof *x * 3 * (size_t)n) == 0 &&
+                  memcmp(gv, v, sizeof *v * 3 * (size_t)n) == 0,
+              "round %d: setting one field changed another", round);
+    /* Refused calls change nothing. */
+    gx[4] = NAN;
+    CHECK_STATUS(t, piola_body_set_positions(tw.w[1], a, gx, n), PIOLA_ERROR_NON_FINITE);
+    CHECK_STATUS(t, piola_body_set_velocities(tw.w[1], a, v, n - 1), PIOLA_ERROR_COUNT_MISMATCH);
+    gm[3] = -1.0f;
+    CHECK_STATUS(t, piola_body_set_inverse_masses(tw.w[1], a, gm, n), PIOLA_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(t, get_state(tw.w[1], a, n, gx, gv), PIOLA_OK);
+    CHECK_STATUS(t, piola_body_get_inverse_masses(tw.w[1], a, gm, n), PIOLA_OK);
+    CHECK_MSG(t,
+              memcmp(gx, x, sizeof *x * 3 * (size_t)n) == 0 &&
+                  memcmp(gv, v, sizeof *v * 3 * (size_t)n) == 0 &&
+                  memcmp(gm, im, sizeof *im * (size_t)n) == 0,
+              "round %d: a refused call changed the body", round);
+  }
+  /* Both step on alike from what was set; the pinned vertex (0) stays where it was put. */
+  REQUIRE_OK(t, twin_step(&tw, 20));
+  const piola_body_id both[2] = {a, b};
+  double gap = twin_gap(&tw, both, 2);
+  printf("  body arrays: gap after the round trips and 20 steps %.3e\n", gap);
+  CHECK_MSG(t, gap <= API_PARITY, "gap %.3e", gap);
+  CHECK_STATUS(t, piola_body_get_positions(tw.w[1], a, gx, n), PIOLA_OK);
+  CHECK(t, gx[0] == x[0] && gx[1] == x[1] && gx[2] == x[2]);
+  CHECK(t, gx[4] != x[4]); /* the others moved */
+  CHECK_STATUS(t, piola_world_finish(tw.w[1]), PIOLA_OK);
+  CHECK(t, tw.misuse[1] == 0);
+  free(x);
+  free(v);
+  free(im);
+  free(gx);
+  free(gv);
+  free(gm);
+  free(bx);
+  free(bv);
+  twin_destroy(&tw);
+  piola_mesh_free(&bar);
+}
+
+/* A body added after stepping: the bodies already there keep their state exactly, the new one
+ * starts at rest where it was put, a new material reaches the device, and both backends go on
+ * alike. */
+void test_opencl_add_body_after_step(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  piola_tet_mesh bar = api_bar();
+  REQUIRE(t, bar.vertex_count > 0);
+  const int32_t n = bar.vertex_count;
+  twin tw;
+  if (!twin_create(t, &tw, false)) {
+    twin_destroy(&tw);
+    piola_mesh_free(&bar);
+    return;
+  }
+  const piola_material stvk = piola_default_material();
+  piola_material neo = stvk;
+  neo.model = PIOLA_MODEL_NEOHOOKEAN;
+  neo.youngs_modulus = 3.0e5f;
+  const float up[3] = {0.0f, 1.0f, 0.0f}, at_a[3] = {-1.0f, 0.2f, 0.0f},
+              at_b[3] = {0.5f, 0.6f, 0.0f};
+  piola_body_id ids[2] = {{0, 0}, {0, 0}};
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &stvk, at_a, &ids[0]), PIOLA_OK);
+  }
+  REQUIRE_OK(t, twin_step(&tw, 15));
+  float *x = malloc(sizeof *x * 3 * (size_t)n), *v = malloc(sizeof *v * 3 * (size_t)n);
+  float *gx = malloc(sizeof *gx * 3 * (size_t)n), *gv = malloc(sizeof *gv * 3 * (size_t)n);
+  REQUIRE(t, x && v && gx && gv);
+  CHECK_STATUS(t, get_state(tw.w[1], ids[0], n, x, v), PIOLA_OK);
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &neo, at_b, &ids[1]), PIOLA_OK);
+  }
+  CHECK_STATUS(t, get_state(tw.w[1], ids[0], n, gx, gv), PIOLA_OK);
+  CHECK_MSG(t,
+            memcmp(gx, x, sizeof *x * 3 * (size_t)n) == 0 &&
+                memcmp(gv, v, sizeof *v * 3 * (size_t)n) == 0,
+            "adding a body changed the state of the body already there");
+  CHECK_STATUS(t, get_state(tw.w[1], ids[1], n, gx, gv), PIOLA_OK);
+  bool at_rest = true;
+  for (int32_t i = 0; i < 3 * n; ++i) {
+    at_rest &= gx[i] == bar.positions[i] + at_b[i % 3] && gv[i] == 0.0f;
+  }
+  CHECK_MSG(t, at_rest, "the new body does not start at rest where it was put");
+  /* Squashed, so that its (new) material decides how it springs back. */
+  for (int32_t i = 0; i < n; ++i) {
+    gx[3 * i + 1] = 0.7f * bar.positions[3 * i + 1] + at_b[1];
+  }
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_body_set_positions(tw.w[k], ids[1], gx, n), PIOLA_OK);
+  }
+  piola_stats st;
+  CHECK_STATUS(t, piola_world_get_stats(tw.w[1], &st), PIOLA_OK);
+  CHECK(t, st.body_count == 2 && st.vertex_count == 2 * n && st.tet_count == 2 * bar.tet_count);
+  double gap_before = twin_gap(&tw, ids, 2);
+  REQUIRE_OK(t, twin_step(&tw, 25));
+  double gap = twin_gap(&tw, ids, 2);
+  printf("  add body: gap %.3e when added, %.3e after 25 more steps\n", gap_before, gap);
+  CHECK_MSG(t, gap <= API_PARITY, "gap %.3e", gap);
+  CHECK_STATUS(t, piola_body_get_positions(tw.w[1], ids[1], gx, n), PIOLA_OK);
+  CHECK(t, gx[1] < bar.positions[1] + at_b[1] - 0.05f);                           /* it fell */
+  CHECK(t, gx[3 * (n - 1) + 1] - gx[1] > 0.75f * bar.positions[3 * (n - 1) + 1]); /* sprang back */
+  free(x);
+  free(v);
+  free(gx);
+  free(gv);
+  twin_destroy(&tw);
+  piola_mesh_free(&bar);
+}
+
+/* Bodies removed after stepping (the first one, whose removal shifts the others' vertices, and
+ * the last): the others keep their state exactly, the id goes stale, a body added afterwards
+ * reuses the slot with a new id, and both backends go on alike. */
+void test_opencl_remove_body_after_step(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  piola_tet_mesh bar = api_bar();
+  REQUIRE(t, bar.vertex_count > 0);
+  const int32_t n = bar.vertex_count;
+  twin tw;
+  if (!twin_create(t, &tw, false)) {
+    twin_destroy(&tw);
+    piola_mesh_free(&bar);
+    return;
+  }
+  const piola_material material = piola_default_material();
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  piola_body_id ids[4];
+  memset(ids, 0, sizeof ids);
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    for (int i = 0; i < 3; ++i) {
+      const float at[3] = {-1.6f + 1.1f * (float)i, 0.2f + 0.1f * (float)i, 0.0f};
+      CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at, &ids[i]), PIOLA_OK);
+    }
+  }
+  REQUIRE_OK(t, twin_step(&tw, 15));
+  float *x = malloc(sizeof *x * 6 * (size_t)n), *v = malloc(sizeof *v * 6 * (size_t)n);
+  float *gx = malloc(sizeof *gx * 3 * (size_t)n), *gv = malloc(sizeof *gv * 3 * (size_t)n);
+  REQUIRE(t, x && v && gx && gv);
+  /* Remove the first body. */
+  CHECK_STATUS(t, get_state(tw.w[1], ids[1], n, x, v), PIOLA_OK);
+  CHECK_STATUS(t, get_state(tw.w[1], ids[2], n, x + 3 * n, v + 3 * n), PIOLA_OK);
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_remove_body(tw.w[k], ids[0]), PIOLA_OK);
+  }
+  for (int i = 1; i < 3; ++i) {
+    CHECK_STATUS(t, get_state(tw.w[1], ids[i], n, gx, gv), PIOLA_OK);
+    CHECK_MSG(t,
+              memcmp(gx, x + 3 * n * (i - 1), sizeof *x * 3 * (size_t)n) == 0 &&
+                  memcmp(gv, v + 3 * n * (i - 1), sizeof *v * 3 * (size_t)n) == 0,
+              "removing body 0 changed body %d", i);
+  }
+  CHECK(t, !piola_body_is_valid(tw.w[1], ids[0]));
+  CHECK_STATUS(t, piola_body_get_positions(tw.w[1], ids[0], gx, n), PIOLA_ERROR_INVALID_BODY);
+  CHECK(t, tw.misuse[1] == 1);
+  REQUIRE_OK(t, twin_step(&tw, 15));
+  double gap1 = twin_gap(&tw, ids + 1, 2);
+  CHECK_MSG(t, gap1 <= API_PARITY, "gap %.3e after removing the first body", gap1);
+  /* Remove the last body. */
+  CHECK_STATUS(t, get_state(tw.w[1], ids[1], n, x, v), PIOLA_OK);
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_remove_body(tw.w[k], ids[2]), PIOLA_OK);
+  }
+  CHECK_STATUS(t, get_state(tw.w[1], ids[1], n, gx, gv), PIOLA_OK);
+  CHECK_MSG(t,
+            memcmp(gx, x, sizeof *x * 3 * (size_t)n) == 0 &&
+                memcmp(gv, v, sizeof *v * 3 * (size_t)n) == 0,
+            "removing body 2 changed body 1");
+  piola_stats st;
+  CHECK_STATUS(t, piola_world_get_stats(tw.w[1], &st), PIOLA_OK);
+  CHECK(t, st.body_count == 1 && st.vertex_count == n && st.tet_count == bar.tet_count);
+  /* A new body reuses a slot under a new id. */
+  const float at[3] = {1.0f, 0.5f, 0.0f};
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at, &ids[3]), PIOLA_OK);
+  }
+  CHECK(t, ids[3].index1 == ids[0].index1 && ids[3].generation != ids[0].generation);
+  CHECK(t, !piola_body_is_valid(tw.w[1], ids[0]) && piola_body_is_valid(tw.w[1], ids[3]));
+  REQUIRE_OK(t, twin_step(&tw, 15));
+  const piola_body_id alive[2] = {ids[1], ids[3]};
+  double gap2 = twin_gap(&tw, alive, 2);
+  printf("  remove body: gap %.3e after removing the first body, %.3e after the last and a new "
+         "one\n",
+         gap1, gap2);
+  CHECK_MSG(t, gap2 <= API_PARITY, "gap %.3e", gap2);
+  free(x);
+  free(v);
+  free(gx);
+  free(gv);
+  twin_destroy(&tw);
+  piola_mesh_free(&bar);
+}
+
+/* Colliders added after stepping reach the device: a bar that has been stepping lands on a
+ * ground plane added later, then is put above a box and a capsule added later still and lands
+ * on each, on both backends alike (without the new collider it would fall to the ground). */
+void test_opencl_add_collider_after_step(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  piola_tet_mesh bar = api_bar();
+  REQUIRE(t, bar.vertex_count > 0);
+  const int32_t n = bar.vertex_count;
+  twin tw;
+  if (!twin_create(t, &tw, false)) {
+    twin_destroy(&tw);
+    piola_mesh_free(&bar);
+    return;
+  }
+  const piola_material material = piola_default_material();
+  const float at[3] = {-0.4f, 0.15f, -0.2f};
+  piola_body_id id = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at, &id), PIOLA_OK);
+  }
+  REQUIRE_OK(t, twin_step(&tw, 5));
+  /* Ground y = 0; a box with its top at y = 0.5 around x = 2; a capsule along x at x = -2 with
+   * its top at y = 0.5. */
+  piola_collider_def defs[3];
+  defs[0] = piola_default_collider_def();
+  defs[1] = piola_default_collider_def();
+  defs[1].type = PIOLA_COLLIDER_BOX;
+  defs[1].shape.box.center[0] = 2.0f;
+  defs[1].shape.box.center[1] = 0.25f;
+  defs[1].shape.box.half_extents[0] = 0.8f;
+  defs[1].shape.box.half_extents[1] = 0.25f;
+  defs[1].shape.box.half_extents[2] = 0.8f;
+  defs[1].shape.box.rotation[3] = 1.0f;
+  defs[2] = piola_default_collider_def();
+  defs[2].type = PIOLA_COLLIDER_CAPSULE;
+  defs[2].shape.capsule.a[0] = -2.4f;
+  defs[2].shape.capsule.a[1] = 0.25f;
+  defs[2].shape.capsule.b[0] = -1.6f;
+  defs[2].shape.capsule.b[1] = 0.25f;
+  defs[2].shape.capsule.radius = 0.25f;
+  const float drop_x[3] = {0.0f, 2.0f, -2.0f}, top[3] = {0.0f, 0.5f, 0.5f};
+  float *p = malloc(sizeof *p * 3 * (size_t)n), *zero = calloc(3 * (size_t)n, sizeof *zero);
+  REQUIRE(t, p != NULL && zero != NULL);
+  for (int c = 0; c < 3; ++c) {
+    for (int k = 0; k < 2; ++k) {
+      int32_t index = -1;
+      CHECK_STATUS(t, piola_world_add_collider(tw.w[k], &defs[c], &index), PIOLA_OK);
+      CHECK(t, index == c);
+      if (c > 0) { /* put the bar 0.1 m above the new collider, at rest */
+        for (int32_t v = 0; v < n; ++v) {
+          p[3 * v] = bar.positions[3 * v] + drop_x[c] - 0.4f;
+          p[3 * v + 1] = bar.positions[3 * v + 1] + top[c] + 0.1f;
+          p[3 * v + 2] = bar.positions[3 * v + 2] - 0.2f;
+        }
+        CHECK_STATUS(t, piola_body_set_positions(tw.w[k], id, p, n), PIOLA_OK);
+        CHECK_STATUS(t, piola_body_set_velocities(tw.w[k], id, zero, n), PIOLA_OK);
+      }
+    }
+    REQUIRE_OK(t, twin_step(&tw, 40));
+    double gap = twin_gap(&tw, &id, 1);
+    CHECK_STATUS(t, piola_body_get_positions(tw.w[1], id, p, n), PIOLA_OK);
+    double lowest = INFINITY;
+    for (int32_t v = 0; v < n; ++v) {
+      lowest = fmin(lowest, p[3 * v + 1]);
+    }
+    printf("  add collider %d after stepping: gap %.3e, the bar rests at y %.4f m (collider top "
+           "%.2f m)\n",
+           c, gap, lowest, (double)top[c]);
+    CHECK_MSG(t, gap <= API_PARITY, "collider %d: gap %.3e", c, gap);
+    /* On its top (the bar sags a little over the capsule). */
+    CHECK_MSG(t, lowest > top[c] - 0.1 && lowest < top[c] + 0.01,
+              "collider %d: the bar rests at y = %.4f m, not on %.2f", c, lowest, (double)top[c]);
+  }
+  piola_stats st;
+  CHECK_STATUS(t, piola_world_get_stats(tw.w[1], &st), PIOLA_OK);
+  CHECK(t, st.collider_count == 3);
+  free(p);
+  free(zero);
+  twin_destroy(&tw);
+  piola_mesh_free(&bar);
+}
+
+/* The device memory a world may use (issue 4): at most 100 bytes per tet and 64 per vertex,
+ * plus a small constant for the material and collider tables and empty buffers. */
+#define DEVICE_BYTES_PER_TET 100
+#define DEVICE_BYTES_PER_VERTEX 64
+#define DEVICE_BYTES_CONSTANT 4096
+
+/* Statistics of an OpenCL world against the CPU reference's: counts, time, energies, device
+ * memory and name; settings changed between steps (gravity, iterations) apply alike. */
+void test_opencl_stats(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  piola_tet_mesh bar = api_bar(), creature;
+  REQUIRE(t, bar.vertex_count > 0);
+  REQUIRE_OK(t, piola_mesh_make_creature(3.0f, &creature));
+  twin tw;
+  if (!twin_create(t, &tw, false)) {
+    twin_destroy(&tw);
+    piola_mesh_free(&bar);
+    piola_mesh_free(&creature);
+    return;
+  }
+  const piola_material stvk = piola_default_material();
+  piola_material neo = stvk;
+  neo.model = PIOLA_MODEL_NEOHOOKEAN;
+  const float up[3] = {0.0f, 1.0f, 0.0f}, at_c[3] = {0.0f, 0.1f, 0.0f},
+              at_b[3] = {2.0f, 0.3f, 0.0f};
+  piola_body_id ids[2] = {{0, 0}, {0, 0}};
+  piola_collider_def sphere = piola_default_collider_def();
+  sphere.type = PIOLA_COLLIDER_SPHERE;
+  sphere.shape.sphere.center[0] = 2.4f;
+  sphere.shape.sphere.radius = 0.2f;
+  float *squashed = malloc(sizeof *squashed * 3 * (size_t)creature.vertex_count);
+  REQUIRE(t, squashed != NULL);
+  for (int32_t i = 0; i < creature.vertex_count; ++i) {
+    squashed[3 * i] = creature.positions[3 * i] + at_c[0];
+    squashed[3 * i + 1] = 0.8f * creature.positions[3 * i + 1] + at_c[1];
+    squashed[3 * i + 2] = creature.positions[3 * i + 2] + at_c[2];
+  }
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_collider(tw.w[k], &sphere, NULL), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &creature, &stvk, at_c, &ids[0]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &neo, at_b, &ids[1]), PIOLA_OK);
+    CHECK_STATUS(t, piola_body_set_positions(tw.w[k], ids[0], squashed, creature.vertex_count),
+                 PIOLA_OK);
+  }
+  const int32_t nv = creature.vertex_count + bar.vertex_count;
+  const int32_t nt = creature.tet_count + bar.tet_count;
+  for (int phase = 0; phase < 3; ++phase) {
+    /* Phase 0 before the first step, 1 after 20 steps, 2 after 20 more with other settings. */
+    if (phase == 1) {
+      REQUIRE_OK(t, twin_step(&tw, 20));
+    } else if (phase == 2) {
+      const float gravity[3] = {1.0f, -5.0f, 0.5f};
+      for (int k = 0; k < 2; ++k) {
+        CHECK_STATUS(t, piola_world_set_gravity(tw.w[k], gravity), PIOLA_OK);
+        CHECK_STATUS(t, piola_world_set_iterations(tw.w[k], 8), PIOLA_OK);
+      }
+      REQUIRE_OK(t, twin_step(&tw, 20));
+    }
+    piola_stats s[2];
+    CHECK_STATUS(t, piola_world_get_stats(tw.w[0], &s[0]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_get_stats(tw.w[1], &s[1]), PIOLA_OK);
+    const piola_stats *c = &s[0], *o = &s[1];
+    CHECK(t, o->backend == PIOLA_BACKEND_OPENCL && c->backend == PIOLA_BACKEND_CPU_REFERENCE);
+    CHECK(t, o->body_count == 2 && o->vertex_count == nv && o->tet_count == nt);
+    CHECK(t, o->collider_count == 2);
+    CHECK(t, o->color_count == c->color_count && o->largest_color == c->largest_color &&
+                 o->smallest_color == c->smallest_color && o->color_count > 0);
+    CHECK(t, o->step_count == 20 * phase && c->step_count == o->step_count);
+    CHECK_NEAR(t, o->simulated_time, 0.1 * phase, 1e-6);
+    /* Energies from float state against double: close, not equal (before the first step they
+     * come from the same host arrays: equal). */
+    const double tol = phase == 0 ? 1e-12 : 2e-3;
+    CHECK_MSG(t,
+              fabs(o->elastic_energy - c->elastic_energy) <= tol * fabs(c->elastic_energy) + 1e-9,
+              "phase %d: elastic energy %.9g J on OpenCL, %.9g J on the CPU", phase,
+              o->elastic_energy, c->elastic_energy);
+    CHECK_MSG(t,
+              fabs(o->kinetic_energy - c->kinetic_energy) <= tol * fabs(c->kinetic_energy) + 1e-9,
+              "phase %d: kinetic energy %.9g J on OpenCL, %.9g J on the CPU", phase,
+              o->kinetic_energy, c->kinetic_energy);
+    CHECK(t, o->elastic_energy > 0.0 && (phase == 0 || o->kinetic_energy > 0.0));
+    CHECK(t, o->inverted_tets == c->inverted_tets);
+    if (phase > 0) {
+      /* Every tet the reference counts active is active on OpenCL; float may count more: the
+       * rounding strain of float positions (about 1e-6 for 0.2 m tets 2 m from the origin)
+       * already exceeds the solver's energy threshold, so a bar falling rigidly counts as
+       * active there (all 96 of its tets here) and not in double. */
+      printf("  stats phase %d: %d active tets on OpenCL, %d on the CPU reference\n", phase,
+             (int)o->active_tets, (int)c->active_tets);
+      CHECK_MSG(t, o->active_tets >= c->active_tets - nt / 100 && o->active_tets <= nt,
+                "phase %d: %d active tets on OpenCL, %d on the CPU", phase, (int)o->active_tets,
+                (int)c->active_tets);
+      CHECK(t, c->active_tets > creature.tet_count / 2);
+      CHECK(t, o->last_step_ms > 0.0);
+      /* Device memory: what issue 4 allows, and at least positions and tet indices. */
+      const int64_t limit = (int64_t)DEVICE_BYTES_PER_TET * nt +
+                            (int64_t)DEVICE_BYTES_PER_VERTEX * nv + DEVICE_BYTES_CONSTANT;
+      printf("  stats phase %d: %lld device bytes for %d tets and %d vertices (%.1f bytes per "
+             "tet + vertex share; limit %lld)\n",
+             phase, (long long)o->device_bytes, (int)nt, (int)nv,
+             (double)o->device_bytes / (double)nt, (long long)limit);
+      CHECK_MSG(t, o->device_bytes > 16 * (int64_t)(nt + nv) && o->device_bytes <= limit,
+                "%lld device bytes (want more than %lld, at most %lld)", (long long)o->device_bytes,
+                (long long)(16 * (int64_t)(nt + nv)), (long long)limit);
+    }
+    CHECK(t, c->device_bytes == 0);
+    CHECK(t, o->device_name[0] != '\0' && strcmp(o->device_name, c->device_name) != 0);
+    CHECK(t, twin_gap(&tw, ids, 2) <= API_PARITY);
+  }
+  /* The color sizes agree too. */
+  int32_t sizes[2][256], colors[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    CHECK_STATUS(t, piola_world_get_color_sizes(tw.w[k], sizes[k], 256, &colors[k]), PIOLA_OK);
+  }
+  CHECK(t, colors[0] == colors[1] && colors[0] <= 256 &&
+               memcmp(sizes[0], sizes[1], sizeof(int32_t) * (size_t)colors[0]) == 0);
+  free(squashed);
+  twin_destroy(&tw);
+  piola_mesh_free(&bar);
+  piola_mesh_free(&creature);
+}
+
+/* Profile mode: device time per stage from profiling events (each > 0 for a stage that ran),
+ * the same in the statistics, zeros without profiling. */
+void test_opencl_profile_stage_times(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  piola_tet_mesh bar = api_bar();
+  REQUIRE(t, bar.vertex_count > 0);
+  piola_material plastic = piola_default_material();
+  plastic.plastic_creep = 5.0f;
+  const float up[3] = {0.0f, 1.0f, 0.0f}, at[3] = {-0.4f, 0.05f, -0.2f};
+  for (int profile = 0; profile < 2; ++profile) {
+    piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
+    def.profile = profile == 1;
+    piola_world *w = NULL;
+    REQUIRE_OK(t, piola_world_create(&def, &w));
+    piola_body_id id;
+    CHECK_STATUS(t, piola_world_add_plane(w, up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(w, &bar, &plastic, at, &id), PIOLA_OK);
+    double ms[PIOLA_STAGE_COUNT];
+    for (int i = 0; i < 3; ++i) {
+      CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
+    }
+    CHECK_STATUS(t, piola_world_get_stage_times(w, ms), PIOLA_OK);
+    piola_stats st;
+    CHECK_STATUS(t, piola_world_get_stats(w, &st), PIOLA_OK);
+    double sum = 0.0;
+    for (int s = 0; s < PIOLA_STAGE_COUNT; ++s) {
+      sum += ms[s];
+      CHECK_MSG(t, st.stage_ms[s] == ms[s], "stage %s: %g ms in the stats, %g ms otherwise",
+                piola_stage_name((piola_stage)s), st.stage_ms[s], ms[s]);
+      CHECK_MSG(t, ms[s] >= 0.0 && isfinite(ms[s]), "stage %s: %g ms",
+                piola_stage_name((piola_stage)s), ms[s]);
+    }
+    if (profile == 0) {
+      CHECK_MSG(t, sum == 0.0, "stage times without profiling: %g ms in all", sum);
+      piola_world_destroy(w);
+      continue;
+    }
+    printf("  profile: predict %.4f, solve_tets %.4f, collide %.4f, update_velocities %.4f, "
+           "plasticity %.4f ms; step %.3f ms\n",
+           ms[PIOLA_STAGE_PREDICT], ms[PIOLA_STAGE_SOLVE_TETS], ms[PIOLA_STAGE_COLLIDE],
+           ms[PIOLA_STAGE_UPDATE_VELOCITIES], ms[PIOLA_STAGE_PLASTICITY], st.last_step_ms);
+    const piola_stage ran[] = {PIOLA_STAGE_PREDICT, PIOLA_STAGE_SOLVE_TETS, PIOLA_STAGE_COLLIDE,
+                               PIOLA_STAGE_UPDATE_VELOCITIES, PIOLA_STAGE_PLASTICITY};
+    for (size_t i = 0; i < sizeof ran / sizeof ran[0]; ++i) {
+      CHECK_MSG(t, ms[ran[i]] > 0.0, "stage %s: %g ms", piola_stage_name(ran[i]), ms[ran[i]]);
+    }
+    /* Device time of one step cannot exceed the step's wall-clock time by much (with profiling
+     * the step waits for the device). */
+    CHECK_MSG(t, sum <= 1.5 * st.last_step_ms + 1.0, "stages %.3f ms, step %.3f ms", sum,
+              st.last_step_ms);
+    piola_world_destroy(w);
+  }
+  piola_mesh_free(&bar);
+}
