@@ -21,6 +21,9 @@
 #define PIOLA_COLLIDER_KIND_CAPSULE 3
 #define PIOLA_COLLIDER_KIND_FUNNEL 4
 
+/* Half the thickness of a funnel's wall, as a fraction of the funnel's height. */
+#define PIOLA_FUNNEL_SKIN PIOLA_R(1e-4)
+
 /* One collider as stored for the solver (64 bytes, same layout in C and OpenCL C):
  *   plane:   a = (normal, offset)
  *   sphere:  a = (center, radius)
@@ -148,16 +151,19 @@ PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v
     piola_real hx = piola_v3_dot(rel_x, axis);
     piola_real rx = piola_v3_length(piola_v3_sub(rel_x, piola_v3_scale(axis, hx)));
     int inside = (rx - r0 - slope * hx) <= PIOLA_R(0.0);
+    /* The wall has a thickness: particles are kept PIOLA_FUNNEL_SKIN * height away from its
+     * middle surface on their side, so none is left on it for rounding to decide its side. */
+    piola_real skin = PIOLA_FUNNEL_SKIN * height;
     piola_v3 rhat = rp > PIOLA_R(0.0) ? piola_v3_scale(radial, PIOLA_R(1.0) / rp)
                                       : piola_any_perpendicular(axis);
     /* Outward wall normal: (rhat - slope axis) / sqrt(1 + slope^2). */
     piola_v3 wall = piola_v3_scale(piola_v3_sub(rhat, piola_v3_scale(axis, slope)), inv_len);
     if (inside) {
       *normal = piola_v3_scale(wall, PIOLA_R(-1.0));
-      return dist_p;
+      return dist_p + skin;
     }
     *normal = wall;
-    return -dist_p;
+    return skin - dist_p;
   }
   return PIOLA_R(0.0);
 }

@@ -201,21 +201,25 @@ void test_collide_particle_funnel(piola_test *t) {
   const double k = 1.0 / sqrt(1.16);
   const piola_v3 out = piola_v3_make(k, -0.4 * k, 0.0), in = piola_v3_make(-k, 0.4 * k, 0.0);
   /* Inside at height 0.5 (wall radius 0.4), moving out to radius 0.45: signed distance
-   * 0.05 k; pushed back along the inward normal onto the wall. */
+   * 0.05 k; pushed back along the inward normal to the inner face of the wall, half the wall's
+   * thickness (the skin, PIOLA_FUNNEL_SKIN times the height) inside its middle surface. */
+  const double skin = (double)PIOLA_FUNNEL_SKIN * 1.0;
   piola_v3 p = piola_v3_make(0.45, 0.5, 0.0);
-  piola_v3 q = piola_v3_add(p, piola_v3_scale(in, 0.05 * k));
+  piola_v3 q = piola_v3_add(p, piola_v3_scale(in, 0.05 * k + skin));
   expect_projection(t, "funnel, inside moving out", &c, piola_v3_make(0.3, 0.5, 0.0), p, q,
-                    0.05 * k, &in);
-  /* It lands on the wall (as packed, with float radii) to round-off. */
+                    0.05 * k + skin, &in);
+  /* It lands on the inner face (as packed, with float radii) to round-off: the signed distance
+   * to the middle surface is -skin. */
   piola_v3 r = p;
   piola_collide_particle(&c, piola_v3_make(0.3, 0.5, 0.0), &r);
-  CHECK_NEAR(t, sqrt(r.x * r.x + r.z * r.z), (double)0.2f + ((double)0.6f - (double)0.2f) * r.y,
-             1e-15);
+  CHECK_NEAR(
+      t, (sqrt(r.x * r.x + r.z * r.z) - ((double)0.2f + ((double)0.6f - (double)0.2f) * r.y)) * k,
+      -skin, 1e-12); /* recomputed from the float radii: double round-off */
   /* Outside (radius 0.5 at height 0.5), moving in to radius 0.35: kept outside. */
   p = piola_v3_make(0.35, 0.5, 0.0);
-  q = piola_v3_add(p, piola_v3_scale(out, 0.05 * k));
+  q = piola_v3_add(p, piola_v3_scale(out, 0.05 * k + skin));
   expect_projection(t, "funnel, outside moving in", &c, piola_v3_make(0.5, 0.5, 0.0), p, q,
-                    0.05 * k, &out);
+                    0.05 * k + skin, &out);
   /* Inside staying inside, outside staying outside, and beyond the height range: free. */
   expect_projection(t, "funnel, inside", &c, piola_v3_make(0.1, 0.5, 0.0),
                     piola_v3_make(0.0, 0.4, 0.3), piola_v3_make(0, 0, 0), 0.0, NULL);

@@ -88,3 +88,9 @@ PIOLA_TEST(opencl_profile_stage_times)
 /* Reproducers of open bugs, not listed until they are fixed: repro_funnel_wall_tunnelling,
  * repro_funnel_world_leaks, repro_opencl_plastic_device_bytes (test_opencl_repro.c) and
  * opencl_parity_funnel_contact (test_opencl_parity.c). */
+PIOLA_TEST(funnel_particle_on_wall_keeps_its_side)
+PIOLA_TEST(funnel_keeps_body_inside)
+PIOLA_TEST(funnel_wall_side_survives_projection)
+PIOLA_TEST(funnel_world_keeps_block_inside)
+PIOLA_TEST(opencl_parity_funnel_contact)
+PIOLA_TEST(opencl_plastic_device_bytes)

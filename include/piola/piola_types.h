@@ -164,7 +164,7 @@ typedef struct piola_material {
   float density;                    /**< kg/m^3 (> 0); default 1000 */
   piola_inversion handle_inversion; /**< default PIOLA_INVERSION_ON */
   piola_constraint_split split;     /**< default PIOLA_SPLIT_LAME */
-    /** Plasticity (paper Sec. 4.2), on when plastic_creep > 0: where the deviatoric elastic
+  /** Plasticity (paper Sec. 4.2), on when plastic_creep > 0: where the deviatoric elastic
    * Green strain exceeds plastic_yield (Frobenius norm, dimensionless), its excess over the
    * yield flows into the plastic strain at the rate plastic_creep (1/s), whose norm is capped at
    * plastic_max. */
@@ -195,8 +195,8 @@ typedef enum piola_collider_type {
   PIOLA_COLLIDER_SPHERE = 1,  /**< solid ball */
   PIOLA_COLLIDER_BOX = 2,     /**< solid oriented box */
   PIOLA_COLLIDER_CAPSULE = 3, /**< solid segment swept by a sphere */
-  /** Open cone frustum, a thin wall: a particle stays on the side of the wall it started the
-   * step on (inside or outside), within the funnel's height. */
+  /** Open cone frustum, a thin wall (2e-4 of its height thick): a particle stays on the side of
+   * the wall it started the step on (inside or outside), within the funnel's height. */
   PIOLA_COLLIDER_FUNNEL = 4
 } piola_collider_type;
 
@@ -229,10 +229,14 @@ typedef struct piola_funnel_shape {
   float height;      /**< m, > 0; distance between the openings along axis */
 } piola_funnel_shape;
 
-/** A static collider. Make it with piola_default_collider_def(), then set type and shape. */
+/** A static collider. Make it with piola_default_collider_def(), then set `type` and that
+ * type's shape (the other shapes are ignored). Every shape has its own defaults: plane y = 0
+ * with normal +y; unit-diameter sphere and box (identity rotation) at the origin; capsule from
+ * the origin to (0, 1, 0) of radius 0.25; funnel from radius 0.25 at the origin to radius 1 at
+ * height 1 along +y. */
 typedef struct piola_collider_def {
   piola_collider_type type;
-  union {
+  struct {
     piola_plane_shape plane;
     piola_sphere_shape sphere;
     piola_box_shape box;

@@ -149,6 +149,15 @@ piola_collider_def piola_default_collider_def(void) {
   c.type = PIOLA_COLLIDER_PLANE;
   c.shape.plane.normal[1] = 1.0f;
   c.shape.plane.offset = 0.0f;
+  c.shape.sphere.radius = 0.5f;
+  c.shape.box.half_extents[0] = c.shape.box.half_extents[1] = c.shape.box.half_extents[2] = 0.5f;
+  c.shape.box.rotation[3] = 1.0f;
+  c.shape.capsule.b[1] = 1.0f;
+  c.shape.capsule.radius = 0.25f;
+  c.shape.funnel.axis[1] = 1.0f;
+  c.shape.funnel.base_radius = 0.25f;
+  c.shape.funnel.top_radius = 1.0f;
+  c.shape.funnel.height = 1.0f;
   c.static_friction = 0.5f;
   c.dynamic_friction = 0.4f;
   c.internal_cookie = PIOLA_COOKIE;

@@ -813,8 +813,8 @@ static piola_status body_array_args(const piola_world *w, piola_body_id id, cons
   if (b == NULL) {
     return PIOLA_ERROR_INVALID_BODY;
   }
-  if (data == NULL) {
-    PIOLA_MISUSE(w, "array != NULL");
+  if (data == NULL || count < 0) {
+    PIOLA_MISUSE(w, "array != NULL && count >= 0");
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   if (count != b->vertex_count) {
