@@ -221,11 +221,17 @@ PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola
   return PIOLA_R(0.5) * mat->mu * iso + PIOLA_R(0.5) * mat->lambda * log_j * log_j;
 }
 
-/* Whether F might have a principal stretch below the clamp: sigma_min >= 2 det F / |F|^2
- * (from sigma_a sigma_b <= (sigma_a^2 + sigma_b^2) / 2), so a false answer is exact. */
+/* Whether F is inverted or has a principal stretch below the clamp, exactly and without an
+ * SVD: every sigma >= clamp and det F > 0 iff det F > 0 and F^T F - clamp^2 I is positive
+ * definite, which Sylvester's criterion decides from its three leading principal minors. */
 PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
-  piola_real det = piola_m3_det(f);
-  return PIOLA_R(2.0) * det < PIOLA_CLAMP_STRETCH * piola_m3_frobenius2(f);
+  piola_m3 a = piola_m3_mul_at(f, f);
+  const piola_real k = PIOLA_CLAMP_STRETCH * PIOLA_CLAMP_STRETCH;
+  a.m[0] -= k;
+  a.m[4] -= k;
+  a.m[8] -= k;
+  return !(piola_m3_det(f) > PIOLA_R(0.0) && a.m[0] > PIOLA_R(0.0) &&
+           a.m[0] * a.m[4] - a.m[1] * a.m[3] > PIOLA_R(0.0) && piola_m3_det(a) > PIOLA_R(0.0));
 }
 
 /* Psi / E and P / E of the tet's model at F, with the inversion handling of the material, and

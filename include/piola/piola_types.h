@@ -136,8 +136,8 @@ typedef enum piola_solver {
 /** Inverted-element handling (Irving, Teran, Fedkiw 2004). */
 typedef enum piola_inversion {
   PIOLA_INVERSION_OFF = 0, /**< plain F; Neo-Hookean skips tets with det F <= 0 */
-  /** SVD path wherever a principal stretch may lie below the clamp stretch (an exact, cheap
-   * bound on det F decides), plain F elsewhere: the same result as ALWAYS, faster. */
+    /** SVD path exactly where F is inverted or a principal stretch lies below the clamp stretch
+   * (decided without an SVD), plain F elsewhere: the same result as ALWAYS, faster. */
   PIOLA_INVERSION_ON = 1,
   PIOLA_INVERSION_ALWAYS = 2 /**< SVD path for every tet */
 } piola_inversion;
