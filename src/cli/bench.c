@@ -17,7 +17,8 @@ typedef struct bench_run {
   char scene[64];
   char device[128];
   piola_backend backend;
-  int32_t bodies, vertices, tets, colors, largest_color, smallest_color;
+  int32_t bodies, vertices, tets, colors, largest_color, smallest_color, jacobi_tets;
+  int32_t max_colors;
   int32_t iterations, substeps;
   float dt;
   int32_t steps;
@@ -126,6 +127,8 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   r->colors = st.color_count;
   r->largest_color = st.largest_color;
   r->smallest_color = st.smallest_color;
+  r->jacobi_tets = st.jacobi_tets;
+  r->max_colors = o->max_colors;
   r->iterations = o->iterations;
   r->substeps = o->substeps;
   r->dt = o->dt;
@@ -170,6 +173,8 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
           indent, (int)r->vertices, indent, (int)r->tets);
   fprintf(f, "%s\"colors\": %d,\n%s\"largest_color\": %d,\n%s\"smallest_color\": %d,\n", indent,
           (int)r->colors, indent, (int)r->largest_color, indent, (int)r->smallest_color);
+  fprintf(f, "%s\"max_colors\": %d,\n%s\"jacobi_tets\": %d,\n", indent, (int)r->max_colors, indent,
+          (int)r->jacobi_tets);
   fprintf(f, "%s\"iterations\": %d,\n%s\"substeps\": %d,\n%s\"dt\": %g,\n%s\"steps\": %d,\n",
           indent, (int)r->iterations, indent, (int)r->substeps, indent, (double)r->dt, indent,
           (int)r->steps);
