@@ -1,16 +1,23 @@
 /* Piola OpenCL 1.2 kernels: the stages of the XPBD step (Macklin, Mueller, Chentanez 2016) on
- * the device. Each kernel gathers into private values, calls the math shared with the CPU
- * reference (piola_tet.h, piola_collide.h) and scatters; nothing here re-derives a formula.
+ * the device. Each stage is a per-item function here that gathers into private values, calls
+ * the math shared with the CPU reference (piola_tet.h, piola_collide.h) and scatters; nothing
+ * here re-derives a formula. Two schedules use the same functions:
+ *  - per stage: one launch per stage, and one per color per iteration for the tets (all bodies
+ *    in each launch); for bodies of any size;
+ *  - per body (piola_substep_bodies): one launch per substep, one work-group per body, which
+ *    runs the whole substep for its body in the order of the step (predict; iterations of
+ *    colors, Jacobi tail and contacts; velocities) with a barrier between dependent phases.
+ *    Bodies share no vertex, so this is the same computation with ~300 times fewer launches;
+ *    for bodies small enough for one work-group to go through quickly.
  *
  * Buffers: x, v, d are float4 per vertex: x the positions at the start of the substep (x.w =
  * inverse mass, 0 = pinned), v the velocities, d the displacement of this substep, so that the
  * predicted position is x + d. Projections and contacts add corrections to d, whose small
  * magnitude keeps them and the velocity v = d / h at full float precision, however small h
  * (an absolute predicted position would round every correction to ulp(x) and v to ulp(x) / h).
-  * Tets are sorted by color, one launch of piola_solve_color per color; per-tet data is structure
- * of arrays: tet_m holds the 9 entries of M = Dm^-1 (row-major) as 9 planes of `stride` floats,
- * tet_lambda the 2 multipliers as 2 planes, so consecutive work-items read consecutive
- * addresses.
+ * Tets are sorted by color; per-tet data is structure of arrays: tet_m holds the 9 entries of
+ * M = Dm^-1 (row-major) as 9 planes of `stride` floats, tet_lambda the 2 multipliers as 2
+ * planes, so consecutive work-items read consecutive addresses.
  *
  * Build options: -DPIOLA_WG=<work-group size> (every launch uses it), -DPIOLA_EMBEDDED=1.
  */
@@ -34,14 +41,31 @@ PIOLA_FN piola_m3 piola_load_m3(__global const float *planes, int i, int stride)
   return m;
 }
 
-/* v += h (g + f / m); d = h v for free vertices; pinned ones do not move (d = 0). */
-PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v,
-                                __global float4 *d, __global const float4 *f, int has_forces,
-                                float4 h_gravity, float h, int count) {
-  int i = get_global_id(0);
-  if (i >= count) {
-    return;
-  }
+/* The predicted position x + d of a vertex. */
+PIOLA_FN piola_v3 piola_position(float4 x, float4 d) {
+  return piola_v3_make(x.x + d.x, x.y + d.y, x.z + d.z);
+}
+
+PIOLA_FN float4 piola_displace(float4 d, piola_v3 delta) {
+  return (float4)((float)(d.x + delta.x), (float)(d.y + delta.y), (float)(d.z + delta.z), d.w);
+}
+
+/* The per-tet data and the constants a projection needs, gathered in one place. */
+typedef struct piola_tet_arrays {
+  __global const int4 *tets;
+  __global const float *m;
+  __global const float *volume;
+  __global float *lambda;
+  __global const int *material;
+  int stride;
+} piola_tet_arrays;
+
+/* ---- Per-item stage functions ------------------------------------------------------ */
+
+/* PREDICT: v += h (g + f / m); d = h v for free vertices; pinned ones do not move (d = 0). */
+PIOLA_FN void piola_predict_vertex(__global const float4 *x, __global float4 *v,
+                                   __global float4 *d, __global const float4 *f,
+                                   int has_forces, float4 h_gravity, float h, int i) {
   float4 xi = x[i];
   if (xi.w > 0.0f) {
     float4 vi = v[i] + h_gravity;
@@ -55,56 +79,30 @@ PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v,
   }
 }
 
-/* The predicted position x + d of a vertex and its inverse mass. */
-PIOLA_FN piola_v3 piola_position(float4 x, float4 d) {
-  return piola_v3_make(x.x + d.x, x.y + d.y, x.z + d.z);
-}
-
-PIOLA_FN float4 piola_displace(float4 d, piola_v3 delta) {
-  return (float4)((float)(d.x + delta.x), (float)(d.y + delta.y), (float)(d.z + delta.z), d.w);
-}
-
-
-
 /* Projects tet t from the current positions x + d; corrections into dx, returns the flags. */
-PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d, int4 q, int t,
-                               __global const float *tet_m, int stride,
-                               __global const float *tet_volume, __global float *tet_lambda,
-                               __global const int *tet_material,
-                               __constant piola_material_data *materials, float inv_h2,
-                               piola_v3 *dx) {
+PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d,
+                               piola_tet_arrays a, __constant piola_material_data *materials,
+                               float inv_h2, int t, int4 q, piola_v3 *dx) {
   float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z], x3 = x[q.w];
-  piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
-      piola_real lambda[2] = {tet_lambda[t], tet_lambda[stride + t]};
-  int flags = piola_tet_solve(&mat, piola_load_m3(tet_m, t, stride), tet_volume[t],
+  piola_tet_material mat = piola_tet_material_from_data(materials[a.material[t]]);
+  piola_real lambda[2] = {a.lambda[t], a.lambda[a.stride + t]};
+  int flags = piola_tet_solve(&mat, piola_load_m3(a.m, t, a.stride), a.volume[t],
                               mat.compliance * inv_h2, piola_position(x0, d[q.x]),
                               piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
                               piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, lambda, dx);
-    if (flags & PIOLA_TET_WORKED) {
-    tet_lambda[t] = (float)lambda[0];
-    tet_lambda[stride + t] = (float)lambda[1];
+  if (flags & PIOLA_TET_WORKED) {
+    a.lambda[t] = (float)lambda[0];
+    a.lambda[a.stride + t] = (float)lambda[1];
   }
   return flags;
 }
 
-/* One color: tets [first, first + count), no two sharing a vertex. */
-PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d,
-                                    __global const int4 *tets, __global const float *tet_m,
-                                    __global const float *tet_volume,
-                                    __global float *tet_lambda,
-                                    __global const int *tet_material,
-                                    __constant piola_material_data *materials, int first,
-                                    int count, int stride, float inv_h2) {
-  int i = get_global_id(0);
-  if (i >= count) {
-    return;
-  }
-  int t = first + i;
-  int4 q = tets[t];
+/* SOLVE_TETS, Gauss-Seidel: tet t of a color (no two tets of it share a vertex). */
+PIOLA_FN void piola_solve_tet(__global const float4 *x, __global float4 *d, piola_tet_arrays a,
+                              __constant piola_material_data *materials, float inv_h2, int t) {
+  int4 q = a.tets[t];
   piola_v3 dx[4];
-  if (piola_project_tet(x, d, q, t, tet_m, stride, tet_volume, tet_lambda, tet_material,
-                        materials, inv_h2, dx) &
-      PIOLA_TET_WORKED) {
+  if (piola_project_tet(x, d, a, materials, inv_h2, t, q, dx) & PIOLA_TET_WORKED) {
     d[q.x] = piola_displace(d[q.x], dx[0]);
     d[q.y] = piola_displace(d[q.y], dx[1]);
     d[q.z] = piola_displace(d[q.z], dx[2]);
@@ -112,41 +110,27 @@ PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d
   }
 }
 
-/* The Jacobi pass: tets [first, first + count) projected from the same positions; each writes
- * its four corrections (dx, dy, dz, 1 if it did work) to delta[4 i + corner]. */
-PIOLA_KERNEL void piola_solve_jacobi(__global const float4 *x, __global const float4 *d,
-                                     __global const int4 *tets, __global const float *tet_m,
-                                     __global const float *tet_volume,
-                                     __global float *tet_lambda,
-                                     __global const int *tet_material,
-                                     __constant piola_material_data *materials, int first,
-                                     int count, int stride, float inv_h2,
-                                     __global float4 *delta) {
-  int i = get_global_id(0);
-  if (i >= count) {
-    return;
-  }
-  int t = first + i;
+/* SOLVE_TETS, Jacobi tail: tet t (the i-th of the tail) projected from the same positions as
+ * the rest of the tail; its four corrections (dx, dy, dz, 1 if it did work) go to
+ * delta[4 i + corner]. */
+PIOLA_FN void piola_jacobi_tet(__global const float4 *x, __global const float4 *d,
+                               piola_tet_arrays a, __constant piola_material_data *materials,
+                               float inv_h2, int t, int i, __global float4 *delta) {
   piola_v3 dx[4];
-  float worked = (piola_project_tet(x, d, tets[t], t, tet_m, stride, tet_volume, tet_lambda,
-                                    tet_material, materials, inv_h2, dx) &
-                  PIOLA_TET_WORKED)
-                     ? 1.0f
-                     : 0.0f;
+  float worked =
+      (piola_project_tet(x, d, a, materials, inv_h2, t, a.tets[t], dx) & PIOLA_TET_WORKED)
+          ? 1.0f
+          : 0.0f;
   for (int k = 0; k < 4; ++k) {
     delta[4 * i + k] = (float4)(dx[k].x, dx[k].y, dx[k].z, worked);
   }
 }
 
-/* Gathers the Jacobi corrections per vertex, in list order: d += omega * mean correction. */
-PIOLA_KERNEL void piola_apply_jacobi(__global float4 *d, __global const int *vertices,
-                                     __global const int *start,
-                                     __global const int *incidence,
-                                     __global const float4 *delta, float omega, int count) {
-  int i = get_global_id(0);
-  if (i >= count) {
-    return;
-  }
+/* SOLVE_TETS, Jacobi tail: tail vertex i gathers its corrections in list order and moves by
+ * omega times their mean over the tets that did work. */
+PIOLA_FN void piola_jacobi_vertex(__global float4 *d, __global const int *vertices,
+                                  __global const int *start, __global const int *incidence,
+                                  __global const float4 *delta, float omega, int i) {
   float4 sum = (float4)(0.0f);
   for (int j = start[i]; j < start[i + 1]; ++j) {
     sum += delta[incidence[j]];
@@ -158,13 +142,10 @@ PIOLA_KERNEL void piola_apply_jacobi(__global float4 *d, __global const int *ver
   }
 }
 
-PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
-                                __constant piola_collider_data *colliders, int collider_count,
-                                int count) {
-  int i = get_global_id(0);
-  if (i >= count) {
-    return;
-  }
+/* COLLIDE: vertex i projected out of every collider, in order. */
+PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
+                                   __constant piola_collider_data *colliders,
+                                   int collider_count, int i) {
   float4 xi = x[i];
   if (!(xi.w > 0.0f)) {
     return;
@@ -181,17 +162,153 @@ PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
   d[i] = di;
 }
 
-/* v = d / h, damped; x += d. */
+/* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
+PIOLA_FN void piola_update_vertex(__global float4 *x, __global float4 *v,
+                                  __global const float4 *d, float inv_h, float damp, int i) {
+  float4 xi = x[i], di = d[i];
+  v[i] = (float4)(di.x * inv_h * damp, di.y * inv_h * damp, di.z * inv_h * damp, 0.0f);
+  x[i] = (float4)(xi.x + di.x, xi.y + di.y, xi.z + di.z, xi.w);
+}
+
+/* ---- The per-stage schedule ---------------------------------------------------------- */
+
+PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v,
+                                __global float4 *d, __global const float4 *f, int has_forces,
+                                float4 h_gravity, float h, int count) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_predict_vertex(x, v, d, f, has_forces, h_gravity, h, i);
+  }
+}
+
+/* One color: tets [first, first + count). */
+PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d,
+                                    __global const int4 *tets, __global const float *tet_m,
+                                    __global const float *tet_volume,
+                                    __global float *tet_lambda,
+                                    __global const int *tet_material,
+                                    __constant piola_material_data *materials, int first,
+                                    int count, int stride, float inv_h2) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
+    piola_solve_tet(x, d, a, materials, inv_h2, first + i);
+  }
+}
+
+/* The Jacobi tail, tets [first, first + count), into delta. */
+PIOLA_KERNEL void piola_solve_jacobi(__global const float4 *x, __global const float4 *d,
+                                     __global const int4 *tets, __global const float *tet_m,
+                                     __global const float *tet_volume,
+                                     __global float *tet_lambda,
+                                     __global const int *tet_material,
+                                     __constant piola_material_data *materials, int first,
+                                     int count, int stride, float inv_h2,
+                                     __global float4 *delta) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
+    piola_jacobi_tet(x, d, a, materials, inv_h2, first + i, i, delta);
+  }
+}
+
+PIOLA_KERNEL void piola_apply_jacobi(__global float4 *d, __global const int *vertices,
+                                     __global const int *start,
+                                     __global const int *incidence,
+                                     __global const float4 *delta, float omega, int count) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_jacobi_vertex(d, vertices, start, incidence, delta, omega, i);
+  }
+}
+
+PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
+                                __constant piola_collider_data *colliders, int collider_count,
+                                int count) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_collide_vertex(x, d, colliders, collider_count, i);
+  }
+}
+
 PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v,
                                           __global const float4 *d, float inv_h, float damp,
                                           int count) {
   int i = get_global_id(0);
-  if (i >= count) {
-    return;
+  if (i < count) {
+    piola_update_vertex(x, v, d, inv_h, damp, i);
   }
-  float4 xi = x[i], di = d[i];
-  v[i] = (float4)(di.x * inv_h * damp, di.y * inv_h * damp, di.z * inv_h * damp, 0.0f);
-  x[i] = (float4)(xi.x + di.x, xi.y + di.y, xi.z + di.z, xi.w);
+}
+
+/* ---- The per-body schedule ----------------------------------------------------------- */
+
+/* One substep of every body, work-group b for body b. body_vertex holds (first, count) of each
+ * body's vertices; body_color (first, count) of its tets in each of the color_count colors;
+ * body_jacobi (first, count) of its tail tets and (first, count) of its entries in the tail's
+ * vertex list. Delta slots are indexed from the start of the tail, jacobi_first. */
+PIOLA_KERNEL void piola_substep_bodies(
+    __global float4 *x, __global float4 *v, __global float4 *d, __global const float4 *f,
+    int has_forces, __global const int4 *tets, __global const float *tet_m,
+    __global const float *tet_volume, __global float *tet_lambda,
+    __global const int *tet_material, __constant piola_material_data *materials,
+    __constant piola_collider_data *colliders, int collider_count,
+    __global const int *body_vertex, __global const int *body_color,
+    __global const int *body_jacobi, __global const int *jacobi_vertices,
+    __global const int *jacobi_start, __global const int *jacobi_incidence,
+        __global float4 *delta, int color_count, int iterations, int stride, int jacobi_first,
+    float4 h_gravity, float h, float inv_h, float inv_h2, float damp, float omega) {
+  const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
+  const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
+  const int tail_first = body_jacobi[4 * b], tail_count = body_jacobi[4 * b + 1];
+  const int tv_first = body_jacobi[4 * b + 2], tv_count = body_jacobi[4 * b + 3];
+  piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
+  /* PREDICT and RESET_MULTIPLIERS */
+  for (int i = lid; i < nv; i += nl) {
+    piola_predict_vertex(x, v, d, f, has_forces, h_gravity, h, v0 + i);
+  }
+  for (int c = 0; c <= color_count; ++c) {
+    int first = c < color_count ? body_color[2 * (b * color_count + c)] : tail_first;
+    int count = c < color_count ? body_color[2 * (b * color_count + c) + 1] : tail_count;
+    for (int k = lid; k < count; k += nl) {
+      tet_lambda[first + k] = 0.0f;
+      tet_lambda[stride + first + k] = 0.0f;
+    }
+  }
+  barrier(CLK_GLOBAL_MEM_FENCE);
+  for (int it = 0; it < iterations; ++it) {
+    /* SOLVE_TETS: the colors, then the Jacobi tail */
+    for (int c = 0; c < color_count; ++c) {
+      int first = body_color[2 * (b * color_count + c)];
+      int count = body_color[2 * (b * color_count + c) + 1];
+      for (int k = lid; k < count; k += nl) {
+        piola_solve_tet(x, d, a, materials, inv_h2, first + k);
+      }
+      barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+    if (tail_count > 0) {
+      for (int k = lid; k < tail_count; k += nl) {
+        piola_jacobi_tet(x, d, a, materials, inv_h2, tail_first + k,
+                         tail_first + k - jacobi_first, delta);
+      }
+      barrier(CLK_GLOBAL_MEM_FENCE);
+      for (int k = lid; k < tv_count; k += nl) {
+        piola_jacobi_vertex(d, jacobi_vertices, jacobi_start, jacobi_incidence, delta, omega,
+                            tv_first + k);
+      }
+      barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+    /* COLLIDE */
+    if (collider_count > 0) {
+      for (int i = lid; i < nv; i += nl) {
+        piola_collide_vertex(x, d, colliders, collider_count, v0 + i);
+      }
+      barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+  }
+  /* UPDATE_VELOCITIES */
+  for (int i = lid; i < nv; i += nl) {
+        piola_update_vertex(x, v, d, inv_h, damp, v0 + i);
+  }
 }
 
 /* Plastic flow of the plastic tets; writes their effective M into tet_m. */

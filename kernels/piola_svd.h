@@ -8,7 +8,7 @@
  * Irving, Teran and Fedkiw 2004 ask for: U and V are rotations, sigma_1 >= sigma_2 >= |sigma_3|,
  * and sigma_3 < 0 exactly when det A < 0 (the reflection is folded into the smallest value).
  *
-  * No 1/(s_i^2 - s_j^2) term appears anywhere, so repeated singular values (identity,
+ * No 1/(s_i^2 - s_j^2) term appears anywhere, so repeated singular values (identity,
  * diag(2, 2, 1)) and rank-deficient matrices are ordinary inputs. Rotation angles come from
  * the stable tangent formula, so a zero off-diagonal entry gives the identity. (Square roots
  * of sums of squares rather than hypot: entries of deformation gradients are far from the
@@ -36,7 +36,7 @@ typedef struct piola_svd3 {
 PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q) {
   piola_real apq = a->m[3 * p + q];
   piola_real d = a->m[3 * q + q] - a->m[3 * p + p];
-    piola_real den = fabs(d) + sqrt(d * d + PIOLA_R(4.0) * apq * apq);
+  piola_real den = fabs(d) + sqrt(d * d + PIOLA_R(4.0) * apq * apq);
   if (apq == PIOLA_R(0.0) || den == PIOLA_R(0.0)) {
     return;
   }
@@ -105,7 +105,7 @@ PIOLA_FN void piola_svd_swap_columns(piola_m3 *b, piola_m3 *v, int i, int j) {
 PIOLA_FN void piola_givens_qr_step(piola_m3 *r, piola_m3 *u, int p, int q) {
   piola_real a = r->m[3 * p + p];
   piola_real b = r->m[3 * q + p];
-    piola_real h = sqrt(a * a + b * b);
+  piola_real h = sqrt(a * a + b * b);
   piola_real c = PIOLA_R(1.0);
   piola_real s = PIOLA_R(0.0);
   if (h > PIOLA_R(0.0)) {

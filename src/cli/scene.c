@@ -94,6 +94,8 @@ void scene_print_help(void) {
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
          "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
          "  --work-group N      OpenCL work-group size (default: per device)\n"
+         "  --schedule S        OpenCL launches: auto (default), stages (one per color per\n"
+         "                      iteration) or bodies (one per substep, a work-group per body)\n"
          "  --profile           OpenCL: time each stage with device events\n"
          "  --verbose           print the library's informational messages\n");
 }
@@ -179,6 +181,11 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     ok = parse_int(a, v, 0, &o->max_colors);
   } else if (strcmp(a, "--omega") == 0) {
     ok = parse_float(a, v, &o->jacobi_omega);
+  } else if (strcmp(a, "--schedule") == 0) {
+    static const char *const names[] = {"auto", "stages", "bodies"};
+    int k = choose(a, v, names, 3);
+    ok = k >= 0;
+    o->schedule = (piola_schedule)(k >= 0 ? k : 0);
   } else if (strcmp(a, "--work-group") == 0) {
     ok = parse_int(a, v, 0, &o->work_group_size);
   } else {
@@ -273,6 +280,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.substeps = o->substeps;
   def.iterations = o->iterations;
   def.work_group_size = o->work_group_size;
+  def.schedule = o->schedule;
   def.iteration_scheme = o->scheme;
   def.max_colors = o->max_colors;
   def.jacobi_omega = o->jacobi_omega;

@@ -24,6 +24,7 @@ typedef struct scene_options {
   int32_t max_colors;            /* 0 = as many as the coloring needs */
   float jacobi_omega;            /* default 1 */
   int32_t work_group_size;       /* OpenCL; 0 = per device */
+  piola_schedule schedule;       /* OpenCL launch schedule; default AUTO */
   bool profile;                  /* OpenCL stage timing */
   bool verbose;                  /* print the library's messages */
 } scene_options;

@@ -57,31 +57,30 @@ static void add3(double *a, int32_t i, piola_v3 d) {
   a[3 * (size_t)i + 2] += d.z;
 }
 
-/* One pass over the colors (Gauss-Seidel: within a color the order does not matter, no two
- * tets share a vertex), then the Jacobi pass over the remaining tets: all projected from the
- * same positions, each vertex moved by omega times the mean correction of the tets that did
- * work on it (gathered in a fixed order, as the kernels do). */
-static void solve_tets(piola_world *w, double h) {
-  const double inv_h2 = 1.0 / (h * h);
-  piola_v3 x[4];
-  for (int32_t c = 0; c < w->color_count; ++c) {
-    const int32_t end = w->color_first[c] + w->color_size[c];
-    for (int32_t t = w->color_first[c]; t < end; ++t) {
-      if (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) {
-        const int32_t *q = w->tet_vertices + 4 * (size_t)t;
-        for (int k = 0; k < 4; ++k) {
-          add3(w->p, q[k], x[k]);
-        }
+/* Gauss-Seidel over tets [first, first + count) of one color. */
+static void solve_range(piola_world *w, int32_t first, int32_t count, double inv_h2) {
+  piola_v3 x[4]; /* corrections */
+  for (int32_t t = first; t < first + count; ++t) {
+    if (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) {
+      const int32_t *q = w->tet_vertices + 4 * (size_t)t;
+      for (int k = 0; k < 4; ++k) {
+        add3(w->p, q[k], x[k]);
       }
     }
   }
-  if (w->jacobi_count == 0) {
-    return;
-  }
-  for (int32_t i = 0; i < w->jacobi_count; ++i) {
-    const int worked = (project(w, w->jacobi_first + i, inv_h2, x) & PIOLA_TET_WORKED) != 0;
+}
+
+/* The Jacobi pass over tail tets [first, first + count) and their vertices' entries
+ * [vfirst, vfirst + vcount) of the tail vertex list: every tet projected from the same
+ * positions, each vertex moved by omega times the mean correction of the tets that did work
+ * on it, gathered in list order (as the kernels do). */
+static void jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t vfirst,
+                         int32_t vcount, double inv_h2) {
+  piola_v3 x[4];
+  for (int32_t t = first; t < first + count; ++t) {
+    const int worked = (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) != 0;
     for (int k = 0; k < 4; ++k) {
-      double *d = w->jacobi_delta + 16 * (size_t)i + 4 * (size_t)k;
+      double *d = w->jacobi_delta + 16 * (size_t)(t - w->jacobi_first) + 4 * (size_t)k;
       d[0] = x[k].x;
       d[1] = x[k].y;
       d[2] = x[k].z;
@@ -89,7 +88,7 @@ static void solve_tets(piola_world *w, double h) {
     }
   }
   const double omega = (double)w->def.jacobi_omega;
-  for (int32_t i = 0; i < w->jacobi_vertex_count; ++i) {
+  for (int32_t i = vfirst; i < vfirst + vcount; ++i) {
     double sum[4] = {0.0, 0.0, 0.0, 0.0};
     for (int32_t j = w->jacobi_start[i]; j < w->jacobi_start[i + 1]; ++j) {
       const double *d = w->jacobi_delta + 4 * (size_t)w->jacobi_incidence[j];
@@ -102,6 +101,24 @@ static void solve_tets(piola_world *w, double h) {
       for (int k = 0; k < 3; ++k) {
         p[k] += omega * sum[k] / sum[3];
       }
+    }
+  }
+}
+
+/* One iteration over the tets: per body, its colors in order (Gauss-Seidel; within a color the
+ * order does not matter, no two tets share a vertex), then its Jacobi tail. Bodies share no
+ * vertex, so going body by body gives exactly the result of going color by color over all
+ * bodies (the kernels' per-stage schedule) while each body's data stays in cache. */
+static void solve_tets(piola_world *w, double h) {
+  const double inv_h2 = 1.0 / (h * h);
+  for (int32_t b = 0; b < w->solver_body_count; ++b) {
+    for (int32_t c = 0; c < w->color_count; ++c) {
+      const int32_t *range = w->body_color + 2 * ((size_t)b * w->color_count + (size_t)c);
+      solve_range(w, range[0], range[1], inv_h2);
+    }
+    const int32_t *tail = w->body_jacobi + 4 * (size_t)b;
+    if (tail[1] > 0) {
+      jacobi_range(w, tail[0], tail[1], tail[2], tail[3], inv_h2);
     }
   }
 }

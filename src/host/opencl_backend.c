@@ -35,6 +35,15 @@ piola_status piola_opencl_end_step(piola_world *w) {
   (void)w;
   return PIOLA_ERROR_UNSUPPORTED;
 }
+bool piola_opencl_per_body(const piola_world *w) {
+  (void)w;
+  return false;
+}
+piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
+  (void)w;
+  (void)h;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
 piola_status piola_opencl_finish(piola_world *w) {
   (void)w;
   return PIOLA_ERROR_UNSUPPORTED;
@@ -149,11 +158,12 @@ enum {
   KERNEL_COLLIDE,
   KERNEL_UPDATE,
   KERNEL_PLASTICITY,
+  KERNEL_SUBSTEP_BODIES,
   KERNEL_COUNT
 };
 static const char *const kernel_names[KERNEL_COUNT] = {
     "piola_predict", "piola_solve_color",       "piola_solve_jacobi", "piola_apply_jacobi",
-    "piola_collide", "piola_update_velocities", "piola_plasticity"};
+    "piola_collide", "piola_update_velocities", "piola_plasticity",   "piola_substep_bodies"};
 
 /* Buffers, each with its size in bytes. */
 enum {
@@ -175,6 +185,9 @@ enum {
   BUF_JACOBI_INCIDENCE,
   BUF_JACOBI_DELTA,
   BUF_FORCES,
+  BUF_BODY_VERTEX,
+  BUF_BODY_COLOR,
+  BUF_BODY_JACOBI,
   BUF_COUNT
 };
 
@@ -755,7 +768,8 @@ static piola_status upload_all(piola_world *w) {
   piola_opencl *cl = w->cl;
   const size_t nv = (size_t)w->vertex_count, nt = (size_t)w->tet_count,
                np = (size_t)w->plastic_count, nm = (size_t)w->material_count,
-               nj = (size_t)w->jacobi_vertex_count, njt = (size_t)w->jacobi_count;
+               nj = (size_t)w->jacobi_vertex_count, njt = (size_t)w->jacobi_count,
+               nb = (size_t)w->solver_body_count, nc = (size_t)w->color_count;
   piola_status s = PIOLA_OK;
   const struct {
     int b;
@@ -775,7 +789,10 @@ static piola_status upload_all(piola_world *w) {
                {BUF_JACOBI_VERTICES, 4 * nj},
                {BUF_JACOBI_START, 4 * (nj + 1)},
                {BUF_JACOBI_INCIDENCE, 16 * njt},
-               {BUF_JACOBI_DELTA, 64 * njt}};
+               {BUF_JACOBI_DELTA, 64 * njt},
+               {BUF_BODY_VERTEX, 8 * nb},
+               {BUF_BODY_COLOR, 8 * nb * nc},
+               {BUF_BODY_JACOBI, 16 * nb}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
     /* Exact sizes: the plane strides of the structure-of-arrays buffers are the counts. */
     if (cl->buffers[sizes[i].b] != NULL && cl->buffer_bytes[sizes[i].b] != sizes[i].bytes) {
@@ -877,6 +894,15 @@ static piola_status upload_all(piola_world *w) {
     if (s == PIOLA_OK) {
       s = write_buffer(w, BUF_JACOBI_INCIDENCE, 0, 16 * njt, w->jacobi_incidence);
     }
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_BODY_VERTEX, 0, 8 * nb, w->body_vertex);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_BODY_COLOR, 0, 8 * nb * nc, w->body_color);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_BODY_JACOBI, 0, 16 * nb, w->body_jacobi);
   }
   if (s == PIOLA_OK) {
     s = upload_colliders(w);
@@ -1221,6 +1247,67 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   case PIOLA_STAGE_COUNT:
     break;
   }
+  return PIOLA_OK;
+}
+
+/* Bodies up to this many tets run under PIOLA_SCHEDULE_AUTO with one work-group each. */
+#define PIOLA_BODY_SCHEDULE_MAX_TETS 65536
+
+bool piola_opencl_per_body(const piola_world *w) {
+  const piola_schedule s = w->def.schedule;
+  return w->solver_body_count > 0 &&
+         (s == PIOLA_SCHEDULE_BODIES || (s == PIOLA_SCHEDULE_AUTO && !w->def.profile &&
+                                         w->max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
+}
+
+piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  const int k = KERNEL_SUBSTEP_BODIES;
+  cl_int has_forces = w->f != NULL && b[BUF_FORCES] != NULL;
+  cl_mem forces = has_forces ? b[BUF_FORCES] : b[BUF_X];
+  cl_int ncol = w->collider_count, colors = w->color_count, iterations = w->def.iterations;
+  cl_int stride = cl->tet_count, jfirst = w->jacobi_first;
+  cl_float4 hg = {{(float)(h * w->def.gravity[0]), (float)(h * w->def.gravity[1]),
+                   (float)(h * w->def.gravity[2]), 0.0f}};
+  cl_float hf = (cl_float)h, inv_h = (cl_float)(1.0 / h), inv_h2 = (cl_float)(1.0 / (h * h));
+  cl_float damp = (cl_float)(1.0 - (double)w->def.damping * h), omega = w->def.jacobi_omega;
+  damp = damp > 0.0f ? damp : 0.0f;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_V]);
+  SET_ARG(k, 2, b[BUF_D]);
+  SET_ARG(k, 3, forces);
+  SET_ARG(k, 4, has_forces);
+  SET_ARG(k, 5, b[BUF_TETS]);
+  SET_ARG(k, 6, b[BUF_TET_M]);
+  SET_ARG(k, 7, b[BUF_TET_VOLUME]);
+  SET_ARG(k, 8, b[BUF_TET_LAMBDA]);
+  SET_ARG(k, 9, b[BUF_TET_MATERIAL]);
+  SET_ARG(k, 10, b[BUF_MATERIALS]);
+  SET_ARG(k, 11, b[BUF_COLLIDERS]);
+  SET_ARG(k, 12, ncol);
+  SET_ARG(k, 13, b[BUF_BODY_VERTEX]);
+  SET_ARG(k, 14, b[BUF_BODY_COLOR]);
+  SET_ARG(k, 15, b[BUF_BODY_JACOBI]);
+  SET_ARG(k, 16, b[BUF_JACOBI_VERTICES]);
+  SET_ARG(k, 17, b[BUF_JACOBI_START]);
+  SET_ARG(k, 18, b[BUF_JACOBI_INCIDENCE]);
+  SET_ARG(k, 19, b[BUF_JACOBI_DELTA]);
+  SET_ARG(k, 20, colors);
+  SET_ARG(k, 21, iterations);
+  SET_ARG(k, 22, stride);
+  SET_ARG(k, 23, jfirst);
+  SET_ARG(k, 24, hg);
+  SET_ARG(k, 25, hf);
+  SET_ARG(k, 26, inv_h);
+  SET_ARG(k, 27, inv_h2);
+  SET_ARG(k, 28, damp);
+  SET_ARG(k, 29, omega);
+  /* One work-group per body. */
+  size_t local = cl->wg, global = (size_t)w->solver_body_count * cl->wg;
+  CL_CHECK(log, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global, &local, 0, NULL,
+                                       NULL));
   return PIOLA_OK;
 }
 

@@ -136,6 +136,12 @@ struct piola_world {
   int32_t jacobi_vertex_count;
   int32_t *jacobi_vertices, *jacobi_start, *jacobi_incidence;
   double *jacobi_delta;
+  /* Per body of the solver arrays (the live bodies in slot order), for the per-body schedule:
+   * body_vertex (first, count) of its vertices; body_color (first, count) of its tets in each
+   * of the color_count colors; body_jacobi (first, count) of its tail tets and (first, count)
+   * of its entries in jacobi_vertices. max_body_tets: the largest body. */
+  int32_t solver_body_count, max_body_tets;
+  int32_t *body_vertex, *body_color, *body_jacobi;
   /* Plastic tets (in solver order): their solver index, rest Dm^-1 and plastic strain. */
   int32_t plastic_count;
   int32_t *plastic_tet;
@@ -187,6 +193,10 @@ void piola_opencl_destroy(piola_world *w);
 piola_status piola_opencl_begin_step(piola_world *w);
 /* Enqueues one stage. */
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
+/* Whether substeps run as one launch, one work-group per body (def.schedule). */
+bool piola_opencl_per_body(const piola_world *w);
+/* One whole substep of every body in one launch (the step's stages in the same order). */
+piola_status piola_opencl_substep_bodies(piola_world *w, double h);
 /* Flushes the queue (and collects stage times when profiling). */
 piola_status piola_opencl_end_step(piola_world *w);
 piola_status piola_opencl_finish(piola_world *w);

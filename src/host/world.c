@@ -104,6 +104,14 @@ static void free_tet_arrays(piola_world *w) {
   free(w->jacobi_start);
   free(w->jacobi_incidence);
   free(w->jacobi_delta);
+  free(w->body_vertex);
+  free(w->body_color);
+  free(w->body_jacobi);
+  w->body_vertex = NULL;
+  w->body_color = NULL;
+  w->body_jacobi = NULL;
+  w->solver_body_count = 0;
+  w->max_body_tets = 0;
   w->jacobi_vertices = NULL;
   w->jacobi_start = NULL;
   w->jacobi_incidence = NULL;
@@ -168,11 +176,14 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
   }
   if ((def->iteration_scheme != PIOLA_SCHEME_GAUSS_SEIDEL &&
        def->iteration_scheme != PIOLA_SCHEME_JACOBI) ||
-      def->max_colors < 0 || !(def->jacobi_omega > 0.0f && def->jacobi_omega < 2.0f)) {
+      def->max_colors < 0 || !(def->jacobi_omega > 0.0f && def->jacobi_omega < 2.0f) ||
+      (def->schedule != PIOLA_SCHEDULE_AUTO && def->schedule != PIOLA_SCHEDULE_STAGES &&
+       def->schedule != PIOLA_SCHEDULE_BODIES)) {
     snprintf(reason, n,
-             "need a known iteration scheme (%d), max_colors >= 0 (%d) and jacobi_omega in "
-             "(0, 2) (%g)",
-             (int)def->iteration_scheme, (int)def->max_colors, (double)def->jacobi_omega);
+             "need a known iteration scheme (%d), max_colors >= 0 (%d), jacobi_omega in "
+             "(0, 2) (%g) and a known schedule (%d)",
+             (int)def->iteration_scheme, (int)def->max_colors, (double)def->jacobi_omega,
+             (int)def->schedule);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   if (!(def->dt > 0.0f) || def->substeps < 1 || def->iterations < 1 || !(def->damping >= 0.0f) ||
@@ -272,8 +283,17 @@ piola_status piola_world_step(piola_world *w) {
   memset(w->stage_ms, 0, sizeof w->stage_ms);
   const int32_t substeps = w->def.substeps;
   const double h = (double)w->def.dt / substeps;
-  /* The step, stage by stage (see the module comment). */
+  /* The step, stage by stage (see the module comment); under the OpenCL per-body schedule one
+   * launch runs the stages up to the velocities for every body (piola_substep_bodies). */
+  const bool per_body = w->cl != NULL && piola_opencl_per_body(w);
   for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
+    if (per_body) {
+      s = piola_opencl_substep_bodies(w, h);
+      if (s == PIOLA_OK && w->plastic_count > 0) {
+        s = run_stage(w, PIOLA_STAGE_PLASTICITY, h);
+      }
+      continue;
+    }
     s = run_stage(w, PIOLA_STAGE_PREDICT, h);
     if (s == PIOLA_OK) {
       s = run_stage(w, PIOLA_STAGE_RESET_MULTIPLIERS, h);
@@ -1037,6 +1057,20 @@ void piola_world_sync_plastic(piola_world *w) {
   }
 }
 
+/* The first index of the sorted a[0..n) whose value is >= key. */
+static int32_t lower_bound(const int32_t *a, int32_t n, int32_t key) {
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 /* The per-vertex gather lists of the Jacobi tets of nw (see piola_internal.h). */
 static piola_status build_jacobi_lists(piola_world *nw, int32_t vertex_count) {
   const int32_t n = nw->jacobi_count;
@@ -1112,9 +1146,14 @@ piola_status piola_world_build_tets(piola_world *w) {
   nw.plastic_tet = malloc(sizeof(int32_t) * np);
   nw.plastic_dm_rest = malloc(sizeof(double) * 9 * np);
   nw.plastic_strain = malloc(sizeof(double) * 6 * np);
+  size_t nb = (size_t)(w->body_count > 0 ? w->body_count : 1);
+  nw.body_vertex = malloc(sizeof(int32_t) * 2 * nb);
+  nw.body_color = malloc(sizeof(int32_t) * 2 * nb * (size_t)(colors > 0 ? colors : 1));
+  nw.body_jacobi = malloc(sizeof(int32_t) * 4 * nb);
   if (!nw.tet_vertices || !nw.tet_m || !nw.tet_volume || !nw.tet_lambda || !nw.tet_material ||
       !nw.tet_body || !nw.tet_local || !nw.color_first || !nw.color_size || !nw.plastic_tet ||
-      !nw.plastic_dm_rest || !nw.plastic_strain) {
+      !nw.plastic_dm_rest || !nw.plastic_strain || !nw.body_vertex || !nw.body_color ||
+      !nw.body_jacobi) {
     free_tet_arrays(&nw);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -1122,11 +1161,21 @@ piola_status piola_world_build_tets(piola_world *w) {
   /* Colors 0 .. colors - 1, then (c == colors) every body's Jacobi tets. */
   for (int32_t c = 0; c <= colors; ++c) {
     nw.color_first[c] = g;
-    for (int32_t i = 0; i < w->body_slots; ++i) {
+    for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {
       const piola_body *b = &w->bodies[i];
-      if (!b->alive || (c >= b->color_count && c < colors)) {
+      if (!b->alive) {
         continue;
       }
+      int32_t *range = c < colors ? nw.body_color + 2 * ((size_t)dense * colors + (size_t)c)
+                                  : nw.body_jacobi + 4 * (size_t)dense;
+      dense++;
+      range[0] = g;
+      range[1] = 0;
+      if (c >= b->color_count && c < colors) {
+        continue;
+      }
+      range[1] = c < colors ? b->color_start[c + 1] - b->color_start[c]
+                            : b->tet_count - b->color_start[b->color_count];
       bool is_plastic = w->materials[b->material].plastic;
       int32_t j0 = c < colors ? b->color_start[c] : b->color_start[b->color_count];
       int32_t j1 = c < colors ? b->color_start[c + 1] : b->tet_count;
@@ -1158,6 +1207,23 @@ piola_status piola_world_build_tets(piola_world *w) {
     free_tet_arrays(&nw);
     return s;
   }
+  /* Each body's vertices, and its entries in the tail vertex list (sorted by vertex; a reused
+   * slot can hold a body whose vertices come last, so search rather than scan). */
+  for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (!b->alive) {
+      continue;
+    }
+    nw.body_vertex[2 * dense] = b->vertex_offset;
+    nw.body_vertex[2 * dense + 1] = b->vertex_count;
+    int32_t first = lower_bound(nw.jacobi_vertices, nw.jacobi_vertex_count, b->vertex_offset);
+    int32_t end =
+        lower_bound(nw.jacobi_vertices, nw.jacobi_vertex_count, b->vertex_offset + b->vertex_count);
+    nw.body_jacobi[4 * dense + 2] = first;
+    nw.body_jacobi[4 * dense + 3] = end - first;
+    nw.max_body_tets = b->tet_count > nw.max_body_tets ? b->tet_count : nw.max_body_tets;
+    dense++;
+  }
   free_tet_arrays(w);
   w->tet_vertices = nw.tet_vertices;
   w->tet_m = nw.tet_m;
@@ -1178,6 +1244,11 @@ piola_status piola_world_build_tets(piola_world *w) {
   w->jacobi_start = nw.jacobi_start;
   w->jacobi_incidence = nw.jacobi_incidence;
   w->jacobi_delta = nw.jacobi_delta;
+  w->body_vertex = nw.body_vertex;
+  w->body_color = nw.body_color;
+  w->body_jacobi = nw.body_jacobi;
+  w->solver_body_count = w->body_count;
+  w->max_body_tets = nw.max_body_tets;
   w->tet_count = nt;
   w->color_count = colors;
   w->plastic_count = plastic;
