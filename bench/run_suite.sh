@@ -34,6 +34,9 @@ for colors in 0 32 24 16; do
   run "bench_armadillo_c$colors" bench --mesh "$mesh" --steps 100 --max-colors "$colors" \
     --json "$out/bench_armadillo_c$colors.json" "$@"
 done
+run bench_armadillo_stages bench --mesh "$mesh" --steps 100 --schedule stages \
+  --json "$out/bench_armadillo_stages.json" "$@"
+run bench_creature_wg128 bench --steps 100 --work-group 128 --json "$out/bench_creature_wg128.json" "$@"
 for wg in 32 128 256; do
   run "bench_armadillo_wg$wg" bench --mesh "$mesh" --steps 100 --work-group "$wg" \
     --json "$out/bench_armadillo_wg$wg.json" "$@"
