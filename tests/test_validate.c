@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Checks the method does not meet, as measured (README, "Validation"); prefixes of
  * "experiment/check name". */
@@ -125,9 +126,11 @@ void test_validate_outputs(piola_test *t) {
   const int index = (int)(validate_find("compression") - e);
   validate_run(index, &o, &r);
   REQUIRE(t, r.check_count > 0);
-  const char *dir = "validate_outputs_test";
+  char dir[200];
+  const char *tmp = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+  snprintf(dir, sizeof dir, "%s/piola_validate_outputs_%ld", tmp, (long)getpid());
   REQUIRE(t, mkdir(dir, 0777) == 0 || errno == EEXIST);
-  char json[256], csv[256];
+  char json[256], csv[320];
   snprintf(json, sizeof json, "%s/results.json", dir);
   CHECK(t, validate_write_json(&r, &o, 1.0, json) == 0);
   CHECK(t, validate_write_csv(&r, dir) == 0);
@@ -152,5 +155,14 @@ void test_validate_outputs(piola_test *t) {
   text = read_all(csv);
   CHECK(t, text != NULL && strstr(text, "experiment,name,measured,expected,tolerance") == text);
   free(text);
+  /* Clean up: every file written, then the folder. */
+  for (int32_t i = 0; i < r.series_count; ++i) {
+    snprintf(csv, sizeof csv, "%s/%s_%s.csv", dir, r.series[i].experiment, r.series[i].name);
+    CHECK(t, remove(csv) == 0);
+  }
+  snprintf(csv, sizeof csv, "%s/checks.csv", dir);
+  CHECK(t, remove(csv) == 0);
+  CHECK(t, remove(json) == 0);
+  CHECK(t, remove(dir) == 0);
   validate_report_free(&r);
 }
