@@ -58,7 +58,8 @@ static void usage(FILE *f) {
           "  devices      list OpenCL devices and the CPU reference\n"
           "  bench        time the step on N bodies (default: 100 procedural creatures)\n"
           "  crosscheck   run a scene on the CPU reference and an OpenCL device side by side\n"
-          "  run          simulate a scene and write VTK frames\n",
+          "  run          simulate a scene and write VTK frames\n"
+          "  validate     reproduce the paper's experiments: measured vs expected, PASS/FAIL\n",
           piola_version_string());
 }
 
@@ -81,6 +82,9 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "run") == 0) {
     return command_run(n, rest);
+  }
+  if (strcmp(cmd, "validate") == 0) {
+    return command_validate(n, rest);
   }
   if (strcmp(cmd, "--version") == 0) {
     printf("piola %s\n", piola_version_string());
