@@ -382,22 +382,32 @@ def bench(paths, out):
     fig.savefig(scaling, dpi=110)
     plt.close(fig)
 
+        # Stages: only runs that measured them (the CPU reference always, OpenCL with --profile),
+    # each as shares of its own total, which the label gives (totals differ by orders of
+    # magnitude between devices).
+    timed = [r for r in runs if sum(r.get("stage_ms", {}).values()) > 0.0]
+    if not timed:
+        print("wrote %s\n(no stage times in the input: run piola bench --profile for stages.png)"
+              % scaling)
+        return
     stages = []
-    for run in runs:
+    for run in timed:
         for name in run.get("stage_ms", {}):
             if name not in stages:
                 stages.append(name)
-    fig, ax = plt.subplots(figsize=(max(6, 1.0 * len(runs) + 3), 5))
-    labels = ["%s\n%s x%d" % (r.get("backend", "?"), r.get("scene", ""), r["bodies"])
-              for r in runs]
-    bottom = [0.0] * len(runs)
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(timed) + 3), 5))
+    totals = [sum(r["stage_ms"].values()) for r in timed]
+    labels = ["%s x%d\n%s\n%.3g ms" % (r.get("scene", ""), r["bodies"],
+                                        r.get("device", r.get("backend", "?"))[:28], total)
+              for r, total in zip(timed, totals)]
+    bottom = [0.0] * len(timed)
     for name in stages:
-        values = [r.get("stage_ms", {}).get(name, 0.0) for r in runs]
-        ax.bar(range(len(runs)), values, bottom=bottom, label=name)
+        values = [100.0 * r["stage_ms"].get(name, 0.0) / total for r, total in zip(timed, totals)]
+        ax.bar(range(len(timed)), values, bottom=bottom, label=name)
         bottom = [x + y for x, y in zip(bottom, values)]
-    ax.set_xticks(range(len(runs)))
+    ax.set_xticks(range(len(timed)))
     ax.set_xticklabels(labels, fontsize=7)
-    ax.set_ylabel("ms per step")
+    ax.set_ylabel("% of the step")
     ax.set_title("Time per stage (CPU reference: host time; OpenCL: device time with --profile)")
     ax.legend(fontsize=7)
     fig.tight_layout()
