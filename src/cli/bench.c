@@ -36,26 +36,6 @@ static int compare_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-void cpu_model_name(char *out, size_t n) {
-  snprintf(out, n, "unknown CPU");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f == NULL) {
-    return;
-  }
-  char line[512];
-  while (fgets(line, sizeof line, f) != NULL) {
-    if (strncmp(line, "model name", 10) == 0) {
-      const char *c = strchr(line, ':');
-      if (c != NULL) {
-        snprintf(out, n, "%s", c + 2);
-        out[strcspn(out, "\n")] = '\0';
-      }
-      break;
-    }
-  }
-  fclose(f);
-}
-
 /* Runs warm-up and timed steps on one scene. */
 static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_run *r) {
   double t0 = now_seconds();

@@ -10,10 +10,4 @@ int command_crosscheck(int argc, char **argv);
 int command_run(int argc, char **argv);
 int command_validate(int argc, char **argv);
 
-/* Seconds from a monotonic clock. */
-double now_seconds(void);
-
-/* The host CPU's model name (Linux /proc/cpuinfo), or "unknown CPU". */
-void cpu_model_name(char *out, size_t n);
-
 #endif /* PIOLA_CLI_COMMANDS_H */

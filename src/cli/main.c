@@ -2,16 +2,10 @@
  * user runs; every command prints its own --help. */
 #include "commands.h"
 #include "piola/piola.h"
+#include "scene.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-double now_seconds(void) {
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int command_devices(int argc, char **argv) {
   (void)argv;

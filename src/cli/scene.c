@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 scene_options scene_default_options(void) {
   scene_options o;
@@ -349,4 +350,30 @@ void scene_destroy(scene *s) {
   piola_world_destroy(s->world);
   free(s->bodies);
   memset(s, 0, sizeof *s);
+}
+
+double now_seconds(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cpu_model_name(char *out, size_t n) {
+  snprintf(out, n, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) {
+    return;
+  }
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *c = strchr(line, ':');
+      if (c != NULL) {
+        snprintf(out, n, "%s", c + 2);
+        out[strcspn(out, "\n")] = '\0';
+      }
+      break;
+    }
+  }
+  fclose(f);
 }

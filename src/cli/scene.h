@@ -60,6 +60,12 @@ piola_status scene_load_mesh(const scene_options *o, piola_tet_mesh *mesh, char 
 bool parse_int(const char *flag, const char *text, int32_t min, int32_t *out);
 bool parse_float(const char *flag, const char *text, float *out);
 
+/* Seconds from a monotonic clock. */
+double now_seconds(void);
+
+/* The host CPU's model name (Linux /proc/cpuinfo), or "unknown CPU". */
+void cpu_model_name(char *out, size_t n);
+
 /* The logger the program uses: prints warnings and errors to stderr (all with verbose). */
 void cli_log(piola_log_level level, const char *message, void *user_data);
 

@@ -30,31 +30,6 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-static double seconds_now(void) {
-  struct timespec ts;
-  timespec_get(&ts, TIME_UTC);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* The host CPU's model name (Linux /proc/cpuinfo), or "unknown CPU". */
-static void host_cpu_name(char *out, size_t n) {
-  snprintf(out, n, "unknown CPU");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f == NULL) {
-    return;
-  }
-  char line[512];
-  while (fgets(line, sizeof line, f) != NULL) {
-    const char *c = strchr(line, ':');
-    if (strncmp(line, "model name", 10) == 0 && c != NULL) {
-      snprintf(out, n, "%s", c + 2);
-      out[strcspn(out, "\n")] = '\0';
-      break;
-    }
-  }
-  fclose(f);
-}
-
 validate_options validate_default_options(void) {
   validate_options o;
   memset(&o, 0, sizeof o);
@@ -1502,9 +1477,9 @@ int validate_run(int index, const validate_options *o, validate_report *r) {
   if (index < 0 || index >= count) {
     return 1;
   }
-  const double t0 = seconds_now();
+  const double t0 = now_seconds();
   e[index].run(o, r);
-  r->seconds[index] = seconds_now() - t0;
+  r->seconds[index] = now_seconds() - t0;
   return validate_failures(r, e[index].name);
 }
 
@@ -1598,7 +1573,7 @@ int validate_write_json(const validate_report *r, const validate_options *o, dou
   time_t now = time(NULL);
   char date[32], cpu[256];
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  host_cpu_name(cpu, sizeof cpu);
+  cpu_model_name(cpu, sizeof cpu);
   const int failed = validate_failures(r, NULL);
   fprintf(f, "{\n  \"piola_version\": \"%s\",\n  \"date\": \"%s\",\n  \"host_cpu\": ",
           piola_version_string(), date);
@@ -1893,13 +1868,13 @@ int command_validate(int argc, char **argv) {
     return 1;
   }
   char cpu[256];
-  host_cpu_name(cpu, sizeof cpu);
+  cpu_model_name(cpu, sizeof cpu);
   printf("piola %s validate (%s), backend %s, host CPU: %s\n", piola_version_string(),
          o.quick ? "quick" : "full", piola_backend_name(o.backend), cpu);
   validate_report r;
   validate_report_init(&r);
   validate_print_header();
-  const double t0 = seconds_now();
+  const double t0 = now_seconds();
   for (int i = 0; i < count; ++i) {
     if (!in_list(only, e[i].name)) {
       continue;
@@ -1909,7 +1884,7 @@ int command_validate(int argc, char **argv) {
     printf("%-12s (%s: %s; %.1f s)\n", "", e[i].paper, e[i].title, r.seconds[i]);
     fflush(stdout);
   }
-  const double total = seconds_now() - t0;
+  const double total = now_seconds() - t0;
   const int failed = validate_failures(&r, NULL);
   int judged = 0;
   for (int32_t i = 0; i < r.check_count; ++i) {

@@ -607,7 +607,7 @@ static void release_all(piola_opencl *cl) {
  * dispatch), clamped to what the device and every kernel allow. */
 static size_t pick_work_group_size(const piola_world_def *def, const device_entry *d) {
   size_t wg = def->work_group_size > 0           ? (size_t)def->work_group_size
-                            : strcmp(d->info.type, "cpu") == 0 ? 256
+              : strcmp(d->info.type, "cpu") == 0 ? 256
                                                  : 128;
   size_t max = d->info.max_work_group_size > 0 ? (size_t)d->info.max_work_group_size : 1;
   return wg < max ? wg : max;
@@ -954,6 +954,12 @@ void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) 
 
 /* ---- Read-back ----------------------------------------------------------------------- */
 
+/* Reads float4 entries [first, first + count) of buffer b into tmp (4 floats per entry). */
+static piola_status read_float4(const piola_world *w, int b, int32_t first, int32_t count,
+                                float *tmp) {
+  return read_buffer(w, b, 16 * (size_t)first, 16 * (size_t)count, tmp);
+}
+
 piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
                                      float *vel) {
   float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
@@ -964,19 +970,18 @@ piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_
   float *outs[2] = {xyz, vel};
   const int bufs[2] = {BUF_X, BUF_V};
   for (int k = 0; k < 2 && s == PIOLA_OK; ++k) {
-    if (outs[k] == NULL) {
-      continue;
-    }
-    s = read_buffer(w, bufs[k], 16 * (size_t)first, 16 * (size_t)count, tmp);
-    for (int32_t i = 0; i < count && s == PIOLA_OK; ++i) {
-      memcpy(outs[k] + 3 * (size_t)i, tmp + 4 * (size_t)i, 3 * sizeof(float));
+    if (outs[k] != NULL && (s = read_float4(w, bufs[k], first, count, tmp)) == PIOLA_OK) {
+      for (int32_t i = 0; i < count; ++i) {
+        memcpy(outs[k] + 3 * (size_t)i, tmp + 4 * (size_t)i, 3 * sizeof(float));
+      }
     }
   }
   free(tmp);
   return s;
 }
 
-/* Reads vertices [first, first + count) into the double arrays x and v (either may be NULL). */
+/* Reads vertices [first, first + count) into the double arrays x and v (either may be NULL),
+ * at the same indices. */
 static piola_status read_vertices(const piola_world *w, int32_t first, int32_t count, double *x,
                                   double *v) {
   float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
@@ -987,13 +992,11 @@ static piola_status read_vertices(const piola_world *w, int32_t first, int32_t c
   double *outs[2] = {x, v};
   const int bufs[2] = {BUF_X, BUF_V};
   for (int k = 0; k < 2 && s == PIOLA_OK; ++k) {
-    if (outs[k] == NULL) {
-      continue;
-    }
-    s = read_buffer(w, bufs[k], 16 * (size_t)first, 16 * (size_t)count, tmp);
-    for (int32_t i = 0; i < count && s == PIOLA_OK; ++i) {
-      for (int c = 0; c < 3; ++c) {
-        outs[k][3 * (size_t)(first + i) + c] = tmp[4 * (size_t)i + c];
+    if (outs[k] != NULL && (s = read_float4(w, bufs[k], first, count, tmp)) == PIOLA_OK) {
+      for (int32_t i = 0; i < count; ++i) {
+        for (int c = 0; c < 3; ++c) {
+          outs[k][3 * (size_t)(first + i) + c] = tmp[4 * (size_t)i + c];
+        }
       }
     }
   }
