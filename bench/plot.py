@@ -108,6 +108,13 @@ def plot_curves(ax, data, style=None, **kwargs):
         ax.plot(xs, ys, (style(label) if style else "-"), label=label, **kwargs)
 
 
+def label_axes(ax, xlabel, ylabel, title):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
+
 def dashed_for(word):
     return lambda label: "--" if word in label else "-"
 
@@ -119,10 +126,8 @@ def chart_convergence(plt, series):
     for level in (0.1, 0.01):
         ax.axhline(level, color="gray", linestyle=":", linewidth=0.8)
     ax.set_yscale("log")
-    ax.set_xlabel("iterations in the step")
-    ax.set_ylabel("elastic energy / energy after prediction")
-    ax.set_title("Convergence within one quasi-static step (paper Fig. 4)")
-    ax.legend(fontsize=8)
+    label_axes(ax, "iterations in the step", "elastic energy / energy after prediction",
+               "Convergence within one quasi-static step (paper Fig. 4)")
     return fig
 
 
@@ -132,10 +137,8 @@ def chart_stiffness(plt, series):
     plot_curves(a, data, marker="o")
     a.axhline(1.0, color="gray", linestyle=":", label="linear elasticity F/(E A)")
     a.set_yscale("log")
-    a.set_xlabel("iterations per substep")
-    a.set_ylabel("strain / (F / (E A))")
-    a.set_title("Pulled beam: strain vs iterations (E = 1 MPa)")
-    a.legend(fontsize=8)
+    label_axes(a, "iterations per substep", "strain / (F / (E A))",
+               "Pulled beam: strain vs iterations (E = 1 MPa)")
     data = curves(series, ("stiffness", "youngs"), "youngs_pa", "strain")
     plot_curves(b, data, marker="o")
     lin = curves(series, ("stiffness", "youngs"), "youngs_pa", "linear_strain")
@@ -144,10 +147,8 @@ def chart_stiffness(plt, series):
         b.plot(xs, ys, "k:", label="linear elasticity F/(E A)")
     b.set_xscale("log")
     b.set_yscale("log")
-    b.set_xlabel("Young's modulus E (Pa)")
-    b.set_ylabel("strain at rest")
-    b.set_title("Strain vs Young's modulus (same force)")
-    b.legend(fontsize=8)
+    label_axes(b, "Young's modulus E (Pa)", "strain at rest",
+               "Strain vs Young's modulus (same force)")
     fig.suptitle("Stiffness vs iterations and vs Young's modulus (paper Fig. 5)")
     return fig
 
@@ -162,10 +163,8 @@ def chart_poisson(plt, series):
     ax.plot(grid, grid, "k:", label="measured = material nu")
     ax.fill_between(grid, [g - 0.03 for g in grid], [g + 0.03 for g in grid], color="gray",
                     alpha=0.15, label="tolerance 0.03")
-    ax.set_xlabel("material Poisson's ratio nu")
-    ax.set_ylabel("-lateral strain / axial strain")
-    ax.set_title("Lateral contraction of a stretched beam (paper Fig. 7)")
-    ax.legend(fontsize=8)
+    label_axes(ax, "material Poisson's ratio nu", "-lateral strain / axial strain",
+               "Lateral contraction of a stretched beam (paper Fig. 7)")
     return fig
 
 
@@ -179,10 +178,8 @@ def chart_timestep(plt, series):
                              squeeze=False)
     for ax, group in zip(axes[0], groups):
         plot_curves(ax, {k: v for k, v in data.items() if k.split()[0] == group})
-        ax.set_xlabel("simulated time (s)")
-        ax.set_ylabel("sag of the free end (m)")
-        ax.set_title("%s: cantilever under gravity" % group.upper())
-        ax.legend(fontsize=8)
+        label_axes(ax, "simulated time (s)", "sag of the free end (m)",
+                   "%s: cantilever under gravity" % group.upper())
     fig.suptitle("Time-step independence: same substeps and iterations, dt = 10, 5, 2.5 ms")
     return fig
 
@@ -192,16 +189,10 @@ def chart_recovery(plt, series):
     plot_curves(a, curves(series, ("recovery", "volume"), "time_s", "volume_ratio"),
                 style=dashed_for("mirrored"))
     a.axhline(1.0, color="gray", linestyle=":")
-    a.set_xlabel("simulated time (s)")
-    a.set_ylabel("volume / rest volume")
-    a.set_title("Volume")
-    a.legend(fontsize=8)
+    label_axes(a, "simulated time (s)", "volume / rest volume", "Volume")
     plot_curves(b, curves(series, ("recovery", "volume"), "time_s", "inverted_tets"),
                 style=dashed_for("mirrored"))
-    b.set_xlabel("simulated time (s)")
-    b.set_ylabel("inverted tets")
-    b.set_title("Inverted tets")
-    b.legend(fontsize=8)
+    label_axes(b, "simulated time (s)", "inverted tets", "Inverted tets")
     fig.suptitle("Recovery from flattening and mirroring (paper Fig. 6)")
     return fig
 
@@ -233,16 +224,12 @@ def chart_compression(plt, series):
     a.axvline(1.0 / math.sqrt(3.0), color="gray", linestyle=":", label="1/sqrt(3)")
     a.axhline(0.0, color="black", linewidth=0.5)
     a.set_ylim(-2.0, 1.5)
-    a.set_xlabel("stretch s, F = diag(s, 1, 1)")
-    a.set_ylabel("first Piola-Kirchhoff stress P11 / E")
-    a.set_title("Stress vs stretch (paper Fig. 2)")
-    a.legend(fontsize=8)
+    label_axes(a, "stretch s, F = diag(s, 1, 1)", "first Piola-Kirchhoff stress P11 / E",
+               "Stress vs stretch (paper Fig. 2)")
     plot_curves(b, curves(series, ("compression", "cube"), "time_s", "volume_ratio"))
     b.set_ylim(0.0, 1.05)
-    b.set_xlabel("simulated time (s)")
-    b.set_ylabel("volume / rest volume")
-    b.set_title("Cube pressed by 0.2 E on its top face (paper Fig. 11)")
-    b.legend(fontsize=8)
+    label_axes(b, "simulated time (s)", "volume / rest volume",
+               "Cube pressed by 0.2 E on its top face (paper Fig. 11)")
     fig.suptitle("Material response under compression")
     return fig
 
@@ -253,10 +240,7 @@ def chart_generic(plt, series, experiment):
     for ax, key in zip(axes[0], keys):
         columns, _ = series[key]
         plot_curves(ax, curves(series, key, columns[1], columns[-1]))
-        ax.set_xlabel(columns[1])
-        ax.set_ylabel(columns[-1])
-        ax.set_title(key[1])
-        ax.legend(fontsize=8)
+        label_axes(ax, columns[1], columns[-1], key[1])
     fig.suptitle(experiment)
     return fig
 
@@ -382,7 +366,7 @@ def bench(paths, out):
     fig.savefig(scaling, dpi=110)
     plt.close(fig)
 
-        # Stages: only runs that measured them (the CPU reference always, OpenCL with --profile),
+    # Stages: only runs that measured them (the CPU reference always, OpenCL with --profile),
     # each as shares of its own total, which the label gives (totals differ by orders of
     # magnitude between devices).
     timed = [r for r in runs if sum(r.get("stage_ms", {}).values()) > 0.0]
