@@ -584,13 +584,14 @@ void test_opencl_parity_plasticity(piola_test *t) {
     const double allowed =
         2.0 * 0.005 * (double)sc.material.plastic_creep * (double)sc.material.plastic_yield;
     REQUIRE_OK(t, piola_opencl_pull(cl));
-    CHECK(t, ref->plastic_count == creature.tet_count && cl->plastic_count == ref->plastic_count);
+    CHECK(t, ref->solver.plastic_count == creature.tet_count &&
+                 cl->solver.plastic_count == ref->solver.plastic_count);
     double largest = 0.0, largest_gap = 0.0;
     int32_t yielded = 0;
-    for (int32_t k = 0; k < ref->plastic_count && k < cl->plastic_count; ++k) {
+    for (int32_t k = 0; k < ref->solver.plastic_count && k < cl->solver.plastic_count; ++k) {
       double n2 = 0.0, gap2 = 0.0;
       for (int j = 0; j < 6; ++j) {
-        double a = ref->plastic_strain[6 * k + j], c = cl->plastic_strain[6 * k + j];
+        double a = ref->solver.plastic_strain[6 * k + j], c = cl->solver.plastic_strain[6 * k + j];
         n2 += a * a;
         gap2 += (a - c) * (a - c);
       }
@@ -600,8 +601,8 @@ void test_opencl_parity_plasticity(piola_test *t) {
     }
     printf("  plasticity: %d of %d tets yielded, largest plastic strain %.4f, largest gap "
            "between the backends %.3e (allowed %.3e)\n",
-           (int)yielded, (int)ref->plastic_count, largest, largest_gap, allowed);
-    CHECK_MSG(t, yielded >= ref->plastic_count / 2 && largest > 0.1,
+           (int)yielded, (int)ref->solver.plastic_count, largest, largest_gap, allowed);
+    CHECK_MSG(t, yielded >= ref->solver.plastic_count / 2 && largest > 0.1,
               "too little plastic flow: %d tets yielded, largest strain %.4f", (int)yielded,
               largest);
     CHECK_MSG(t, largest_gap <= allowed, "plastic strains differ by %.3e", largest_gap);

@@ -573,7 +573,7 @@ static void iteration_energies(piola_test *t, piola_material mat, bool twist, do
       if (it > 0) {
         piola_cpu_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
       }
-      out[it] = piola_tets_energy(w, w->p, w->tet_m, &inverted);
+      out[it] = piola_tets_energy(w, w->p, w->solver.tet_m, &inverted);
       if (phi != NULL) {
         double k = 0.0;
         for (int32_t i = 0; i < n; ++i) {
@@ -772,9 +772,9 @@ static plastic_result twisted_beam(piola_test *t, float creep, float max, float 
     }
     piola_world_get_stats(w, &st);
     r.final_energy = st.elastic_energy + st.kinetic_energy;
-    r.plastic_tets = w->plastic_count;
-    for (int32_t k = 0; k < w->plastic_count; ++k) {
-      const double *e = w->plastic_strain + 6 * (size_t)k;
+    r.plastic_tets = w->solver.plastic_count;
+    for (int32_t k = 0; k < w->solver.plastic_count; ++k) {
+      const double *e = w->solver.plastic_strain + 6 * (size_t)k;
       double n2 =
           e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + 2.0 * (e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
       r.max_plastic_norm = fmax(r.max_plastic_norm, sqrt(n2));

@@ -1177,16 +1177,16 @@ void test_world_color_ranges(piola_test *t) {
     total += m->tet_count;
   }
   REQUIRE_OK(t, piola_world_build_tets(w));
-  REQUIRE(t, w->tet_count == total);
+  REQUIRE(t, w->solver.tet_count == total);
   /* The ranges tile [0, tet_count) in order. */
   int32_t next = 0;
-  for (int32_t c = 0; c < w->color_count; ++c) {
-    CHECK_MSG(t, w->color_first[c] == next, "color %d starts at %d, expected %d", c,
-              w->color_first[c], next);
-    CHECK(t, w->color_size[c] > 0);
-    next = w->color_first[c] + w->color_size[c];
+  for (int32_t c = 0; c < w->solver.color_count; ++c) {
+    CHECK_MSG(t, w->solver.color_first[c] == next, "color %d starts at %d, expected %d", c,
+              w->solver.color_first[c], next);
+    CHECK(t, w->solver.color_size[c] > 0);
+    next = w->solver.color_first[c] + w->solver.color_size[c];
   }
-  CHECK(t, next == w->tet_count);
+  CHECK(t, next == w->solver.tet_count);
   /* No two tets of a range share a vertex. */
   int32_t *stamp = malloc(sizeof *stamp * (size_t)w->vertex_count);
   REQUIRE(t, stamp != NULL);
@@ -1194,10 +1194,11 @@ void test_world_color_ranges(piola_test *t) {
     stamp[i] = -1;
   }
   int32_t conflicts = 0;
-  for (int32_t c = 0; c < w->color_count; ++c) {
-    for (int32_t k = w->color_first[c]; k < w->color_first[c] + w->color_size[c]; ++k) {
+  for (int32_t c = 0; c < w->solver.color_count; ++c) {
+    for (int32_t k = w->solver.color_first[c];
+         k < w->solver.color_first[c] + w->solver.color_size[c]; ++k) {
       for (int a = 0; a < 4; ++a) {
-        int32_t v = w->tet_vertices[4 * (size_t)k + a];
+        int32_t v = w->solver.tet_vertices[4 * (size_t)k + a];
         if (v < 0 || v >= w->vertex_count || stamp[v] == c) {
           conflicts++;
         } else {
@@ -1216,8 +1217,8 @@ void test_world_color_ranges(piola_test *t) {
     base[i] = acc;
     acc += meshes[i % mesh_count].tet_count;
   }
-  for (int32_t k = 0; k < w->tet_count; ++k) {
-    int32_t slot = w->tet_body[k], local = w->tet_local[k];
+  for (int32_t k = 0; k < w->solver.tet_count; ++k) {
+    int32_t slot = w->solver.tet_body[k], local = w->solver.tet_local[k];
     int32_t i = slot; /* bodies were added in order into slots 0..3 */
     const piola_tet_mesh *m = &meshes[i % mesh_count];
     if (i < 0 || i >= 4 || local < 0 || local >= m->tet_count) {
@@ -1229,7 +1230,7 @@ void test_world_color_ranges(piola_test *t) {
     /* The body's own (positively oriented) copy: same vertex set as the mesh's tet. */
     int32_t found = 0;
     for (int a = 0; a < 4; ++a) {
-      int32_t v = w->tet_vertices[4 * (size_t)k + a] - body->vertex_offset;
+      int32_t v = w->solver.tet_vertices[4 * (size_t)k + a] - body->vertex_offset;
       for (int b = 0; b < 4; ++b) {
         found += v == m->tets[4 * (size_t)local + b];
       }
@@ -1244,11 +1245,11 @@ void test_world_color_ranges(piola_test *t) {
   CHECK_MSG(t, wrong_counts == 0, "%d tets not present exactly once", wrong_counts);
   /* The API's color sizes are these ranges. */
   int32_t count = 0;
-  int32_t *sizes = malloc(sizeof *sizes * (size_t)w->color_count);
+  int32_t *sizes = malloc(sizeof *sizes * (size_t)w->solver.color_count);
   REQUIRE(t, sizes != NULL);
-  REQUIRE_OK(t, piola_world_get_color_sizes(w, sizes, w->color_count, &count));
-  CHECK(t, count == w->color_count);
-  CHECK(t, memcmp(sizes, w->color_size, sizeof *sizes * (size_t)count) == 0);
+  REQUIRE_OK(t, piola_world_get_color_sizes(w, sizes, w->solver.color_count, &count));
+  CHECK(t, count == w->solver.color_count);
+  CHECK(t, memcmp(sizes, w->solver.color_size, sizeof *sizes * (size_t)count) == 0);
   piola_stats st;
   REQUIRE_OK(t, piola_world_get_stats(w, &st));
   printf("  world of %d bodies: %d tets in %d colors, sizes %d..%d\n", (int)st.body_count,
@@ -1262,15 +1263,15 @@ void test_world_color_ranges(piola_test *t) {
     const piola_body *body = &w->bodies[ids[i].index1 - 1];
     most = body->color_count > most ? body->color_count : most;
   }
-  CHECK(t, w->color_count == most);
-  for (int32_t c = 0; c < w->color_count; ++c) {
+  CHECK(t, w->solver.color_count == most);
+  for (int32_t c = 0; c < w->solver.color_count; ++c) {
     int32_t expected = 0;
     for (int32_t i = 0; i < 4; ++i) {
       const piola_body *body = &w->bodies[ids[i].index1 - 1];
       expected += c < body->color_count ? body->color_start[c + 1] - body->color_start[c] : 0;
     }
-    CHECK_MSG(t, w->color_size[c] == expected, "color %d: %d tets, expected %d", c,
-              w->color_size[c], expected);
+    CHECK_MSG(t, w->solver.color_size[c] == expected, "color %d: %d tets, expected %d", c,
+              w->solver.color_size[c], expected);
   }
   free(sizes);
   free(seen);

@@ -57,11 +57,11 @@ wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, 
   h = hash_doubles(h, w->p, 3 * nv);
   h = hash_doubles(h, w->v, 3 * nv);
   h = hash_doubles(h, w->w, nv);
-  if (!w->tets_dirty && w->tet_count > 0) {
-    size_t nt = (size_t)w->tet_count;
-    h = wt_fnv1a(h, w->tet_vertices, 4 * nt * sizeof *w->tet_vertices);
-    h = hash_doubles(h, w->tet_m, 9 * nt);
-    h = hash_doubles(h, w->tet_lambda, nt);
+  if (!w->tets_dirty && w->solver.tet_count > 0) {
+    size_t nt = (size_t)w->solver.tet_count;
+    h = wt_fnv1a(h, w->solver.tet_vertices, 4 * nt * sizeof *w->solver.tet_vertices);
+    h = hash_doubles(h, w->solver.tet_m, 9 * nt);
+    h = hash_doubles(h, w->solver.tet_lambda, nt);
   }
   h = wt_fnv1a(h, w->colliders, (size_t)w->collider_count * sizeof *w->colliders);
   s.host_hash = h;

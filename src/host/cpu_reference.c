@@ -43,12 +43,12 @@ static void predict(piola_world *w, double h) {
 
 /* The corrections dx[0..3] of tet t from the current predicted positions; returns flags. */
 static int project(piola_world *w, int32_t t, double inv_h2, piola_v3 dx[4]) {
-  const int32_t *q = w->tet_vertices + 4 * (size_t)t;
-  const piola_tet_material *mat = &w->materials[w->tet_material[t]].constants;
-  return piola_tet_solve(mat, load_m3(w->tet_m, t), w->tet_volume[t], mat->compliance * inv_h2,
-                         load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]), load3(w->p, q[3]),
-                         w->w[q[0]], w->w[q[1]], w->w[q[2]], w->w[q[3]],
-                         &w->tet_lambda[2 * (size_t)t], dx);
+  const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
+  const piola_tet_material *mat = &w->materials[w->solver.tet_material[t]].constants;
+  return piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
+                         mat->compliance * inv_h2, load3(w->p, q[0]), load3(w->p, q[1]),
+                         load3(w->p, q[2]), load3(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
+                         w->w[q[3]], &w->solver.tet_lambda[2 * (size_t)t], dx);
 }
 
 static void add3(double *a, int32_t i, piola_v3 d) {
@@ -62,7 +62,7 @@ static void solve_range(piola_world *w, int32_t first, int32_t count, double inv
   piola_v3 x[4]; /* corrections */
   for (int32_t t = first; t < first + count; ++t) {
     if (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) {
-      const int32_t *q = w->tet_vertices + 4 * (size_t)t;
+      const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
       for (int k = 0; k < 4; ++k) {
         add3(w->p, q[k], x[k]);
       }
@@ -80,7 +80,8 @@ static void jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t v
   for (int32_t t = first; t < first + count; ++t) {
     const int worked = (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) != 0;
     for (int k = 0; k < 4; ++k) {
-      double *d = w->jacobi_delta + 16 * (size_t)(t - w->jacobi_first) + 4 * (size_t)k;
+      double *d =
+          w->solver.jacobi_delta + 16 * (size_t)(t - w->solver.jacobi_first) + 4 * (size_t)k;
       d[0] = x[k].x;
       d[1] = x[k].y;
       d[2] = x[k].z;
@@ -90,14 +91,14 @@ static void jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t v
   const double omega = (double)w->def.jacobi_omega;
   for (int32_t i = vfirst; i < vfirst + vcount; ++i) {
     double sum[4] = {0.0, 0.0, 0.0, 0.0};
-    for (int32_t j = w->jacobi_start[i]; j < w->jacobi_start[i + 1]; ++j) {
-      const double *d = w->jacobi_delta + 4 * (size_t)w->jacobi_incidence[j];
+    for (int32_t j = w->solver.jacobi_start[i]; j < w->solver.jacobi_start[i + 1]; ++j) {
+      const double *d = w->solver.jacobi_delta + 4 * (size_t)w->solver.jacobi_incidence[j];
       for (int k = 0; k < 4; ++k) {
         sum[k] += d[k];
       }
     }
     if (sum[3] > 0.0) {
-      double *p = w->p + 3 * (size_t)w->jacobi_vertices[i];
+      double *p = w->p + 3 * (size_t)w->solver.jacobi_vertices[i];
       for (int k = 0; k < 3; ++k) {
         p[k] += omega * sum[k] / sum[3];
       }
@@ -111,12 +112,13 @@ static void jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t v
  * bodies (the kernels' per-stage schedule) while each body's data stays in cache. */
 static void solve_tets(piola_world *w, double h) {
   const double inv_h2 = 1.0 / (h * h);
-  for (int32_t b = 0; b < w->solver_body_count; ++b) {
-    for (int32_t c = 0; c < w->color_count; ++c) {
-      const int32_t *range = w->body_color + 2 * ((size_t)b * w->color_count + (size_t)c);
+  for (int32_t b = 0; b < w->solver.body_count; ++b) {
+    for (int32_t c = 0; c < w->solver.color_count; ++c) {
+      const int32_t *range =
+          w->solver.body_color + 2 * ((size_t)b * w->solver.color_count + (size_t)c);
       solve_range(w, range[0], range[1], inv_h2);
     }
-    const int32_t *tail = w->body_jacobi + 4 * (size_t)b;
+    const int32_t *tail = w->solver.body_jacobi + 4 * (size_t)b;
     if (tail[1] > 0) {
       jacobi_range(w, tail[0], tail[1], tail[2], tail[3], inv_h2);
     }
@@ -138,7 +140,7 @@ static void collide(piola_world *w) {
 
 /* v = (p - x) / h, damped; x = p. */
 static void update_velocities(piola_world *w, double h) {
-  const double damp = fmax(0.0, 1.0 - (double)w->def.damping * h);
+  const double damp = piola_world_damping_factor(w, h);
   for (size_t i = 0; i < 3 * (size_t)w->vertex_count; ++i) {
     w->v[i] = (w->p[i] - w->x[i]) / h * damp;
     w->x[i] = w->p[i];
@@ -146,14 +148,14 @@ static void update_velocities(piola_world *w, double h) {
 }
 
 static void plasticity(piola_world *w, double h) {
-  for (int32_t k = 0; k < w->plastic_count; ++k) {
-    const int32_t t = w->plastic_tet[k];
-    const int32_t *q = w->tet_vertices + 4 * (size_t)t;
-    const piola_material *m = &w->materials[w->tet_material[t]].def;
-    piola_m3 dm_rest = load_m3(w->plastic_dm_rest, k);
+  for (int32_t k = 0; k < w->solver.plastic_count; ++k) {
+    const int32_t t = w->solver.plastic_tet[k];
+    const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
+    const piola_material *m = &w->materials[w->solver.tet_material[t]].def;
+    piola_m3 dm_rest = load_m3(w->solver.plastic_dm_rest, k);
     piola_m3 f = piola_tet_deformation(load3(w->x, q[0]), load3(w->x, q[1]), load3(w->x, q[2]),
                                        load3(w->x, q[3]), dm_rest);
-    double *e = w->plastic_strain + 6 * (size_t)k;
+    double *e = w->solver.plastic_strain + 6 * (size_t)k;
     piola_sym3 eps = {e[0], e[1], e[2], e[3], e[4], e[5]};
     piola_m3 m_eff;
     if (piola_plastic_update(f, &eps, m->plastic_yield, fmin(1.0, h * m->plastic_creep),
@@ -164,7 +166,7 @@ static void plasticity(piola_world *w, double h) {
       e[3] = eps.xy;
       e[4] = eps.xz;
       e[5] = eps.yz;
-      memcpy(w->tet_m + 9 * (size_t)t, m_eff.m, sizeof m_eff.m);
+      memcpy(w->solver.tet_m + 9 * (size_t)t, m_eff.m, sizeof m_eff.m);
     }
   }
 }
@@ -175,7 +177,7 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
     predict(w, h);
     break;
   case PIOLA_STAGE_RESET_MULTIPLIERS:
-    memset(w->tet_lambda, 0, sizeof(double) * 2 * (size_t)w->tet_count);
+    memset(w->solver.tet_lambda, 0, sizeof(double) * 2 * (size_t)w->solver.tet_count);
     break;
   case PIOLA_STAGE_SOLVE_TETS:
     solve_tets(w, h);
@@ -210,9 +212,10 @@ double piola_tets_energy(const piola_world *w, const double *positions, const do
                          int32_t *inverted) {
   double sum = 0.0;
   *inverted = 0;
-  for (int32_t t = 0; t < w->tet_count; ++t) {
-    sum += tet_energy(&w->materials[w->tet_material[t]], load_m3(tet_m, t), w->tet_volume[t],
-                      positions, w->tet_vertices + 4 * (size_t)t, 0, inverted);
+  for (int32_t t = 0; t < w->solver.tet_count; ++t) {
+    sum += tet_energy(&w->materials[w->solver.tet_material[t]], load_m3(tet_m, t),
+                      w->solver.tet_volume[t], positions, w->solver.tet_vertices + 4 * (size_t)t, 0,
+                      inverted);
   }
   return sum;
 }

@@ -767,10 +767,10 @@ static piola_status upload_colliders(piola_world *w) {
 /* Uploads the whole state: vertices, tets (structure of arrays), materials, plastic data. */
 static piola_status upload_all(piola_world *w) {
   piola_opencl *cl = w->cl;
-  const size_t nv = (size_t)w->vertex_count, nt = (size_t)w->tet_count,
-               np = (size_t)w->plastic_count, nm = (size_t)w->material_count,
-               nj = (size_t)w->jacobi_vertex_count, njt = (size_t)w->jacobi_count,
-               nb = (size_t)w->solver_body_count, nc = (size_t)w->color_count;
+  const size_t nv = (size_t)w->vertex_count, nt = (size_t)w->solver.tet_count,
+               np = (size_t)w->solver.plastic_count, nm = (size_t)w->material_count,
+               nj = (size_t)w->solver.jacobi_vertex_count, njt = (size_t)w->solver.jacobi_count,
+               nb = (size_t)w->solver.body_count, nc = (size_t)w->solver.color_count;
   piola_status s = PIOLA_OK;
   const struct {
     int b;
@@ -823,31 +823,31 @@ static piola_status upload_all(piola_world *w) {
     s = write_buffer(w, BUF_V, 0, 16 * nv, f);
   }
   if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_TETS, 0, 16 * nt, w->tet_vertices);
+    s = write_buffer(w, BUF_TETS, 0, 16 * nt, w->solver.tet_vertices);
   }
   if (s == PIOLA_OK) {
     for (size_t t = 0; t < nt; ++t) {
       for (size_t k = 0; k < 9; ++k) {
-        f[k * nt + t] = (float)w->tet_m[9 * t + k];
+        f[k * nt + t] = (float)w->solver.tet_m[9 * t + k];
       }
     }
     s = write_buffer(w, BUF_TET_M, 0, 36 * nt, f);
   }
   if (s == PIOLA_OK) {
     for (size_t t = 0; t < nt; ++t) {
-      f[t] = (float)w->tet_volume[t];
+      f[t] = (float)w->solver.tet_volume[t];
     }
     s = write_buffer(w, BUF_TET_VOLUME, 0, 4 * nt, f);
   }
   if (s == PIOLA_OK) {
     for (size_t t = 0; t < nt; ++t) {
-      f[t] = (float)w->tet_lambda[2 * t];
-      f[nt + t] = (float)w->tet_lambda[2 * t + 1];
+      f[t] = (float)w->solver.tet_lambda[2 * t];
+      f[nt + t] = (float)w->solver.tet_lambda[2 * t + 1];
     }
     s = write_buffer(w, BUF_TET_LAMBDA, 0, 8 * nt, f);
   }
   if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_TET_MATERIAL, 0, 4 * nt, w->tet_material);
+    s = write_buffer(w, BUF_TET_MATERIAL, 0, 4 * nt, w->solver.tet_material);
   }
   if (s == PIOLA_OK) {
     piola_material_data *md = staging;
@@ -868,11 +868,11 @@ static piola_status upload_all(piola_world *w) {
     s = write_buffer(w, BUF_MATERIALS, 0, sizeof(piola_material_data) * nm, md);
   }
   if (s == PIOLA_OK && np > 0) {
-    s = write_buffer(w, BUF_PLASTIC_TET, 0, 4 * np, w->plastic_tet);
+    s = write_buffer(w, BUF_PLASTIC_TET, 0, 4 * np, w->solver.plastic_tet);
     if (s == PIOLA_OK) {
       for (size_t k = 0; k < np; ++k) {
         for (size_t j = 0; j < 9; ++j) {
-          f[j * np + k] = (float)w->plastic_dm_rest[9 * k + j];
+          f[j * np + k] = (float)w->solver.plastic_dm_rest[9 * k + j];
         }
       }
       s = write_buffer(w, BUF_PLASTIC_DM, 0, 36 * np, f);
@@ -880,7 +880,7 @@ static piola_status upload_all(piola_world *w) {
     if (s == PIOLA_OK) {
       for (size_t k = 0; k < np; ++k) {
         for (size_t j = 0; j < 6; ++j) {
-          f[j * np + k] = (float)w->plastic_strain[6 * k + j];
+          f[j * np + k] = (float)w->solver.plastic_strain[6 * k + j];
         }
       }
       s = write_buffer(w, BUF_PLASTIC_STRAIN, 0, 24 * np, f);
@@ -888,22 +888,22 @@ static piola_status upload_all(piola_world *w) {
   }
   free(staging);
   if (s == PIOLA_OK && njt > 0) {
-    s = write_buffer(w, BUF_JACOBI_VERTICES, 0, 4 * nj, w->jacobi_vertices);
+    s = write_buffer(w, BUF_JACOBI_VERTICES, 0, 4 * nj, w->solver.jacobi_vertices);
     if (s == PIOLA_OK) {
-      s = write_buffer(w, BUF_JACOBI_START, 0, 4 * (nj + 1), w->jacobi_start);
+      s = write_buffer(w, BUF_JACOBI_START, 0, 4 * (nj + 1), w->solver.jacobi_start);
     }
     if (s == PIOLA_OK) {
-      s = write_buffer(w, BUF_JACOBI_INCIDENCE, 0, 16 * njt, w->jacobi_incidence);
+      s = write_buffer(w, BUF_JACOBI_INCIDENCE, 0, 16 * njt, w->solver.jacobi_incidence);
     }
   }
   if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_BODY_VERTEX, 0, 8 * nb, w->body_vertex);
+    s = write_buffer(w, BUF_BODY_VERTEX, 0, 8 * nb, w->solver.body_vertex);
   }
   if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_BODY_COLOR, 0, 8 * nb * nc, w->body_color);
+    s = write_buffer(w, BUF_BODY_COLOR, 0, 8 * nb * nc, w->solver.body_color);
   }
   if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_BODY_JACOBI, 0, 16 * nb, w->body_jacobi);
+    s = write_buffer(w, BUF_BODY_JACOBI, 0, 16 * nb, w->solver.body_jacobi);
   }
   if (s == PIOLA_OK) {
     s = upload_colliders(w);
@@ -913,8 +913,8 @@ static piola_status upload_all(piola_world *w) {
     s = upload_forces(w, 0, w->vertex_count);
   }
   if (s == PIOLA_OK) {
-    cl->tet_count = w->tet_count;
-    cl->plastic_count = w->plastic_count;
+    cl->tet_count = w->solver.tet_count;
+    cl->plastic_count = w->solver.plastic_count;
     cl->live = true;
   }
   return s;
@@ -1050,7 +1050,7 @@ piola_status piola_opencl_pull(piola_world *w) {
   piola_status s = read_vertices(w, 0, w->cl->vertex_count, w->x, w->v);
   if (s == PIOLA_OK) {
     memcpy(w->p, w->x, sizeof(double) * 3 * (size_t)w->vertex_count);
-    s = read_tets(w, w->tet_m, w->tet_lambda, w->plastic_strain);
+    s = read_tets(w, w->solver.tet_m, w->solver.tet_lambda, w->solver.plastic_strain);
   }
   return s;
 }
@@ -1119,6 +1119,13 @@ static piola_status launch(piola_world *w, int k, int32_t count, piola_stage sta
   return PIOLA_OK;
 }
 
+/* The velocity gravity adds over a substep of h seconds (m/s), as the kernels take it. */
+static cl_float4 gravity_impulse(const piola_world *w, double h) {
+  cl_float4 hg = {{(float)(h * w->def.gravity[0]), (float)(h * w->def.gravity[1]),
+                   (float)(h * w->def.gravity[2]), 0.0f}};
+  return hg;
+}
+
 #define SET_ARG(k, i, v) CL_CHECK(log, clSetKernelArg(cl->kernels[k], (i), sizeof(v), &(v)))
 
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
@@ -1128,8 +1135,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   cl_int nv = cl->vertex_count;
   switch (stage) {
   case PIOLA_STAGE_PREDICT: {
-    cl_float4 hg = {{(float)(h * w->def.gravity[0]), (float)(h * w->def.gravity[1]),
-                     (float)(h * w->def.gravity[2]), 0.0f}};
+    cl_float4 hg = gravity_impulse(w, h);
     cl_float hf = (cl_float)h;
     SET_ARG(KERNEL_PREDICT, 0, b[BUF_X]);
     SET_ARG(KERNEL_PREDICT, 1, b[BUF_V]);
@@ -1170,8 +1176,8 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(KERNEL_SOLVE, 7, b[BUF_MATERIALS]);
     SET_ARG(KERNEL_SOLVE, 10, stride);
     SET_ARG(KERNEL_SOLVE, 11, inv_h2);
-    for (int32_t c = 0; c < w->color_count; ++c) {
-      cl_int first = w->color_first[c], count = w->color_size[c];
+    for (int32_t c = 0; c < w->solver.color_count; ++c) {
+      cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
       SET_ARG(KERNEL_SOLVE, 8, first);
       SET_ARG(KERNEL_SOLVE, 9, count);
       piola_status s = launch(w, KERNEL_SOLVE, count, stage);
@@ -1179,10 +1185,11 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
         return s;
       }
     }
-    if (w->jacobi_count == 0) {
+    if (w->solver.jacobi_count == 0) {
       return PIOLA_OK;
     }
-    cl_int jfirst = w->jacobi_first, jcount = w->jacobi_count, nj = w->jacobi_vertex_count;
+    cl_int jfirst = w->solver.jacobi_first, jcount = w->solver.jacobi_count,
+           nj = w->solver.jacobi_vertex_count;
     cl_float omega = w->def.jacobi_omega;
     SET_ARG(KERNEL_SOLVE_JACOBI, 0, b[BUF_X]);
     SET_ARG(KERNEL_SOLVE_JACOBI, 1, b[BUF_D]);
@@ -1221,8 +1228,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   }
   case PIOLA_STAGE_UPDATE_VELOCITIES: {
     cl_float inv_h = (cl_float)(1.0 / h);
-    cl_float damp = (cl_float)(1.0 - (double)w->def.damping * h);
-    damp = damp > 0.0f ? damp : 0.0f;
+    cl_float damp = (cl_float)piola_world_damping_factor(w, h);
     SET_ARG(KERNEL_UPDATE, 0, b[BUF_X]);
     SET_ARG(KERNEL_UPDATE, 1, b[BUF_V]);
     SET_ARG(KERNEL_UPDATE, 2, b[BUF_D]);
@@ -1259,9 +1265,9 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
 
 bool piola_opencl_per_body(const piola_world *w) {
   const piola_schedule s = w->def.schedule;
-  return w->solver_body_count > 0 &&
+  return w->solver.body_count > 0 &&
          (s == PIOLA_SCHEDULE_BODIES || (s == PIOLA_SCHEDULE_AUTO && !w->def.profile &&
-                                         w->max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
+                                         w->solver.max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
 }
 
 piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
@@ -1271,13 +1277,11 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
   const int k = KERNEL_SUBSTEP_BODIES;
   cl_int has_forces = w->f != NULL && b[BUF_FORCES] != NULL;
   cl_mem forces = has_forces ? b[BUF_FORCES] : b[BUF_X];
-  cl_int ncol = w->collider_count, colors = w->color_count, iterations = w->def.iterations;
-  cl_int stride = cl->tet_count, jfirst = w->jacobi_first;
-  cl_float4 hg = {{(float)(h * w->def.gravity[0]), (float)(h * w->def.gravity[1]),
-                   (float)(h * w->def.gravity[2]), 0.0f}};
+  cl_int ncol = w->collider_count, colors = w->solver.color_count, iterations = w->def.iterations;
+  cl_int stride = cl->tet_count, jfirst = w->solver.jacobi_first;
+  cl_float4 hg = gravity_impulse(w, h);
   cl_float hf = (cl_float)h, inv_h = (cl_float)(1.0 / h), inv_h2 = (cl_float)(1.0 / (h * h));
-  cl_float damp = (cl_float)(1.0 - (double)w->def.damping * h), omega = w->def.jacobi_omega;
-  damp = damp > 0.0f ? damp : 0.0f;
+  cl_float damp = (cl_float)piola_world_damping_factor(w, h), omega = w->def.jacobi_omega;
   SET_ARG(k, 0, b[BUF_X]);
   SET_ARG(k, 1, b[BUF_V]);
   SET_ARG(k, 2, b[BUF_D]);
@@ -1309,7 +1313,7 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
   SET_ARG(k, 28, damp);
   SET_ARG(k, 29, omega);
   /* One work-group per body. */
-  size_t local = cl->wg, global = (size_t)w->solver_body_count * cl->wg;
+  size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(log, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global, &local, 0, NULL,
                                        NULL));
   return PIOLA_OK;

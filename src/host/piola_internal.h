@@ -94,30 +94,9 @@ typedef struct piola_material_entry {
   bool plastic;
 } piola_material_entry;
 
-typedef struct piola_opencl piola_opencl; /* opencl_backend.c */
-
-struct piola_world {
-  piola_world_def def;
-  piola_backend backend; /* CPU_REFERENCE or OPENCL, never AUTO */
-
-  piola_body *bodies;
-  int32_t body_capacity;
-  int32_t body_slots; /* slots in use or freed; bodies[0..body_slots) */
-  int32_t body_count;
-
-  piola_material_entry *materials;
-  int32_t material_count, material_capacity;
-
-  piola_collider_data *colliders;
-  int32_t collider_count, collider_capacity;
-
-  /* Vertices (double): x, p, v are 3 per vertex. */
-  int32_t vertex_count, vertex_capacity;
-  double *x, *p, *v, *w;
-  double *f; /* 3 per vertex, external force (N); NULL until a body sets forces */
-
-  /* Solver tet arrays, sorted by color; rebuilt from the bodies when tets_dirty. */
-  bool tets_dirty;
+/* The solver's tets, sorted by color (then the Jacobi tail), with what each schedule needs to
+ * walk them; built from the live bodies by piola_world_build_tets and replaced as a whole. */
+typedef struct piola_solver_tets {
   int32_t tet_count;
   int32_t *tet_vertices; /* 4 per tet, world vertex indices */
   double *tet_m;         /* 9 per tet: Dm^-1, or M = Dm^-1 F_p^-1 for plastic tets */
@@ -140,13 +119,40 @@ struct piola_world {
    * body_vertex (first, count) of its vertices; body_color (first, count) of its tets in each
    * of the color_count colors; body_jacobi (first, count) of its tail tets and (first, count)
    * of its entries in jacobi_vertices. max_body_tets: the largest body. */
-  int32_t solver_body_count, max_body_tets;
+  int32_t body_count, max_body_tets;
   int32_t *body_vertex, *body_color, *body_jacobi;
   /* Plastic tets (in solver order): their solver index, rest Dm^-1 and plastic strain. */
   int32_t plastic_count;
   int32_t *plastic_tet;
   double *plastic_dm_rest; /* 9 per plastic tet */
   double *plastic_strain;  /* 6 per plastic tet */
+} piola_solver_tets;
+
+typedef struct piola_opencl piola_opencl; /* opencl_backend.c */
+
+struct piola_world {
+  piola_world_def def;
+  piola_backend backend; /* CPU_REFERENCE or OPENCL, never AUTO */
+
+  piola_body *bodies;
+  int32_t body_capacity;
+  int32_t body_slots; /* slots in use or freed; bodies[0..body_slots) */
+  int32_t body_count;
+
+  piola_material_entry *materials;
+  int32_t material_count, material_capacity;
+
+  piola_collider_data *colliders;
+  int32_t collider_count, collider_capacity;
+
+  /* Vertices (double): x, p, v are 3 per vertex. */
+  int32_t vertex_count, vertex_capacity;
+  double *x, *p, *v, *w;
+  double *f; /* 3 per vertex, external force (N); NULL until a body sets forces */
+
+  /* The solver's tet arrays, rebuilt from the bodies when tets_dirty. */
+  bool tets_dirty;
+  piola_solver_tets solver;
 
   int64_t step_count;
   double simulated_time;
@@ -162,6 +168,9 @@ piola_status piola_world_build_tets(piola_world *w);
 
 /* Copies the live plastic state of the solver arrays back into the bodies. */
 void piola_world_sync_plastic(piola_world *w);
+
+/* The factor velocities keep over a substep of h seconds: max(0, 1 - damping h). */
+double piola_world_damping_factor(const piola_world *w, double h);
 
 /* The body behind an id, or NULL (with a misuse report) when the id is invalid. */
 piola_body *piola_world_body(const piola_world *w, piola_body_id id);

@@ -87,53 +87,27 @@ static void free_body(piola_body *b) {
   b->generation = generation;
 }
 
-static void free_tet_arrays(piola_world *w) {
-  free(w->tet_vertices);
-  free(w->tet_m);
-  free(w->tet_volume);
-  free(w->tet_lambda);
-  free(w->tet_material);
-  free(w->tet_body);
-  free(w->tet_local);
-  free(w->color_first);
-  free(w->color_size);
-  free(w->plastic_tet);
-  free(w->plastic_dm_rest);
-  free(w->plastic_strain);
-  free(w->jacobi_vertices);
-  free(w->jacobi_start);
-  free(w->jacobi_incidence);
-  free(w->jacobi_delta);
-  free(w->body_vertex);
-  free(w->body_color);
-  free(w->body_jacobi);
-  w->body_vertex = NULL;
-  w->body_color = NULL;
-  w->body_jacobi = NULL;
-  w->solver_body_count = 0;
-  w->max_body_tets = 0;
-  w->jacobi_vertices = NULL;
-  w->jacobi_start = NULL;
-  w->jacobi_incidence = NULL;
-  w->jacobi_delta = NULL;
-  w->jacobi_first = 0;
-  w->jacobi_count = 0;
-  w->jacobi_vertex_count = 0;
-  w->tet_vertices = NULL;
-  w->tet_m = NULL;
-  w->tet_volume = NULL;
-  w->tet_lambda = NULL;
-  w->tet_material = NULL;
-  w->tet_body = NULL;
-  w->tet_local = NULL;
-  w->color_first = NULL;
-  w->color_size = NULL;
-  w->plastic_tet = NULL;
-  w->plastic_dm_rest = NULL;
-  w->plastic_strain = NULL;
-  w->tet_count = 0;
-  w->color_count = 0;
-  w->plastic_count = 0;
+static void free_solver_tets(piola_solver_tets *st) {
+  free(st->tet_vertices);
+  free(st->tet_m);
+  free(st->tet_volume);
+  free(st->tet_lambda);
+  free(st->tet_material);
+  free(st->tet_body);
+  free(st->tet_local);
+  free(st->color_first);
+  free(st->color_size);
+  free(st->plastic_tet);
+  free(st->plastic_dm_rest);
+  free(st->plastic_strain);
+  free(st->jacobi_vertices);
+  free(st->jacobi_start);
+  free(st->jacobi_incidence);
+  free(st->jacobi_delta);
+  free(st->body_vertex);
+  free(st->body_color);
+  free(st->body_jacobi);
+  memset(st, 0, sizeof *st);
 }
 
 /* Before bodies come or go: makes the host arrays current (the OpenCL device may be ahead of
@@ -253,7 +227,7 @@ void piola_world_destroy(piola_world *w) {
   free(w->v);
   free(w->w);
   free(w->f);
-  free_tet_arrays(w);
+  free_solver_tets(&w->solver);
   free(w);
 }
 
@@ -289,7 +263,7 @@ piola_status piola_world_step(piola_world *w) {
   for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
     if (per_body) {
       s = piola_opencl_substep_bodies(w, h);
-      if (s == PIOLA_OK && w->plastic_count > 0) {
+      if (s == PIOLA_OK && w->solver.plastic_count > 0) {
         s = run_stage(w, PIOLA_STAGE_PLASTICITY, h);
       }
       continue;
@@ -307,7 +281,7 @@ piola_status piola_world_step(piola_world *w) {
     if (s == PIOLA_OK) {
       s = run_stage(w, PIOLA_STAGE_UPDATE_VELOCITIES, h);
     }
-    if (s == PIOLA_OK && w->plastic_count > 0) {
+    if (s == PIOLA_OK && w->solver.plastic_count > 0) {
       s = run_stage(w, PIOLA_STAGE_PLASTICITY, h);
     }
   }
@@ -433,10 +407,10 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
 
   /* Energies and counts from the current state. */
   piola_status s = PIOLA_OK;
-  const double *x = w->x, *v = w->v, *tet_m = w->tet_m, *lambda = w->tet_lambda;
+  const double *x = w->x, *v = w->v, *tet_m = w->solver.tet_m, *lambda = w->solver.tet_lambda;
   double *buffers = NULL;
   if (w->cl != NULL && piola_opencl_live(w)) {
-    size_t nv = 3 * (size_t)w->vertex_count, nt = (size_t)w->tet_count;
+    size_t nv = 3 * (size_t)w->vertex_count, nt = (size_t)w->solver.tet_count;
     buffers = malloc(sizeof(double) * (2 * nv + 11 * nt + 1));
     if (buffers == NULL) {
       return PIOLA_ERROR_OUT_OF_MEMORY;
@@ -454,7 +428,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
       st.elastic_energy = piola_bodies_energy(w, x, &st.inverted_tets);
     } else {
       st.elastic_energy = piola_tets_energy(w, x, tet_m, &st.inverted_tets);
-      for (int32_t t = 0; t < w->tet_count; ++t) {
+      for (int32_t t = 0; t < w->solver.tet_count; ++t) {
         st.active_tets += lambda[2 * t] != 0.0 || lambda[2 * t + 1] != 0.0;
       }
     }
@@ -1042,18 +1016,22 @@ piola_status piola_world_add_plane(piola_world *w, const float normal[3], float 
   return piola_world_add_collider(w, &def, NULL);
 }
 
+double piola_world_damping_factor(const piola_world *w, double h) {
+  return fmax(0.0, 1.0 - (double)w->def.damping * h);
+}
+
 /* ---- Solver arrays ------------------------------------------------------------------- */
 
 void piola_world_sync_plastic(piola_world *w) {
-  if (w->tets_dirty || w->tet_m == NULL) {
+  if (w->tets_dirty || w->solver.tet_m == NULL) {
     return; /* the bodies hold the current state */
   }
-  for (int32_t k = 0; k < w->plastic_count; ++k) {
-    int32_t t = w->plastic_tet[k];
-    piola_body *b = &w->bodies[w->tet_body[t]];
-    size_t l = (size_t)w->tet_local[t];
-    memcpy(b->plastic_strain + 6 * l, w->plastic_strain + 6 * (size_t)k, 6 * sizeof(double));
-    memcpy(b->m_eff + 9 * l, w->tet_m + 9 * (size_t)t, 9 * sizeof(double));
+  for (int32_t k = 0; k < w->solver.plastic_count; ++k) {
+    int32_t t = w->solver.plastic_tet[k];
+    piola_body *b = &w->bodies[w->solver.tet_body[t]];
+    size_t l = (size_t)w->solver.tet_local[t];
+    memcpy(b->plastic_strain + 6 * l, w->solver.plastic_strain + 6 * (size_t)k, 6 * sizeof(double));
+    memcpy(b->m_eff + 9 * l, w->solver.tet_m + 9 * (size_t)t, 9 * sizeof(double));
   }
 }
 
@@ -1072,7 +1050,7 @@ static int32_t lower_bound(const int32_t *a, int32_t n, int32_t key) {
 }
 
 /* The per-vertex gather lists of the Jacobi tets of nw (see piola_internal.h). */
-static piola_status build_jacobi_lists(piola_world *nw, int32_t vertex_count) {
+static piola_status build_jacobi_lists(piola_solver_tets *nw, int32_t vertex_count) {
   const int32_t n = nw->jacobi_count;
   int32_t *count = calloc((size_t)vertex_count + 1, sizeof *count);
   nw->jacobi_incidence = malloc(sizeof(int32_t) * 4 * (size_t)(n > 0 ? n : 1));
@@ -1132,8 +1110,12 @@ piola_status piola_world_build_tets(piola_world *w) {
     }
   }
   size_t n = (size_t)(nt > 0 ? nt : 1), np = (size_t)(plastic > 0 ? plastic : 1);
-  piola_world nw; /* the new arrays, swapped in when all allocations succeeded */
+  piola_solver_tets nw; /* the new arrays, swapped in when all allocations succeeded */
   memset(&nw, 0, sizeof nw);
+  nw.tet_count = nt;
+  nw.color_count = colors;
+  nw.plastic_count = plastic;
+  nw.body_count = w->body_count;
   nw.tet_vertices = malloc(sizeof(int32_t) * 4 * n);
   nw.tet_m = malloc(sizeof(double) * 9 * n);
   nw.tet_volume = malloc(sizeof(double) * n);
@@ -1154,7 +1136,7 @@ piola_status piola_world_build_tets(piola_world *w) {
       !nw.tet_body || !nw.tet_local || !nw.color_first || !nw.color_size || !nw.plastic_tet ||
       !nw.plastic_dm_rest || !nw.plastic_strain || !nw.body_vertex || !nw.body_color ||
       !nw.body_jacobi) {
-    free_tet_arrays(&nw);
+    free_solver_tets(&nw);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   int32_t g = 0, k = 0;
@@ -1204,7 +1186,7 @@ piola_status piola_world_build_tets(piola_world *w) {
   nw.jacobi_count = nw.color_size[colors];
   piola_status s = build_jacobi_lists(&nw, w->vertex_count);
   if (s != PIOLA_OK) {
-    free_tet_arrays(&nw);
+    free_solver_tets(&nw);
     return s;
   }
   /* Each body's vertices, and its entries in the tail vertex list (sorted by vertex; a reused
@@ -1224,34 +1206,8 @@ piola_status piola_world_build_tets(piola_world *w) {
     nw.max_body_tets = b->tet_count > nw.max_body_tets ? b->tet_count : nw.max_body_tets;
     dense++;
   }
-  free_tet_arrays(w);
-  w->tet_vertices = nw.tet_vertices;
-  w->tet_m = nw.tet_m;
-  w->tet_volume = nw.tet_volume;
-  w->tet_lambda = nw.tet_lambda;
-  w->tet_material = nw.tet_material;
-  w->tet_body = nw.tet_body;
-  w->tet_local = nw.tet_local;
-  w->color_first = nw.color_first;
-  w->color_size = nw.color_size;
-  w->plastic_tet = nw.plastic_tet;
-  w->plastic_dm_rest = nw.plastic_dm_rest;
-  w->plastic_strain = nw.plastic_strain;
-  w->jacobi_first = nw.jacobi_first;
-  w->jacobi_count = nw.jacobi_count;
-  w->jacobi_vertex_count = nw.jacobi_vertex_count;
-  w->jacobi_vertices = nw.jacobi_vertices;
-  w->jacobi_start = nw.jacobi_start;
-  w->jacobi_incidence = nw.jacobi_incidence;
-  w->jacobi_delta = nw.jacobi_delta;
-  w->body_vertex = nw.body_vertex;
-  w->body_color = nw.body_color;
-  w->body_jacobi = nw.body_jacobi;
-  w->solver_body_count = w->body_count;
-  w->max_body_tets = nw.max_body_tets;
-  w->tet_count = nt;
-  w->color_count = colors;
-  w->plastic_count = plastic;
+  free_solver_tets(&w->solver);
+  w->solver = nw;
   w->tets_dirty = false;
   return PIOLA_OK;
 }
