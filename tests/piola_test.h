@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -85,6 +86,17 @@ static inline double piola_test_rand(uint64_t *state) {
   x ^= x >> 27;
   *state = x;
   return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 4503599627370496.0 - 1.0;
+}
+
+/* FNV-1a (64 bit) of n bytes, continuing from hash h (start with PIOLA_TEST_FNV_OFFSET). */
+#define PIOLA_TEST_FNV_OFFSET 14695981039346656037ull
+static inline uint64_t piola_test_fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return h;
 }
 
 /* Path of the shared data folder (the Armadillo), or NULL when it is not there. Set by

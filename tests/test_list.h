@@ -85,9 +85,6 @@ PIOLA_TEST(opencl_remove_body_after_step)
 PIOLA_TEST(opencl_add_collider_after_step)
 PIOLA_TEST(opencl_stats)
 PIOLA_TEST(opencl_profile_stage_times)
-/* Reproducers of open bugs, not listed until they are fixed: repro_funnel_wall_tunnelling,
- * repro_funnel_world_leaks, repro_opencl_plastic_device_bytes (test_opencl_repro.c) and
- * opencl_parity_funnel_contact (test_opencl_parity.c). */
 PIOLA_TEST(funnel_particle_on_wall_keeps_its_side)
 PIOLA_TEST(funnel_keeps_body_inside)
 PIOLA_TEST(funnel_wall_side_survives_projection)

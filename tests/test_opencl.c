@@ -65,15 +65,6 @@ piola_world_def opencl_test_world_def(piola_backend backend, capture_log *log, i
   return def;
 }
 
-uint64_t opencl_test_fnv1a(uint64_t hash, const void *data, size_t bytes) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < bytes; ++i) {
-    hash ^= p[i];
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 /* With no usable OpenCL backend (`expected` says why): OPENCL is refused with `expected` and
  * *out stays NULL; AUTO gives a CPU reference world and says so at info level. */
 static void check_fallback(piola_test *t, piola_status expected) {
@@ -471,30 +462,54 @@ void test_opencl_device_spec(piola_test *t) {
 
 /* ---- 6. The core API on OpenCL, against the CPU reference ---------------------------------- */
 
-/* Two worlds driven alike: [0] the CPU reference, [1] OpenCL. */
+/* A small bar: 4 x 2 x 2 cells, 0.8 x 0.4 x 0.4 m (45 vertices, 96 tets). */
+static piola_tet_mesh api_bar(void) {
+  piola_tet_mesh m;
+  const int32_t cells[3] = {4, 2, 2};
+  const float size[3] = {0.8f, 0.4f, 0.4f};
+  if (piola_mesh_make_box(cells, size, &m) != PIOLA_OK) {
+    memset(&m, 0, sizeof m);
+  }
+  return m;
+}
+
+/* Two worlds driven alike, [0] the CPU reference and [1] OpenCL, and the bar most tests put in
+ * them. */
 typedef struct twin {
   piola_world *w[2];
   capture_log log[2];
   int misuse[2];
+  piola_tet_mesh bar;
 } twin;
 
-static bool twin_create(piola_test *t, twin *tw, bool profile) {
+static void twin_close(twin *tw) {
+  piola_world_destroy(tw->w[0]);
+  piola_world_destroy(tw->w[1]);
+  piola_mesh_free(&tw->bar);
   memset(tw, 0, sizeof *tw);
+}
+
+/* False when OpenCL is not there to test (opencl_test_ready) or the bar or a world could not be
+ * made (a failed check); the test ends then, with nothing left to free. */
+static bool twin_open(piola_test *t, twin *tw) {
+  memset(tw, 0, sizeof *tw);
+  if (!opencl_test_ready(t)) {
+    return false;
+  }
+  tw->bar = api_bar();
+  CHECK_MSG(t, tw->bar.vertex_count > 0, "could not make the bar");
   const piola_backend backends[2] = {PIOLA_BACKEND_CPU_REFERENCE, PIOLA_BACKEND_OPENCL};
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < 2 && tw->bar.vertex_count > 0; ++k) {
     piola_world_def def = opencl_test_world_def(backends[k], &tw->log[k], &tw->misuse[k]);
-    def.profile = profile;
     piola_status s = piola_world_create(&def, &tw->w[k]);
     CHECK_MSG(t, s == PIOLA_OK, "creating the %s world: %s", piola_backend_name(backends[k]),
               piola_status_string(s));
   }
-  return tw->w[0] != NULL && tw->w[1] != NULL;
-}
-
-static void twin_destroy(twin *tw) {
-  piola_world_destroy(tw->w[0]);
-  piola_world_destroy(tw->w[1]);
-  memset(tw->w, 0, sizeof tw->w);
+  if (tw->w[0] == NULL || tw->w[1] == NULL) {
+    twin_close(tw);
+    return false;
+  }
+  return true;
 }
 
 static piola_status twin_step(twin *tw, int32_t steps) {
@@ -516,17 +531,6 @@ static double twin_gap(twin *tw, const piola_body_id *ids, int32_t count) {
   return crosscheck_compare(&pair, &s) == PIOLA_OK ? s.max_relative : 1.0;
 }
 
-/* A small bar: 4 x 2 x 2 cells, 0.8 x 0.4 x 0.4 m (45 vertices, 96 tets). */
-static piola_tet_mesh api_bar(void) {
-  piola_tet_mesh m;
-  const int32_t cells[3] = {4, 2, 2};
-  const float size[3] = {0.8f, 0.4f, 0.4f};
-  if (piola_mesh_make_box(cells, size, &m) != PIOLA_OK) {
-    memset(&m, 0, sizeof m);
-  }
-  return m;
-}
-
 static piola_status get_state(piola_world *w, piola_body_id id, int32_t n, float *x, float *v) {
   piola_status s = piola_body_get_positions(w, id, x, n);
   return s == PIOLA_OK ? piola_body_get_velocities(w, id, v, n) : s;
@@ -540,26 +544,20 @@ static piola_status get_state(piola_world *w, piola_body_id id, int32_t n, float
  * OpenCL returns exactly what was set, leaves other bodies and other fields alone, and steps on
  * from it as the CPU reference does. */
 void test_opencl_body_arrays(piola_test *t) {
-  if (!opencl_test_ready(t)) {
-    return;
-  }
-  piola_tet_mesh bar = api_bar();
-  REQUIRE(t, bar.vertex_count > 0);
-  const int32_t n = bar.vertex_count;
   twin tw;
-  if (!twin_create(t, &tw, false)) {
-    twin_destroy(&tw);
-    piola_mesh_free(&bar);
+  if (!twin_open(t, &tw)) {
     return;
   }
+  const piola_tet_mesh *bar = &tw.bar;
+  const int32_t n = bar->vertex_count;
   const piola_material material = piola_default_material();
   const float up[3] = {0.0f, 1.0f, 0.0f}, at_a[3] = {-1.0f, 0.3f, 0.0f},
               at_b[3] = {1.0f, 0.3f, 0.0f};
   piola_body_id a = {0, 0}, b = {0, 0};
   for (int k = 0; k < 2; ++k) {
     CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
-    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at_a, &a), PIOLA_OK);
-    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at_b, &b), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at_a, &a), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at_b, &b), PIOLA_OK);
   }
   float *x = malloc(sizeof *x * 3 * (size_t)n), *v = malloc(sizeof *v * 3 * (size_t)n);
   float *im = malloc(sizeof *im * (size_t)n), *gx = malloc(sizeof *gx * 3 * (size_t)n);
@@ -575,9 +573,9 @@ void test_opencl_body_arrays(piola_test *t) {
     CHECK_STATUS(t, get_state(tw.w[1], b, n, bx, bv), PIOLA_OK);
     CHECK_STATUS(t, piola_body_get_inverse_masses(tw.w[1], a, im, n), PIOLA_OK);
     for (int32_t i = 0; i < n; ++i) {
-      x[3 * i] = bar.positions[3 * i] + at_a[0] + 0.01f * (float)round;
-      x[3 * i + 1] = 0.85f * bar.positions[3 * i + 1] + at_a[1] + 0.1f;
-      x[3 * i + 2] = bar.positions[3 * i + 2] + at_a[2] + 0.02f * (float)(i % 3);
+      x[3 * i] = bar->positions[3 * i] + at_a[0] + 0.01f * (float)round;
+      x[3 * i + 1] = 0.85f * bar->positions[3 * i + 1] + at_a[1] + 0.1f;
+      x[3 * i + 2] = bar->positions[3 * i + 2] + at_a[2] + 0.02f * (float)(i % 3);
       v[3 * i] = 0.3f * sinf((float)i);
       v[3 * i + 1] = -0.5f + 0.1f * (float)round;
       v[3 * i + 2] = 0.2f * cosf((float)i);
@@ -643,26 +641,19 @@ void test_opencl_body_arrays(piola_test *t) {
   free(gm);
   free(bx);
   free(bv);
-  twin_destroy(&tw);
-  piola_mesh_free(&bar);
+  twin_close(&tw);
 }
 
 /* A body added after stepping: the bodies already there keep their state exactly, the new one
  * starts at rest where it was put, a new material reaches the device, and both backends go on
  * alike. */
 void test_opencl_add_body_after_step(piola_test *t) {
-  if (!opencl_test_ready(t)) {
-    return;
-  }
-  piola_tet_mesh bar = api_bar();
-  REQUIRE(t, bar.vertex_count > 0);
-  const int32_t n = bar.vertex_count;
   twin tw;
-  if (!twin_create(t, &tw, false)) {
-    twin_destroy(&tw);
-    piola_mesh_free(&bar);
+  if (!twin_open(t, &tw)) {
     return;
   }
+  const piola_tet_mesh *bar = &tw.bar;
+  const int32_t n = bar->vertex_count;
   const piola_material stvk = piola_default_material();
   piola_material neo = stvk;
   neo.model = PIOLA_MODEL_NEOHOOKEAN;
@@ -672,7 +663,7 @@ void test_opencl_add_body_after_step(piola_test *t) {
   piola_body_id ids[2] = {{0, 0}, {0, 0}};
   for (int k = 0; k < 2; ++k) {
     CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
-    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &stvk, at_a, &ids[0]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &stvk, at_a, &ids[0]), PIOLA_OK);
   }
   REQUIRE_OK(t, twin_step(&tw, 15));
   float *x = malloc(sizeof *x * 3 * (size_t)n), *v = malloc(sizeof *v * 3 * (size_t)n);
@@ -680,7 +671,7 @@ void test_opencl_add_body_after_step(piola_test *t) {
   REQUIRE(t, x && v && gx && gv);
   CHECK_STATUS(t, get_state(tw.w[1], ids[0], n, x, v), PIOLA_OK);
   for (int k = 0; k < 2; ++k) {
-    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &neo, at_b, &ids[1]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &neo, at_b, &ids[1]), PIOLA_OK);
   }
   CHECK_STATUS(t, get_state(tw.w[1], ids[0], n, gx, gv), PIOLA_OK);
   CHECK_MSG(t,
@@ -690,51 +681,44 @@ void test_opencl_add_body_after_step(piola_test *t) {
   CHECK_STATUS(t, get_state(tw.w[1], ids[1], n, gx, gv), PIOLA_OK);
   bool at_rest = true;
   for (int32_t i = 0; i < 3 * n; ++i) {
-    at_rest &= gx[i] == bar.positions[i] + at_b[i % 3] && gv[i] == 0.0f;
+    at_rest &= gx[i] == bar->positions[i] + at_b[i % 3] && gv[i] == 0.0f;
   }
   CHECK_MSG(t, at_rest, "the new body does not start at rest where it was put");
   /* Squashed, so that its (new) material decides how it springs back. */
   for (int32_t i = 0; i < n; ++i) {
-    gx[3 * i + 1] = 0.7f * bar.positions[3 * i + 1] + at_b[1];
+    gx[3 * i + 1] = 0.7f * bar->positions[3 * i + 1] + at_b[1];
   }
   for (int k = 0; k < 2; ++k) {
     CHECK_STATUS(t, piola_body_set_positions(tw.w[k], ids[1], gx, n), PIOLA_OK);
   }
   piola_stats st;
   CHECK_STATUS(t, piola_world_get_stats(tw.w[1], &st), PIOLA_OK);
-  CHECK(t, st.body_count == 2 && st.vertex_count == 2 * n && st.tet_count == 2 * bar.tet_count);
+  CHECK(t, st.body_count == 2 && st.vertex_count == 2 * n && st.tet_count == 2 * bar->tet_count);
   double gap_before = twin_gap(&tw, ids, 2);
   REQUIRE_OK(t, twin_step(&tw, 25));
   double gap = twin_gap(&tw, ids, 2);
   printf("  add body: gap %.3e when added, %.3e after 25 more steps\n", gap_before, gap);
   CHECK_MSG(t, gap <= API_PARITY, "gap %.3e", gap);
   CHECK_STATUS(t, piola_body_get_positions(tw.w[1], ids[1], gx, n), PIOLA_OK);
-  CHECK(t, gx[1] < bar.positions[1] + at_b[1] - 0.05f);                           /* it fell */
-  CHECK(t, gx[3 * (n - 1) + 1] - gx[1] > 0.75f * bar.positions[3 * (n - 1) + 1]); /* sprang back */
+  CHECK(t, gx[1] < bar->positions[1] + at_b[1] - 0.05f);                           /* it fell */
+  CHECK(t, gx[3 * (n - 1) + 1] - gx[1] > 0.75f * bar->positions[3 * (n - 1) + 1]); /* sprang back */
   free(x);
   free(v);
   free(gx);
   free(gv);
-  twin_destroy(&tw);
-  piola_mesh_free(&bar);
+  twin_close(&tw);
 }
 
 /* Bodies removed after stepping (the first one, whose removal shifts the others' vertices, and
  * the last): the others keep their state exactly, the id goes stale, a body added afterwards
  * reuses the slot with a new id, and both backends go on alike. */
 void test_opencl_remove_body_after_step(piola_test *t) {
-  if (!opencl_test_ready(t)) {
-    return;
-  }
-  piola_tet_mesh bar = api_bar();
-  REQUIRE(t, bar.vertex_count > 0);
-  const int32_t n = bar.vertex_count;
   twin tw;
-  if (!twin_create(t, &tw, false)) {
-    twin_destroy(&tw);
-    piola_mesh_free(&bar);
+  if (!twin_open(t, &tw)) {
     return;
   }
+  const piola_tet_mesh *bar = &tw.bar;
+  const int32_t n = bar->vertex_count;
   const piola_material material = piola_default_material();
   const float up[3] = {0.0f, 1.0f, 0.0f};
   piola_body_id ids[4];
@@ -743,7 +727,7 @@ void test_opencl_remove_body_after_step(piola_test *t) {
     CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
     for (int i = 0; i < 3; ++i) {
       const float at[3] = {-1.6f + 1.1f * (float)i, 0.2f + 0.1f * (float)i, 0.0f};
-      CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at, &ids[i]), PIOLA_OK);
+      CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at, &ids[i]), PIOLA_OK);
     }
   }
   REQUIRE_OK(t, twin_step(&tw, 15));
@@ -781,11 +765,11 @@ void test_opencl_remove_body_after_step(piola_test *t) {
             "removing body 2 changed body 1");
   piola_stats st;
   CHECK_STATUS(t, piola_world_get_stats(tw.w[1], &st), PIOLA_OK);
-  CHECK(t, st.body_count == 1 && st.vertex_count == n && st.tet_count == bar.tet_count);
+  CHECK(t, st.body_count == 1 && st.vertex_count == n && st.tet_count == bar->tet_count);
   /* A new body reuses a slot under a new id. */
   const float at[3] = {1.0f, 0.5f, 0.0f};
   for (int k = 0; k < 2; ++k) {
-    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at, &ids[3]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at, &ids[3]), PIOLA_OK);
   }
   CHECK(t, ids[3].index1 == ids[0].index1 && ids[3].generation != ids[0].generation);
   CHECK(t, !piola_body_is_valid(tw.w[1], ids[0]) && piola_body_is_valid(tw.w[1], ids[3]));
@@ -800,31 +784,24 @@ void test_opencl_remove_body_after_step(piola_test *t) {
   free(v);
   free(gx);
   free(gv);
-  twin_destroy(&tw);
-  piola_mesh_free(&bar);
+  twin_close(&tw);
 }
 
 /* Colliders added after stepping reach the device: a bar that has been stepping lands on a
  * ground plane added later, then is put above a box and a capsule added later still and lands
  * on each, on both backends alike (without the new collider it would fall to the ground). */
 void test_opencl_add_collider_after_step(piola_test *t) {
-  if (!opencl_test_ready(t)) {
-    return;
-  }
-  piola_tet_mesh bar = api_bar();
-  REQUIRE(t, bar.vertex_count > 0);
-  const int32_t n = bar.vertex_count;
   twin tw;
-  if (!twin_create(t, &tw, false)) {
-    twin_destroy(&tw);
-    piola_mesh_free(&bar);
+  if (!twin_open(t, &tw)) {
     return;
   }
+  const piola_tet_mesh *bar = &tw.bar;
+  const int32_t n = bar->vertex_count;
   const piola_material material = piola_default_material();
   const float at[3] = {-0.4f, 0.15f, -0.2f};
   piola_body_id id = {0, 0};
   for (int k = 0; k < 2; ++k) {
-    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &material, at, &id), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at, &id), PIOLA_OK);
   }
   REQUIRE_OK(t, twin_step(&tw, 5));
   /* Ground y = 0; a box with its top at y = 0.5 around x = 2; a capsule along x at x = -2 with
@@ -856,9 +833,9 @@ void test_opencl_add_collider_after_step(piola_test *t) {
       CHECK(t, index == c);
       if (c > 0) { /* put the bar 0.1 m above the new collider, at rest */
         for (int32_t v = 0; v < n; ++v) {
-          p[3 * v] = bar.positions[3 * v] + drop_x[c] - 0.4f;
-          p[3 * v + 1] = bar.positions[3 * v + 1] + top[c] + 0.1f;
-          p[3 * v + 2] = bar.positions[3 * v + 2] - 0.2f;
+          p[3 * v] = bar->positions[3 * v] + drop_x[c] - 0.4f;
+          p[3 * v + 1] = bar->positions[3 * v + 1] + top[c] + 0.1f;
+          p[3 * v + 2] = bar->positions[3 * v + 2] - 0.2f;
         }
         CHECK_STATUS(t, piola_body_set_positions(tw.w[k], id, p, n), PIOLA_OK);
         CHECK_STATUS(t, piola_body_set_velocities(tw.w[k], id, zero, n), PIOLA_OK);
@@ -884,8 +861,7 @@ void test_opencl_add_collider_after_step(piola_test *t) {
   CHECK(t, st.collider_count == 3);
   free(p);
   free(zero);
-  twin_destroy(&tw);
-  piola_mesh_free(&bar);
+  twin_close(&tw);
 }
 
 /* The device memory a world may use (issue 4): at most 100 bytes per tet and 64 per vertex,
@@ -897,19 +873,13 @@ void test_opencl_add_collider_after_step(piola_test *t) {
 /* Statistics of an OpenCL world against the CPU reference's: counts, time, energies, device
  * memory and name; settings changed between steps (gravity, iterations) apply alike. */
 void test_opencl_stats(piola_test *t) {
-  if (!opencl_test_ready(t)) {
-    return;
-  }
-  piola_tet_mesh bar = api_bar(), creature;
-  REQUIRE(t, bar.vertex_count > 0);
-  REQUIRE_OK(t, piola_mesh_make_creature(3.0f, &creature));
   twin tw;
-  if (!twin_create(t, &tw, false)) {
-    twin_destroy(&tw);
-    piola_mesh_free(&bar);
-    piola_mesh_free(&creature);
+  if (!twin_open(t, &tw)) {
     return;
   }
+  const piola_tet_mesh *bar = &tw.bar;
+  piola_tet_mesh creature;
+  REQUIRE_OK(t, piola_mesh_make_creature(3.0f, &creature));
   const piola_material stvk = piola_default_material();
   piola_material neo = stvk;
   neo.model = PIOLA_MODEL_NEOHOOKEAN;
@@ -931,12 +901,12 @@ void test_opencl_stats(piola_test *t) {
     CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_collider(tw.w[k], &sphere, NULL), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &creature, &stvk, at_c, &ids[0]), PIOLA_OK);
-    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &bar, &neo, at_b, &ids[1]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &neo, at_b, &ids[1]), PIOLA_OK);
     CHECK_STATUS(t, piola_body_set_positions(tw.w[k], ids[0], squashed, creature.vertex_count),
                  PIOLA_OK);
   }
-  const int32_t nv = creature.vertex_count + bar.vertex_count;
-  const int32_t nt = creature.tet_count + bar.tet_count;
+  const int32_t nv = creature.vertex_count + bar->vertex_count;
+  const int32_t nt = creature.tet_count + bar->tet_count;
   for (int phase = 0; phase < 3; ++phase) {
     /* Phase 0 before the first step, 1 after 20 steps, 2 after 20 more with other settings. */
     if (phase == 1) {
@@ -1008,9 +978,38 @@ void test_opencl_stats(piola_test *t) {
   CHECK(t, colors[0] == colors[1] && colors[0] <= 256 &&
                memcmp(sizes[0], sizes[1], sizeof(int32_t) * (size_t)colors[0]) == 0);
   free(squashed);
-  twin_destroy(&tw);
-  piola_mesh_free(&bar);
+  twin_close(&tw);
   piola_mesh_free(&creature);
+}
+
+/* A plastic tet adds its rest Dm^-1 (36 bytes), plastic strain (24) and index (4) on the device,
+ * on top of the 68 bytes of an elastic tet. */
+#define DEVICE_BYTES_PER_PLASTIC_TET 132
+
+/* Device memory of a plastic body: within DEVICE_BYTES_PER_PLASTIC_TET per tet. */
+void test_opencl_plastic_device_bytes(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  piola_world_def def = piola_test_world_def(NULL, NULL);
+  def.backend = PIOLA_BACKEND_OPENCL;
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_tet_mesh creature;
+  REQUIRE_OK(t, piola_mesh_make_creature(3.0f, &creature));
+  piola_material plastic = piola_default_material();
+  plastic.plastic_creep = 5.0f;
+  CHECK_STATUS(t, piola_world_add_tet_body(w, &creature, &plastic, NULL, NULL), PIOLA_OK);
+  CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
+  piola_stats st;
+  CHECK_STATUS(t, piola_world_get_stats(w, &st), PIOLA_OK);
+  const int64_t limit = DEVICE_BYTES_PER_PLASTIC_TET * (int64_t)st.tet_count +
+                        DEVICE_BYTES_PER_VERTEX * (int64_t)st.vertex_count + DEVICE_BYTES_CONSTANT;
+  CHECK_MSG(t, st.device_bytes <= limit,
+            "a plastic world of %d tets and %d vertices holds %lld device bytes, more than %lld",
+            (int)st.tet_count, (int)st.vertex_count, (long long)st.device_bytes, (long long)limit);
+  piola_mesh_free(&creature);
+  piola_world_destroy(w);
 }
 
 /* Profile mode: device time per stage from profiling events (each > 0 for a stage that ran),
@@ -1112,15 +1111,15 @@ void test_opencl_schedules_agree(piola_test *t) {
     piola_stats st;
     CHECK_STATUS(t, piola_world_get_stats(w, &st), PIOLA_OK);
     CHECK_MSG(t, st.jacobi_tets > 0, "no Jacobi tail (max_colors %d)", (int)def.max_colors);
-    uint64_t h = OPENCL_TEST_FNV_OFFSET;
+    uint64_t h = PIOLA_TEST_FNV_OFFSET;
     for (int b = 0; b < 3; ++b) {
       int32_t n = piola_body_get_vertex_count(w, ids[b]);
       float *x = malloc(sizeof *x * 3 * (size_t)n), *v = malloc(sizeof *v * 3 * (size_t)n);
       REQUIRE(t, x != NULL && v != NULL);
       CHECK_STATUS(t, piola_body_get_positions(w, ids[b], x, n), PIOLA_OK);
       CHECK_STATUS(t, piola_body_get_velocities(w, ids[b], v, n), PIOLA_OK);
-      h = opencl_test_fnv1a(h, x, sizeof *x * 3 * (size_t)n);
-      h = opencl_test_fnv1a(h, v, sizeof *v * 3 * (size_t)n);
+      h = piola_test_fnv1a(h, x, sizeof *x * 3 * (size_t)n);
+      h = piola_test_fnv1a(h, v, sizeof *v * 3 * (size_t)n);
       if (b == 0) {
         /* It moved: the creature fell onto the ground. */
         CHECK(t, x[1] < at[0][1] + 0.5f);

@@ -35,8 +35,4 @@ piola_logger capture_logger(capture_log *log);
  * counting assert hook of piola_test.h (misuse_count may be NULL). */
 piola_world_def opencl_test_world_def(piola_backend backend, capture_log *log, int *misuse_count);
 
-/* FNV-1a (64 bit) over bytes, continuing from `hash` (start with OPENCL_TEST_FNV_OFFSET). */
-#define OPENCL_TEST_FNV_OFFSET 14695981039346656037ull
-uint64_t opencl_test_fnv1a(uint64_t hash, const void *data, size_t bytes);
-
 #endif /* PIOLA_TEST_OPENCL_COMMON_H */

@@ -613,12 +613,9 @@ void test_opencl_parity_plasticity(piola_test *t) {
 
 /* Every collider type, with friction (static 0.5, dynamic 0.4; ground 0.6): blocks dropped
  * off-centre onto a sphere, a tilted box and a capsule slide off onto the ground; a smaller
- * block falls through a funnel without touching its wall. Funnel contact is left out: a
- * particle resting on the funnel wall is assigned a side by the sign of a rounding error, so
- * it tunnels through at random and no two precisions agree (reproducer in test_opencl_repro.c,
- * the contact case at the end of this file). Blocks balanced on top of a sphere or wedged in a
- * funnel are left out too: those are unstable equilibria that any rounding tips. Measured:
- * 2.0e-5 (baseline 1.5e-5). */
+ * block falls through a funnel without touching its wall (funnel contact has its own test at
+ * the end of this file). Blocks balanced on top of a sphere or wedged in a funnel are left out:
+ * those are unstable equilibria that any rounding tips. Measured: 2.0e-5 (baseline 1.5e-5). */
 void test_opencl_parity_colliders(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
@@ -774,7 +771,7 @@ void test_opencl_parity_substeps_damping(piola_test *t) {
 
 /* FNV-1a of every body's positions and velocities (the float bytes). */
 static uint64_t parity_hash(piola_world *w, const piola_body_id *ids, int32_t body_count) {
-  uint64_t h = OPENCL_TEST_FNV_OFFSET;
+  uint64_t h = PIOLA_TEST_FNV_OFFSET;
   for (int32_t i = 0; i < body_count; ++i) {
     int32_t n = piola_body_get_vertex_count(w, ids[i]);
     float *buf = malloc(sizeof *buf * 3 * (size_t)(n > 0 ? n : 1));
@@ -783,10 +780,10 @@ static uint64_t parity_hash(piola_world *w, const piola_body_id *ids, int32_t bo
       return 0;
     }
     if (piola_body_get_positions(w, ids[i], buf, n) == PIOLA_OK) {
-      h = opencl_test_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
+      h = piola_test_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
     }
     if (piola_body_get_velocities(w, ids[i], buf, n) == PIOLA_OK) {
-      h = opencl_test_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
+      h = piola_test_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
     }
     free(buf);
   }
@@ -837,14 +834,12 @@ void test_opencl_deterministic(piola_test *t) {
   piola_mesh_free(&creature);
 }
 
-/* ---- Not in test_list.h: fails until the funnel bug is fixed (test_opencl_repro.c) ---------- */
+/* ---- Funnel contact ----------------------------------------------------------------------- */
 
-void test_opencl_parity_funnel_contact(piola_test *t);
-
-/* A block dropped into a funnel rests against its wall. Today a particle resting on the wall
- * is assigned a side by the sign of a rounding error and may walk through it, so the two
- * precisions part ways at the first contact (by 1e-3 to 1e-1 of the diagonal, and so does the
- * reference against itself with float-sized noise). List it once the funnel keeps its side. */
+/* A block dropped into a funnel rests against its wall, alike on both backends. Before the
+ * wall had its skin (test_funnel.c), a particle resting on the wall took its side from the
+ * sign of a rounding error, and the two precisions parted at the first contact by 1e-3 to 1e-1
+ * of the diagonal. */
 void test_opencl_parity_funnel_contact(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;

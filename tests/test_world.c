@@ -28,9 +28,12 @@ typedef struct busy_world {
   piola_body_id bodies[2];
 } busy_world;
 
-static bool busy_world_make(piola_test *t, busy_world *b) {
-  memset(b, 0, sizeof *b);
-  b->w = wt_world(t, &b->log, &b->misuse, 0.005f, 1, 5, 0.0f, true);
+static void busy_world_free(busy_world *b) {
+  piola_world_destroy(b->w);
+  piola_mesh_free(&b->box);
+}
+
+static bool busy_world_fill(busy_world *b) {
   if (b->w == NULL || make_small_box(&b->box) != PIOLA_OK) {
     return false;
   }
@@ -49,9 +52,17 @@ static bool busy_world_make(piola_test *t, busy_world *b) {
   return true;
 }
 
-static void busy_world_free(busy_world *b) {
-  piola_world_destroy(b->w);
-  piola_mesh_free(&b->box);
+/* Makes the busy world; on failure records a failed check, frees what was made and returns
+ * false. */
+static bool busy_world_make(piola_test *t, busy_world *b) {
+  memset(b, 0, sizeof *b);
+  b->w = wt_world(t, &b->log, &b->misuse, 0.005f, 1, 5, 0.0f, true);
+  bool ok = busy_world_fill(b);
+  CHECK_MSG(t, ok, "could not make the busy world");
+  if (!ok) {
+    busy_world_free(b);
+  }
+  return ok;
 }
 
 /* Checks that `status` is `expected`, that the world did not change and that the failure was
@@ -179,8 +190,6 @@ static void with_last_tet(const piola_tet_mesh *box, int32_t *tets, const int32_
 void test_add_body_rejects_bad_meshes(piola_test *t) {
   busy_world b;
   if (!busy_world_make(t, &b)) {
-    CHECK(t, false);
-    busy_world_free(&b);
     return;
   }
   piola_material mat = piola_default_material();
@@ -293,8 +302,6 @@ void test_add_body_rejects_bad_meshes(piola_test *t) {
 void test_add_body_rejects_bad_materials(piola_test *t) {
   busy_world b;
   if (!busy_world_make(t, &b)) {
-    CHECK(t, false);
-    busy_world_free(&b);
     return;
   }
   enum { CASES = 23 };
@@ -399,8 +406,6 @@ void test_add_body_rejects_bad_materials(piola_test *t) {
 void test_body_arrays_reject_bad_input(piola_test *t) {
   busy_world b;
   if (!busy_world_make(t, &b)) {
-    CHECK(t, false);
-    busy_world_free(&b);
     return;
   }
   const piola_body_id id = b.bodies[0];
@@ -476,8 +481,6 @@ void test_body_arrays_reject_bad_input(piola_test *t) {
 void test_stale_and_null_body_ids(piola_test *t) {
   busy_world b;
   if (!busy_world_make(t, &b)) {
-    CHECK(t, false);
-    busy_world_free(&b);
     return;
   }
   piola_material mat = piola_default_material();
@@ -534,8 +537,6 @@ void test_stale_and_null_body_ids(piola_test *t) {
 void test_collider_defs_rejected(piola_test *t) {
   busy_world b;
   if (!busy_world_make(t, &b)) {
-    CHECK(t, false);
-    busy_world_free(&b);
     return;
   }
   enum { CASES = 22 };
@@ -688,8 +689,6 @@ void test_collider_defs_rejected(piola_test *t) {
 void test_world_settings_reject_bad_input(piola_test *t) {
   busy_world b;
   if (!busy_world_make(t, &b)) {
-    CHECK(t, false);
-    busy_world_free(&b);
     return;
   }
   CHECK_REJECTED(t, &b, piola_world_set_iterations(b.w, 0), PIOLA_ERROR_INVALID_ARGUMENT, true);

@@ -7,15 +7,6 @@
 const float wt_unit_tet[12] = {0.0f, 0.0f, 0.0f, 0.5f, 0.0f,        0.86602540f,
                                1.0f, 0.0f, 0.0f, 0.5f, 0.81649658f, 0.28867513f};
 
-uint64_t wt_fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *b = data;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= b[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 piola_world *wt_world(piola_test *t, piola_test_log *log, int *misuse, float dt, int32_t substeps,
                       int32_t iterations, float damping, bool gravity) {
   piola_world_def def = piola_test_world_def(log, misuse);
@@ -41,7 +32,7 @@ piola_material wt_material(piola_model model, piola_solver solver, float youngs_
 }
 
 static uint64_t hash_doubles(uint64_t h, const double *a, size_t n) {
-  return a != NULL ? wt_fnv1a(h, a, n * sizeof *a) : h;
+  return a != NULL ? piola_test_fnv1a(h, a, n * sizeof *a) : h;
 }
 
 wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, int32_t count) {
@@ -52,24 +43,24 @@ wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, 
   s.tets_dirty = w->tets_dirty;
   s.def = w->def;
   size_t nv = (size_t)w->vertex_count;
-  uint64_t h = WT_FNV_OFFSET;
+  uint64_t h = PIOLA_TEST_FNV_OFFSET;
   h = hash_doubles(h, w->x, 3 * nv);
   h = hash_doubles(h, w->p, 3 * nv);
   h = hash_doubles(h, w->v, 3 * nv);
   h = hash_doubles(h, w->w, nv);
   if (!w->tets_dirty && w->solver.tet_count > 0) {
     size_t nt = (size_t)w->solver.tet_count;
-    h = wt_fnv1a(h, w->solver.tet_vertices, 4 * nt * sizeof *w->solver.tet_vertices);
+    h = piola_test_fnv1a(h, w->solver.tet_vertices, 4 * nt * sizeof *w->solver.tet_vertices);
     h = hash_doubles(h, w->solver.tet_m, 9 * nt);
     h = hash_doubles(h, w->solver.tet_lambda, nt);
   }
-  h = wt_fnv1a(h, w->colliders, (size_t)w->collider_count * sizeof *w->colliders);
+  h = piola_test_fnv1a(h, w->colliders, (size_t)w->collider_count * sizeof *w->colliders);
   s.host_hash = h;
-  h = WT_FNV_OFFSET;
+  h = PIOLA_TEST_FNV_OFFSET;
   for (int32_t b = 0; b < count; ++b) {
     int32_t n = piola_body_get_vertex_count(w, bodies[b]);
     if (n <= 0) {
-      h = wt_fnv1a(h, &n, sizeof n);
+      h = piola_test_fnv1a(h, &n, sizeof n);
       continue;
     }
     float *buf = malloc(sizeof *buf * 3 * (size_t)n);
@@ -77,11 +68,11 @@ wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, 
       continue;
     }
     piola_body_get_positions(w, bodies[b], buf, n);
-    h = wt_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
+    h = piola_test_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
     piola_body_get_velocities(w, bodies[b], buf, n);
-    h = wt_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
+    h = piola_test_fnv1a(h, buf, sizeof *buf * 3 * (size_t)n);
     piola_body_get_inverse_masses(w, bodies[b], buf, n);
-    h = wt_fnv1a(h, buf, sizeof *buf * (size_t)n);
+    h = piola_test_fnv1a(h, buf, sizeof *buf * (size_t)n);
     free(buf);
   }
   s.api_hash = h;
@@ -100,11 +91,12 @@ bool wt_snapshot_equal(const wt_snapshot *a, const wt_snapshot *b) {
 }
 
 uint64_t wt_positions_hash(const piola_world *w, const piola_body_id *bodies, int32_t count) {
-  uint64_t h = WT_FNV_OFFSET;
+  uint64_t h = PIOLA_TEST_FNV_OFFSET;
   for (int32_t b = 0; b < count; ++b) {
     float *xyz = wt_get_positions(w, bodies[b]);
     if (xyz != NULL) {
-      h = wt_fnv1a(h, xyz, sizeof *xyz * 3 * (size_t)piola_body_get_vertex_count(w, bodies[b]));
+      h = piola_test_fnv1a(h, xyz,
+                           sizeof *xyz * 3 * (size_t)piola_body_get_vertex_count(w, bodies[b]));
       free(xyz);
     }
   }

@@ -14,14 +14,10 @@
 #include <stdint.h>
 
 #define WT_PI 3.14159265358979323846
-#define WT_FNV_OFFSET 14695981039346656037ull
 
 /* A regular tet with unit edges, positively oriented as (0, 1, 2, 3): face (0, 1, 2) lies in
  * the plane y = 0 and vertex 3 above it at y = 0.8165 m. */
 extern const float wt_unit_tet[12];
-
-/* FNV-1a (64-bit) of n bytes, continuing from hash h (start with WT_FNV_OFFSET). */
-uint64_t wt_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* A CPU-reference world (piola_test_world_def) with the given step settings; gravity on or
  * off. NULL (with a failed check) when creation fails. */
