@@ -136,6 +136,26 @@ PIOLA_API piola_status piola_body_get_positions(const piola_world *world, piola_
 PIOLA_API piola_status piola_body_get_velocities(const piola_world *world, piola_body_id body,
                                                  float *xyz, int32_t count);
 
+/** Chooses which bodies this one collides with: bodies A and B collide when A's group has a
+ * bit in B's mask and B's group has a bit in A's mask. Default: group 1, mask 0xFFFFFFFF
+ * (everything collides). Self-collision is set separately. */
+PIOLA_API piola_status piola_body_set_collision_filter(piola_world *world, piola_body_id body,
+                                                       uint32_t group, uint32_t mask);
+
+/** Turns collisions of a body with itself on or off (default on): a surface vertex against a
+ * surface triangle of its own body that does not contain it and that was at least
+ * 2 * contact_thickness away from it in the rest shape. */
+PIOLA_API piola_status piola_body_set_self_collision(piola_world *world, piola_body_id body,
+                                                     bool enabled);
+
+/** The body's collision surface: its boundary triangles (faces of exactly one tet), oriented
+ * with outward normals (counter-clockwise seen from outside), 3 body-local vertex indices
+ * each. Writes min(capacity, count) triangles and stores the count in *count (either pointer
+ * may be NULL when capacity is 0). */
+PIOLA_API piola_status piola_body_get_surface(const piola_world *world, piola_body_id body,
+                                              int32_t *triangles, int32_t capacity,
+                                              int32_t *count);
+
 /* ---- Colliders ---------------------------------------------------------------------- */
 
 /** Adds a static collider. Rejects non-finite values, non-positive sizes, a zero normal or

@@ -16,6 +16,9 @@
 extern "C" {
 #endif
 
+/** The most triangles one surface vertex is in contact with in a substep (the nearest win). */
+#define PIOLA_MAX_VERTEX_CONTACTS 8
+
 /** Result of every fallible call. PIOLA_OK is zero; piola_status_string() names each one. */
 typedef enum piola_status {
   PIOLA_OK = 0,
@@ -71,8 +74,15 @@ typedef enum piola_backend {
 typedef enum piola_stage {
   PIOLA_STAGE_PREDICT = 0,       /**< v += h g; p = x + h v */
   PIOLA_STAGE_RESET_MULTIPLIERS, /**< lambda = 0 once per substep */
-  PIOLA_STAGE_SOLVE_TETS,        /**< one pass over the colors per iteration */
-  PIOLA_STAGE_COLLIDE,           /**< particles projected out of static colliders */
+  /** Contacts, once per substep: swept boxes of the surface triangles hashed into a uniform
+   * grid by a counting sort */
+  PIOLA_STAGE_BROAD_PHASE,
+  /** Contacts, once per substep: each surface vertex keeps the nearest surface triangles it
+   * may reach within the substep (PIOLA_MAX_VERTEX_CONTACTS at most) */
+  PIOLA_STAGE_NARROW_PHASE,
+  PIOLA_STAGE_SOLVE_TETS, /**< one pass over the colors per iteration */
+  PIOLA_STAGE_CONTACT,    /**< vertex-triangle contacts projected with friction, per iteration */
+  PIOLA_STAGE_COLLIDE,    /**< particles projected out of static colliders */
   PIOLA_STAGE_UPDATE_VELOCITIES, /**< v = (p - x) / h, x = p, damping */
   PIOLA_STAGE_PLASTICITY,        /**< plastic flow per tet, once per substep */
   PIOLA_STAGE_COUNT
@@ -124,6 +134,16 @@ typedef struct piola_world_def {
   bool fast_math;          /**< OpenCL: build kernels with -cl-fast-relaxed-math; default off */
   int32_t work_group_size; /**< OpenCL: work-group size of the kernels; 0 picks per device */
   piola_schedule schedule; /**< OpenCL: how substeps are launched; default AUTO */
+  /** Body-body and self contact (vertex against triangle of the bodies' boundary surfaces);
+   * default true. Bodies choose partners with piola_body_set_collision_filter() and
+   * piola_body_set_self_collision(). */
+  bool contacts;
+  /** m (> 0): the distance kept between a surface vertex and a surface triangle; default
+   * 0.01. Keep it below the smallest feature of the bodies' rest shapes (a pair of one body
+   * closer than 2 thickness at rest never collides) and above the motion of a resting body
+   * in one substep (g h^2). */
+  float contact_thickness;
+  float contact_friction; /**< Coulomb coefficient of body-body contacts (>= 0); default 0.5 */
   piola_logger logger;     /**< where messages go; default none */
   piola_assert_fn *assert_fn; /**< misuse hook; default NULL (assert in debug builds only) */
   void *assert_user_data;
@@ -284,6 +304,15 @@ typedef struct piola_stats {
   /** Tets whose projection did work (moved vertices) in the last substep: the rest were
    * below the energy threshold or had only pinned vertices. */
   int32_t active_tets;
+  /** Vertex-triangle contacts found by the narrow phase in the last substep (each projected
+   * in every iteration; 0 without contacts). */
+  int32_t contact_count;
+  /** Vertex-triangle pairs found but not kept in the last substep because a vertex had more
+   * than PIOLA_MAX_VERTEX_CONTACTS candidates (the nearest ones are kept); 0 normally. A
+   * non-zero value is also sent to the logger as a warning. */
+  int32_t contact_overflow;
+  int32_t surface_triangles; /**< boundary triangles of all bodies (the collision surface) */
+  int32_t surface_vertices;  /**< vertices on those triangles */
   double last_step_ms; /**< host wall-clock time of the last piola_world_step(), ms */
   /** Device time per stage summed over the last step, ms (OpenCL with profile on; the CPU
    * reference measures host time per stage always); 0 where not measured. */

@@ -56,7 +56,8 @@ const char *piola_status_string(piola_status status) {
 
 const char *piola_stage_name(piola_stage stage) {
   static const char *const names[PIOLA_STAGE_COUNT] = {
-      "predict", "reset_multipliers", "solve_tets", "collide", "update_velocities", "plasticity"};
+      "predict",    "reset_multipliers", "broad_phase",       "narrow_phase", "solve_tets",
+      "contact",    "collide",           "update_velocities", "plasticity"};
   return (stage >= 0 && stage < PIOLA_STAGE_COUNT) ? names[stage] : "unknown";
 }
 
@@ -118,6 +119,9 @@ piola_world_def piola_default_world_def(void) {
   d.damping = 0.0f;
   d.iteration_scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
   d.max_colors = 0;
+  d.contacts = true;
+  d.contact_thickness = 0.01f;
+  d.contact_friction = 0.5f;
   d.jacobi_omega = 1.0f;
   d.profile = false;
   d.fast_math = false;
