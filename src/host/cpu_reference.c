@@ -191,6 +191,9 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
   case PIOLA_STAGE_PLASTICITY:
     plasticity(w, h);
     break;
+  case PIOLA_STAGE_BROAD_PHASE:
+  case PIOLA_STAGE_NARROW_PHASE:
+  case PIOLA_STAGE_CONTACT:
   case PIOLA_STAGE_COUNT:
     break;
   }

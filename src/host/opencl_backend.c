@@ -74,6 +74,12 @@ piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t coun
   (void)count;
   return PIOLA_OK;
 }
+piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count) {
+  (void)w;
+  (void)first;
+  (void)count;
+  return PIOLA_OK;
+}
 piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
                                      float *vel) {
   (void)w;
@@ -1254,6 +1260,9 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(KERNEL_PLASTICITY, 11, np);
     return launch(w, KERNEL_PLASTICITY, np, stage);
   }
+  case PIOLA_STAGE_BROAD_PHASE:
+  case PIOLA_STAGE_NARROW_PHASE:
+  case PIOLA_STAGE_CONTACT:
   case PIOLA_STAGE_COUNT:
     break;
   }

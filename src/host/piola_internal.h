@@ -86,6 +86,14 @@ typedef struct piola_body {
    * after piola_world_sync_plastic(); the solver arrays hold the live copy. */
   double *plastic_strain;
   double *m_eff;
+  /* Collision surface (built when the body is added): boundary triangles, 3 body-local vertex
+   * indices each, outward; the body-local indices of the vertices on them, ascending. */
+  int32_t surface_count;
+  int32_t *surface;
+  int32_t surface_vertex_count;
+  int32_t *surface_vertices;
+  uint32_t collision_group, collision_mask;
+  bool self_collision;
 } piola_body;
 
 typedef struct piola_material_entry {
@@ -153,6 +161,8 @@ struct piola_world {
   /* The solver's tet arrays, rebuilt from the bodies when tets_dirty. */
   bool tets_dirty;
   piola_solver_tets solver;
+  /* Contact filters changed since the contact arrays were built. */
+  bool contacts_dirty;
 
   int64_t step_count;
   double simulated_time;

@@ -82,6 +82,8 @@ static void free_body(piola_body *b) {
   free(b->volume);
   free(b->plastic_strain);
   free(b->m_eff);
+  free(b->surface);
+  free(b->surface_vertices);
   uint32_t generation = b->generation;
   memset(b, 0, sizeof *b);
   b->generation = generation;
@@ -158,6 +160,15 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
              "(0, 2) (%g) and a known schedule (%d)",
              (int)def->iteration_scheme, (int)def->max_colors, (double)def->jacobi_omega,
              (int)def->schedule);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (!isfinite(def->contact_thickness) || !isfinite(def->contact_friction)) {
+    snprintf(reason, n, "contact_thickness and contact_friction must be finite");
+    return PIOLA_ERROR_NON_FINITE;
+  }
+  if (!(def->contact_thickness > 0.0f) || !(def->contact_friction >= 0.0f)) {
+    snprintf(reason, n, "need contact_thickness > 0 m (%g) and contact_friction >= 0 (%g)",
+             (double)def->contact_thickness, (double)def->contact_friction);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   if (!(def->dt > 0.0f) || def->substeps < 1 || def->iterations < 1 || !(def->damping >= 0.0f) ||
@@ -474,6 +485,107 @@ static void free_build(body_build *b) {
   free(b->inv_mass);
 }
 
+/* A tet face as its sorted vertex triple and where it came from (4 t + face). */
+typedef struct face_key {
+  int32_t v[3];
+  int32_t origin;
+} face_key;
+
+static int compare_faces(const void *pa, const void *pb) {
+  const face_key *a = pa, *b = pb;
+  for (int k = 0; k < 3; ++k) {
+    if (a->v[k] != b->v[k]) {
+      return a->v[k] < b->v[k] ? -1 : 1;
+    }
+  }
+  return (a->origin > b->origin) - (a->origin < b->origin);
+}
+
+/* The faces of a positively oriented tet (det [x1-x0, x2-x0, x3-x0] > 0), each counter-
+ * clockwise seen from outside: the face opposite corner k lists the other three so that its
+ * normal points away from corner k. */
+static const int tet_faces[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
+
+/* The collision surface of a body: the faces that belong to exactly one tet (the boundary of
+ * the mesh), outward, in tet order, and the vertices on them. */
+static piola_status build_surface(piola_body *b) {
+  const int32_t nf = 4 * b->tet_count;
+  face_key *faces = malloc(sizeof *faces * (size_t)nf);
+  bool *boundary = calloc((size_t)nf, sizeof *boundary);
+  bool *on_surface = calloc((size_t)b->vertex_count, sizeof *on_surface);
+  if (faces == NULL || boundary == NULL || on_surface == NULL) {
+    free(faces);
+    free(boundary);
+    free(on_surface);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int32_t i = 0; i < nf; ++i) {
+    const int32_t *q = b->tets + 4 * (size_t)(i / 4);
+    int32_t v[3] = {q[tet_faces[i % 4][0]], q[tet_faces[i % 4][1]], q[tet_faces[i % 4][2]]};
+    /* sort the three indices */
+    for (int x = 0; x < 2; ++x) {
+      for (int y = 0; y < 2 - x; ++y) {
+        if (v[y] > v[y + 1]) {
+          int32_t tmp = v[y];
+          v[y] = v[y + 1];
+          v[y + 1] = tmp;
+        }
+      }
+    }
+    memcpy(faces[i].v, v, sizeof v);
+    faces[i].origin = i;
+  }
+  qsort(faces, (size_t)nf, sizeof *faces, compare_faces);
+  int32_t count = 0;
+  for (int32_t i = 0; i < nf;) {
+    int32_t j = i + 1;
+    while (j < nf && memcmp(faces[j].v, faces[i].v, sizeof faces[i].v) == 0) {
+      ++j;
+    }
+    if (j == i + 1) {
+      boundary[faces[i].origin] = true;
+      count++;
+    }
+    i = j;
+  }
+  free(faces);
+  b->surface = malloc(sizeof *b->surface * 3 * (size_t)(count > 0 ? count : 1));
+  if (b->surface == NULL) {
+    free(boundary);
+    free(on_surface);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  b->surface_count = count;
+  for (int32_t i = 0, k = 0; i < nf; ++i) {
+    if (boundary[i]) {
+      const int32_t *q = b->tets + 4 * (size_t)(i / 4);
+      for (int c = 0; c < 3; ++c) {
+        b->surface[3 * (size_t)k + c] = q[tet_faces[i % 4][c]];
+        on_surface[q[tet_faces[i % 4][c]]] = true;
+      }
+      ++k;
+    }
+  }
+  free(boundary);
+  int32_t nsv = 0;
+  for (int32_t i = 0; i < b->vertex_count; ++i) {
+    nsv += on_surface[i];
+  }
+  b->surface_vertices = malloc(sizeof *b->surface_vertices * (size_t)(nsv > 0 ? nsv : 1));
+  if (b->surface_vertices == NULL) {
+    free(on_surface);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  b->surface_vertex_count = nsv;
+  for (int32_t i = 0, k = 0; i < b->vertex_count; ++i) {
+    if (on_surface[i]) {
+      b->surface_vertices[k++] = i;
+    }
+  }
+  free(on_surface);
+  return PIOLA_OK;
+}
+
 /* Checks the mesh and computes everything the body needs; touches nothing in the world. */
 static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mesh,
                                  const piola_material *material, const float translation[3],
@@ -613,6 +725,12 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
   } else {
     s = piola_color_tets(b->tets, nt, nv, w->def.max_colors, b->colors, &b->color_count);
   }
+  if (s == PIOLA_OK) {
+    s = build_surface(b);
+  }
+  b->collision_group = 1u;
+  b->collision_mask = 0xFFFFFFFFu;
+  b->self_collision = true;
   /* Counting sort of the tets by color, the Jacobi tets (-1) last; mesh order within. */
   const int32_t buckets = b->color_count + 1;
   int32_t *fill = NULL;
@@ -963,6 +1081,57 @@ piola_status piola_body_get_positions(const piola_world *w, piola_body_id id, fl
 piola_status piola_body_get_velocities(const piola_world *w, piola_body_id id, float *xyz,
                                        int32_t count) {
   return body_read(w, id, xyz, count, FIELD_VELOCITY);
+}
+
+piola_status piola_body_set_collision_filter(piola_world *w, piola_body_id id, uint32_t group,
+                                             uint32_t mask) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_body *b = piola_world_body(w, id);
+  if (b == NULL) {
+    return PIOLA_ERROR_INVALID_BODY;
+  }
+  b->collision_group = group;
+  b->collision_mask = mask;
+  w->contacts_dirty = true;
+  return PIOLA_OK;
+}
+
+piola_status piola_body_set_self_collision(piola_world *w, piola_body_id id, bool enabled) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_body *b = piola_world_body(w, id);
+  if (b == NULL) {
+    return PIOLA_ERROR_INVALID_BODY;
+  }
+  b->self_collision = enabled;
+  w->contacts_dirty = true;
+  return PIOLA_OK;
+}
+
+piola_status piola_body_get_surface(const piola_world *w, piola_body_id id, int32_t *triangles,
+                                    int32_t capacity, int32_t *count) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const piola_body *b = piola_world_body(w, id);
+  if (b == NULL) {
+    return PIOLA_ERROR_INVALID_BODY;
+  }
+  if (capacity < 0 || (triangles == NULL && capacity > 0)) {
+    PIOLA_MISUSE(w, "capacity >= 0 && (triangles != NULL || capacity == 0)");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  int32_t n = capacity < b->surface_count ? capacity : b->surface_count;
+  if (n > 0) {
+    memcpy(triangles, b->surface, sizeof *triangles * 3 * (size_t)n);
+  }
+  if (count != NULL) {
+    *count = b->surface_count;
+  }
+  return PIOLA_OK;
 }
 
 /* ---- Colliders ----------------------------------------------------------------------- */
