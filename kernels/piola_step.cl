@@ -23,6 +23,7 @@
  */
 #ifndef PIOLA_EMBEDDED
 #include "piola_collide.h"
+#include "piola_contact.h"
 #include "piola_tet.h"
 #endif
 
@@ -31,7 +32,9 @@
 #endif
 #define PIOLA_KERNEL __kernel __attribute__((reqd_work_group_size(PIOLA_WG, 1, 1)))
 
-PIOLA_FN piola_v3 piola_v3_from4(float4 a) { return piola_v3_make(a.x, a.y, a.z); }
+PIOLA_FN piola_v3 piola_v3_from4(float4 a) {
+  return piola_v3_make(a.x, a.y, a.z);
+}
 
 PIOLA_FN piola_m3 piola_load_m3(__global const float *planes, int i, int stride) {
   piola_m3 m;
@@ -63,9 +66,9 @@ typedef struct piola_tet_arrays {
 /* ---- Per-item stage functions ------------------------------------------------------ */
 
 /* PREDICT: v += h (g + f / m); d = h v for free vertices; pinned ones do not move (d = 0). */
-PIOLA_FN void piola_predict_vertex(__global const float4 *x, __global float4 *v,
-                                   __global float4 *d, __global const float4 *f,
-                                   int has_forces, float4 h_gravity, float h, int i) {
+PIOLA_FN void piola_predict_vertex(__global const float4 *x, __global float4 *v, __global float4 *d,
+                                   __global const float4 *f, int has_forces, float4 h_gravity,
+                                   float h, int i) {
   float4 xi = x[i];
   if (xi.w > 0.0f) {
     float4 vi = v[i] + h_gravity;
@@ -118,9 +121,8 @@ PIOLA_FN void piola_jacobi_tet(__global const float4 *x, __global const float4 *
                                float inv_h2, int t, int i, __global float4 *delta) {
   piola_v3 dx[4];
   float worked =
-      (piola_project_tet(x, d, a, materials, inv_h2, t, a.tets[t], dx) & PIOLA_TET_WORKED)
-          ? 1.0f
-          : 0.0f;
+      (piola_project_tet(x, d, a, materials, inv_h2, t, a.tets[t], dx) & PIOLA_TET_WORKED) ? 1.0f
+                                                                                           : 0.0f;
   for (int k = 0; k < 4; ++k) {
     delta[4 * i + k] = (float4)(dx[k].x, dx[k].y, dx[k].z, worked);
   }
@@ -144,8 +146,8 @@ PIOLA_FN void piola_jacobi_vertex(__global float4 *d, __global const int *vertic
 
 /* COLLIDE: vertex i projected out of every collider, in order. */
 PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
-                                   __constant piola_collider_data *colliders,
-                                   int collider_count, int i) {
+                                   __constant piola_collider_data *colliders, int collider_count,
+                                   int i) {
   float4 xi = x[i];
   if (!(xi.w > 0.0f)) {
     return;
@@ -163,8 +165,8 @@ PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
 }
 
 /* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
-PIOLA_FN void piola_update_vertex(__global float4 *x, __global float4 *v,
-                                  __global const float4 *d, float inv_h, float damp, int i) {
+PIOLA_FN void piola_update_vertex(__global float4 *x, __global float4 *v, __global const float4 *d,
+                                  float inv_h, float damp, int i) {
   float4 xi = x[i], di = d[i];
   v[i] = (float4)(di.x * inv_h * damp, di.y * inv_h * damp, di.z * inv_h * damp, 0.0f);
   x[i] = (float4)(xi.x + di.x, xi.y + di.y, xi.z + di.z, xi.w);
@@ -172,9 +174,9 @@ PIOLA_FN void piola_update_vertex(__global float4 *x, __global float4 *v,
 
 /* ---- The per-stage schedule ---------------------------------------------------------- */
 
-PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v,
-                                __global float4 *d, __global const float4 *f, int has_forces,
-                                float4 h_gravity, float h, int count) {
+PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v, __global float4 *d,
+                                __global const float4 *f, int has_forces, float4 h_gravity, float h,
+                                int count) {
   int i = get_global_id(0);
   if (i < count) {
     piola_predict_vertex(x, v, d, f, has_forces, h_gravity, h, i);
@@ -184,11 +186,10 @@ PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v,
 /* One color: tets [first, first + count). */
 PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d,
                                     __global const int4 *tets, __global const float *tet_m,
-                                    __global const float *tet_volume,
-                                    __global float *tet_lambda,
+                                    __global const float *tet_volume, __global float *tet_lambda,
                                     __global const int *tet_material,
-                                    __constant piola_material_data *materials, int first,
-                                    int count, int stride, float inv_h2) {
+                                    __constant piola_material_data *materials, int first, int count,
+                                    int stride, float inv_h2) {
   int i = get_global_id(0);
   if (i < count) {
     piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
@@ -199,12 +200,10 @@ PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d
 /* The Jacobi tail, tets [first, first + count), into delta. */
 PIOLA_KERNEL void piola_solve_jacobi(__global const float4 *x, __global const float4 *d,
                                      __global const int4 *tets, __global const float *tet_m,
-                                     __global const float *tet_volume,
-                                     __global float *tet_lambda,
+                                     __global const float *tet_volume, __global float *tet_lambda,
                                      __global const int *tet_material,
                                      __constant piola_material_data *materials, int first,
-                                     int count, int stride, float inv_h2,
-                                     __global float4 *delta) {
+                                     int count, int stride, float inv_h2, __global float4 *delta) {
   int i = get_global_id(0);
   if (i < count) {
     piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
@@ -213,8 +212,7 @@ PIOLA_KERNEL void piola_solve_jacobi(__global const float4 *x, __global const fl
 }
 
 PIOLA_KERNEL void piola_apply_jacobi(__global float4 *d, __global const int *vertices,
-                                     __global const int *start,
-                                     __global const int *incidence,
+                                     __global const int *start, __global const int *incidence,
                                      __global const float4 *delta, float omega, int count) {
   int i = get_global_id(0);
   if (i < count) {
@@ -245,37 +243,44 @@ PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v
 /* One substep of every body, work-group b for body b. body_vertex holds (first, count) of each
  * body's vertices; body_color (first, count) of its tets in each of the color_count colors;
  * body_jacobi (first, count) of its tail tets and (first, count) of its entries in the tail's
- * vertex list. Delta slots are indexed from the start of the tail, jacobi_first. */
+ * vertex list. Delta slots are indexed from the start of the tail, jacobi_first.
+ * `part` (piola_bodies_part): 0 the whole substep; with contacts, which couple the bodies and
+ * run as launches of their own between the parts, 1 predict and reset the multipliers only,
+ * 2 one iteration over the tets only (contacts and colliders follow it). */
 PIOLA_KERNEL void piola_substep_bodies(
     __global float4 *x, __global float4 *v, __global float4 *d, __global const float4 *f,
     int has_forces, __global const int4 *tets, __global const float *tet_m,
-    __global const float *tet_volume, __global float *tet_lambda,
-    __global const int *tet_material, __constant piola_material_data *materials,
-    __constant piola_collider_data *colliders, int collider_count,
-    __global const int *body_vertex, __global const int *body_color,
+    __global const float *tet_volume, __global float *tet_lambda, __global const int *tet_material,
+    __constant piola_material_data *materials, __constant piola_collider_data *colliders,
+    int collider_count, __global const int *body_vertex, __global const int *body_color,
     __global const int *body_jacobi, __global const int *jacobi_vertices,
-    __global const int *jacobi_start, __global const int *jacobi_incidence,
-        __global float4 *delta, int color_count, int iterations, int stride, int jacobi_first,
-    float4 h_gravity, float h, float inv_h, float inv_h2, float damp, float omega) {
+    __global const int *jacobi_start, __global const int *jacobi_incidence, __global float4 *delta,
+    int color_count, int iterations, int stride, int jacobi_first, float4 h_gravity, float h,
+    float inv_h, float inv_h2, float damp, float omega, int part) {
   const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
   const int tail_first = body_jacobi[4 * b], tail_count = body_jacobi[4 * b + 1];
   const int tv_first = body_jacobi[4 * b + 2], tv_count = body_jacobi[4 * b + 3];
   piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
-  /* PREDICT and RESET_MULTIPLIERS */
-  for (int i = lid; i < nv; i += nl) {
-    piola_predict_vertex(x, v, d, f, has_forces, h_gravity, h, v0 + i);
-  }
-  for (int c = 0; c <= color_count; ++c) {
-    int first = c < color_count ? body_color[2 * (b * color_count + c)] : tail_first;
-    int count = c < color_count ? body_color[2 * (b * color_count + c) + 1] : tail_count;
-    for (int k = lid; k < count; k += nl) {
-      tet_lambda[first + k] = 0.0f;
-      tet_lambda[stride + first + k] = 0.0f;
+  if (part != 2) {
+    /* PREDICT and RESET_MULTIPLIERS */
+    for (int i = lid; i < nv; i += nl) {
+      piola_predict_vertex(x, v, d, f, has_forces, h_gravity, h, v0 + i);
     }
+    for (int c = 0; c <= color_count; ++c) {
+      int first = c < color_count ? body_color[2 * (b * color_count + c)] : tail_first;
+      int count = c < color_count ? body_color[2 * (b * color_count + c) + 1] : tail_count;
+      for (int k = lid; k < count; k += nl) {
+        tet_lambda[first + k] = 0.0f;
+        tet_lambda[stride + first + k] = 0.0f;
+      }
+    }
+    if (part == 1) {
+      return;
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
   }
-  barrier(CLK_GLOBAL_MEM_FENCE);
-  for (int it = 0; it < iterations; ++it) {
+  for (int it = 0; it < (part == 2 ? 1 : iterations); ++it) {
     /* SOLVE_TETS: the colors, then the Jacobi tail */
     for (int c = 0; c < color_count; ++c) {
       int first = body_color[2 * (b * color_count + c)];
@@ -287,8 +292,8 @@ PIOLA_KERNEL void piola_substep_bodies(
     }
     if (tail_count > 0) {
       for (int k = lid; k < tail_count; k += nl) {
-        piola_jacobi_tet(x, d, a, materials, inv_h2, tail_first + k,
-                         tail_first + k - jacobi_first, delta);
+        piola_jacobi_tet(x, d, a, materials, inv_h2, tail_first + k, tail_first + k - jacobi_first,
+                         delta);
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
       for (int k = lid; k < tv_count; k += nl) {
@@ -298,7 +303,7 @@ PIOLA_KERNEL void piola_substep_bodies(
       barrier(CLK_GLOBAL_MEM_FENCE);
     }
     /* COLLIDE */
-    if (collider_count > 0) {
+    if (collider_count > 0 && part == 0) {
       for (int i = lid; i < nv; i += nl) {
         piola_collide_vertex(x, d, colliders, collider_count, v0 + i);
       }
@@ -306,20 +311,20 @@ PIOLA_KERNEL void piola_substep_bodies(
     }
   }
   /* UPDATE_VELOCITIES */
-  for (int i = lid; i < nv; i += nl) {
-        piola_update_vertex(x, v, d, inv_h, damp, v0 + i);
+  if (part == 0) {
+    for (int i = lid; i < nv; i += nl) {
+      piola_update_vertex(x, v, d, inv_h, damp, v0 + i);
+    }
   }
 }
 
 /* Plastic flow of the plastic tets; writes their effective M into tet_m. */
-PIOLA_KERNEL void piola_plasticity(__global const float4 *x, __global const int4 *tets,
-                                   __global float *tet_m, int stride,
-                                   __global const int *tet_material,
-                                   __constant piola_material_data *materials,
-                                   __global const int *plastic_tet,
-                                   __global const float *plastic_dm_rest,
-                                   __global float *plastic_strain, int plastic_stride,
-                                   float h, int count) {
+PIOLA_KERNEL void
+piola_plasticity(__global const float4 *x, __global const int4 *tets, __global float *tet_m,
+                 int stride, __global const int *tet_material,
+                 __constant piola_material_data *materials, __global const int *plastic_tet,
+                 __global const float *plastic_dm_rest, __global float *plastic_strain,
+                 int plastic_stride, float h, int count) {
   int k = get_global_id(0);
   if (k >= count) {
     return;

@@ -153,8 +153,7 @@ PIOLA_API piola_status piola_body_set_self_collision(piola_world *world, piola_b
  * each. Writes min(capacity, count) triangles and stores the count in *count (either pointer
  * may be NULL when capacity is 0). */
 PIOLA_API piola_status piola_body_get_surface(const piola_world *world, piola_body_id body,
-                                              int32_t *triangles, int32_t capacity,
-                                              int32_t *count);
+                                              int32_t *triangles, int32_t capacity, int32_t *count);
 
 /* ---- Colliders ---------------------------------------------------------------------- */
 

@@ -143,8 +143,8 @@ typedef struct piola_world_def {
    * closer than 2 thickness at rest never collides) and above the motion of a resting body
    * in one substep (g h^2). */
   float contact_thickness;
-  float contact_friction; /**< Coulomb coefficient of body-body contacts (>= 0); default 0.5 */
-  piola_logger logger;     /**< where messages go; default none */
+  float contact_friction;     /**< Coulomb coefficient of body-body contacts (>= 0); default 0.5 */
+  piola_logger logger;        /**< where messages go; default none */
   piola_assert_fn *assert_fn; /**< misuse hook; default NULL (assert in debug builds only) */
   void *assert_user_data;
   int32_t internal_cookie; /**< set by piola_default_world_def(); do not change */
@@ -313,7 +313,7 @@ typedef struct piola_stats {
   int32_t contact_overflow;
   int32_t surface_triangles; /**< boundary triangles of all bodies (the collision surface) */
   int32_t surface_vertices;  /**< vertices on those triangles */
-  double last_step_ms; /**< host wall-clock time of the last piola_world_step(), ms */
+  double last_step_ms;       /**< host wall-clock time of the last piola_world_step(), ms */
   /** Device time per stage summed over the last step, ms (OpenCL with profile on; the CPU
    * reference measures host time per stage always); 0 where not measured. */
   double stage_ms[PIOLA_STAGE_COUNT];

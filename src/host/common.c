@@ -56,8 +56,8 @@ const char *piola_status_string(piola_status status) {
 
 const char *piola_stage_name(piola_stage stage) {
   static const char *const names[PIOLA_STAGE_COUNT] = {
-      "predict",    "reset_multipliers", "broad_phase",       "narrow_phase", "solve_tets",
-      "contact",    "collide",           "update_velocities", "plasticity"};
+      "predict", "reset_multipliers", "broad_phase",       "narrow_phase", "solve_tets",
+      "contact", "collide",           "update_velocities", "plasticity"};
   return (stage >= 0 && stage < PIOLA_STAGE_COUNT) ? names[stage] : "unknown";
 }
 

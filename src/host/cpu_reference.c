@@ -192,8 +192,14 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
     plasticity(w, h);
     break;
   case PIOLA_STAGE_BROAD_PHASE:
+    piola_cpu_broad_phase(w);
+    break;
   case PIOLA_STAGE_NARROW_PHASE:
+    piola_cpu_narrow_phase(w);
+    break;
   case PIOLA_STAGE_CONTACT:
+    piola_cpu_contact(w);
+    break;
   case PIOLA_STAGE_COUNT:
     break;
   }

@@ -39,7 +39,7 @@ bool piola_opencl_per_body(const piola_world *w) {
   (void)w;
   return false;
 }
-piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
+piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part) {
   (void)w;
   (void)h;
   return PIOLA_ERROR_UNSUPPORTED;
@@ -101,6 +101,11 @@ piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, d
 int64_t piola_opencl_device_bytes(const piola_world *w) {
   (void)w;
   return 0;
+}
+piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]) {
+  (void)w;
+  out[0] = out[1] = 0;
+  return PIOLA_ERROR_UNSUPPORTED;
 }
 const char *piola_opencl_device_name(const piola_world *w) {
   (void)w;
@@ -165,11 +170,31 @@ enum {
   KERNEL_UPDATE,
   KERNEL_PLASTICITY,
   KERNEL_SUBSTEP_BODIES,
+  KERNEL_CONTACT_BOXES,
+  KERNEL_CONTACT_GRID,
+  KERNEL_CONTACT_COUNT,
+  KERNEL_SCAN_BLOCKS,
+  KERNEL_SCAN_TOTALS,
+  KERNEL_SCAN_ADD,
+  KERNEL_CONTACT_SCATTER,
+  KERNEL_CONTACT_NARROW,
+  KERNEL_CONTACT_CORNERS,
+  KERNEL_CONTACT_SORT_CORNERS,
+  KERNEL_CONTACT_SOLVE,
+  KERNEL_CONTACT_APPLY,
   KERNEL_COUNT
 };
 static const char *const kernel_names[KERNEL_COUNT] = {
-    "piola_predict", "piola_solve_color",       "piola_solve_jacobi", "piola_apply_jacobi",
-    "piola_collide", "piola_update_velocities", "piola_plasticity",   "piola_substep_bodies"};
+    "piola_predict",        "piola_solve_color",     "piola_solve_jacobi",
+    "piola_apply_jacobi",   "piola_collide",         "piola_update_velocities",
+    "piola_plasticity",     "piola_substep_bodies",  "piola_contact_boxes",
+    "piola_contact_grid",   "piola_contact_count",   "piola_scan_blocks",
+    "piola_scan_totals",    "piola_scan_add",        "piola_contact_scatter",
+    "piola_contact_narrow", "piola_contact_corners", "piola_contact_sort_corners",
+    "piola_contact_solve",  "piola_contact_apply"};
+
+/* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
+#define SCAN_ITEMS 4
 
 /* Buffers, each with its size in bytes. */
 enum {
@@ -194,6 +219,29 @@ enum {
   BUF_BODY_VERTEX,
   BUF_BODY_COLOR,
   BUF_BODY_JACOBI,
+  /* contacts (piola_contact.cl) */
+  BUF_SV_VERTEX,
+  BUF_SV_BODY,
+  BUF_SV_REST,
+  BUF_TRIANGLES,
+  BUF_BODY_FILTER,
+  BUF_TRI_BOX,
+  BUF_PARTIAL,
+  BUF_GRID,
+  BUF_TRI_KEY,
+  BUF_BUCKET_COUNT, /* counts, then the fill cursors of the scatter */
+  BUF_BUCKET_START,
+  BUF_BUCKET_TRIANGLES,
+  BUF_SCAN_TOTALS,
+  BUF_CONTACT_COUNT,
+  BUF_CONTACT_TRI,
+  BUF_PREVIOUS_COUNT, /* the previous substep's contacts (swapped with the two above) */
+  BUF_PREVIOUS_TRI,
+  BUF_COUNTERS,
+  BUF_CORNER_COUNT, /* counts, then the fill cursors */
+  BUF_CORNER_START,
+  BUF_CORNER_ENTRY,
+  BUF_CONTACT_DELTA,
   BUF_COUNT
 };
 
@@ -218,6 +266,7 @@ struct piola_opencl {
   int32_t vertex_count; /* sizes of the uploaded state */
   int32_t tet_count;
   int32_t plastic_count;
+  int32_t sv_count, triangle_count; /* contact surfaces uploaded */
   /* Profiling: the events of the step in flight and the stage times of the last step. */
   event_record *events;
   int32_t event_count, event_capacity;
@@ -714,6 +763,17 @@ static piola_status read_buffer(const piola_world *w, int b, size_t offset, size
   return PIOLA_OK;
 }
 
+/* Fills the first `bytes` of buffer b with zeros. */
+static piola_status zero_buffer(piola_world *w, int b, size_t bytes) {
+  if (bytes == 0) {
+    return PIOLA_OK;
+  }
+  cl_int zero = 0;
+  CL_CHECK(&w->def.logger, clEnqueueFillBuffer(w->cl->queue, w->cl->buffers[b], &zero, sizeof zero,
+                                               0, bytes, 0, NULL, NULL));
+  return PIOLA_OK;
+}
+
 /* Packs host doubles of vertices [first, first + n) into float4 (xyz, w or 0). */
 static void pack_vertices(const piola_world *w, const double *xyz, bool with_w, int32_t first,
                           int32_t n, float *out) {
@@ -770,6 +830,64 @@ static piola_status upload_colliders(piola_world *w) {
   return s;
 }
 
+/* Writes the contact surfaces: surface vertices (vertex, body, rest position), triangles
+ * (three surface vertices, body) and the bodies' filters. */
+static piola_status upload_contacts(piola_world *w) {
+  const piola_solver_contacts *c = &w->contacts;
+  const size_t nsv = (size_t)c->vertex_count, ntr = (size_t)c->triangle_count;
+  size_t n = 4 * (nsv > ntr ? nsv : ntr);
+  n = 4 * (size_t)c->body_count > n ? 4 * (size_t)c->body_count : n;
+  float *tmp = malloc(sizeof(float) * (n > 0 ? n : 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  piola_status s = write_buffer(w, BUF_SV_VERTEX, 0, 4 * nsv, c->vertex);
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_SV_BODY, 0, 4 * nsv, c->vertex_body);
+  }
+  if (s == PIOLA_OK) {
+    for (size_t i = 0; i < nsv; ++i) {
+      for (int k = 0; k < 3; ++k) {
+        tmp[4 * i + (size_t)k] = (float)c->vertex_rest[3 * i + (size_t)k];
+      }
+      tmp[4 * i + 3] = 0.0f;
+    }
+    s = write_buffer(w, BUF_SV_REST, 0, 16 * nsv, tmp);
+  }
+  if (s == PIOLA_OK) {
+    cl_int *q = (cl_int *)tmp;
+    for (size_t t = 0; t < ntr; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        q[4 * t + (size_t)k] = c->triangle[3 * t + (size_t)k];
+      }
+      q[4 * t + 3] = c->triangle_body[t];
+    }
+    s = write_buffer(w, BUF_TRIANGLES, 0, 16 * ntr, q);
+  }
+  if (s == PIOLA_OK) {
+    cl_uint *f = (cl_uint *)tmp;
+    for (size_t b = 0; b < (size_t)c->body_count; ++b) {
+      for (int k = 0; k < 3; ++k) {
+        f[4 * b + (size_t)k] = c->body_filter[3 * b + (size_t)k];
+      }
+      f[4 * b + 3] = 0u;
+    }
+    s = write_buffer(w, BUF_BODY_FILTER, 0, 16 * (size_t)c->body_count, f);
+  }
+  free(tmp);
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_CONTACT_COUNT, 4 * nsv);
+  }
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_PREVIOUS_COUNT, 4 * nsv);
+  }
+  if (s == PIOLA_OK) {
+    w->cl->sv_count = c->vertex_count;
+    w->cl->triangle_count = c->triangle_count;
+  }
+  return s;
+}
+
 /* Uploads the whole state: vertices, tets (structure of arrays), materials, plastic data. */
 static piola_status upload_all(piola_world *w) {
   piola_opencl *cl = w->cl;
@@ -777,6 +895,13 @@ static piola_status upload_all(piola_world *w) {
                np = (size_t)w->solver.plastic_count, nm = (size_t)w->material_count,
                nj = (size_t)w->solver.jacobi_vertex_count, njt = (size_t)w->solver.jacobi_count,
                nb = (size_t)w->solver.body_count, nc = (size_t)w->solver.color_count;
+  const piola_solver_contacts *ct = &w->contacts;
+  const size_t nsv = (size_t)ct->vertex_count, ntr = (size_t)ct->triangle_count,
+               ncb = (size_t)ct->body_count, nbk = (size_t)ct->bucket_mask + 1,
+               K = PIOLA_CONTACTS_PER_VERTEX;
+  const size_t box_groups = (ntr + nsv + cl->wg - 1) / cl->wg;
+  const size_t scan_block = cl->wg * SCAN_ITEMS;
+  const size_t scan_blocks = ((nbk > nsv ? nbk : nsv) + scan_block - 1) / scan_block;
   piola_status s = PIOLA_OK;
   const struct {
     int b;
@@ -799,7 +924,29 @@ static piola_status upload_all(piola_world *w) {
                {BUF_JACOBI_DELTA, 64 * njt},
                {BUF_BODY_VERTEX, 8 * nb},
                {BUF_BODY_COLOR, 8 * nb * nc},
-               {BUF_BODY_JACOBI, 16 * nb}};
+               {BUF_BODY_JACOBI, 16 * nb},
+               {BUF_SV_VERTEX, 4 * nsv},
+               {BUF_SV_BODY, 4 * nsv},
+               {BUF_SV_REST, 16 * nsv},
+               {BUF_TRIANGLES, 16 * ntr},
+               {BUF_BODY_FILTER, 16 * ncb},
+               {BUF_TRI_BOX, 32 * ntr},
+               {BUF_PARTIAL, 8 * box_groups},
+               {BUF_GRID, 16},
+               {BUF_TRI_KEY, 4 * ntr},
+               {BUF_BUCKET_COUNT, 4 * nbk},
+               {BUF_BUCKET_START, 4 * (nbk + 1)},
+               {BUF_BUCKET_TRIANGLES, 4 * ntr},
+               {BUF_SCAN_TOTALS, 4 * scan_blocks},
+               {BUF_CONTACT_COUNT, 4 * nsv},
+               {BUF_CONTACT_TRI, 4 * K * nsv},
+               {BUF_PREVIOUS_COUNT, 4 * nsv},
+               {BUF_PREVIOUS_TRI, 4 * K * nsv},
+               {BUF_COUNTERS, 8},
+               {BUF_CORNER_COUNT, 4 * nsv},
+               {BUF_CORNER_START, 4 * (nsv + 1)},
+               {BUF_CORNER_ENTRY, 12 * K * nsv},
+               {BUF_CONTACT_DELTA, 64 * K * nsv}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
     /* Exact sizes: the plane strides of the structure-of-arrays buffers are the counts. */
     if (cl->buffers[sizes[i].b] != NULL && cl->buffer_bytes[sizes[i].b] != sizes[i].bytes) {
@@ -912,6 +1059,9 @@ static piola_status upload_all(piola_world *w) {
     s = write_buffer(w, BUF_BODY_JACOBI, 0, 16 * nb, w->solver.body_jacobi);
   }
   if (s == PIOLA_OK) {
+    s = upload_contacts(w);
+  }
+  if (s == PIOLA_OK) {
     s = upload_colliders(w);
   }
   if (s == PIOLA_OK) {
@@ -940,6 +1090,16 @@ void piola_opencl_invalidate(piola_world *w) {
 
 void piola_opencl_colliders_changed(piola_world *w) {
   w->cl->colliders_dirty = true;
+}
+
+piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]) {
+  cl_int tmp[2] = {0, 0};
+  piola_status s = w->cl->buffers[BUF_COUNTERS] != NULL
+                       ? read_buffer(w, BUF_COUNTERS, 0, sizeof tmp, tmp)
+                       : PIOLA_OK;
+  out[0] = tmp[0];
+  out[1] = tmp[1];
+  return s;
 }
 
 int64_t piola_opencl_device_bytes(const piola_world *w) {
@@ -1134,6 +1294,195 @@ static cl_float4 gravity_impulse(const piola_world *w, double h) {
 
 #define SET_ARG(k, i, v) CL_CHECK(log, clSetKernelArg(cl->kernels[k], (i), sizeof(v), &(v)))
 
+/* Exclusive scan of the n ints of buffer `in` into buffer `out` (n + 1 entries: out[n] is the
+ * total), in three launches (piola_contact.cl). */
+static piola_status scan(piola_world *w, int in, int out, cl_int n, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  cl_int blocks = (cl_int)(((size_t)n + cl->wg * SCAN_ITEMS - 1) / (cl->wg * SCAN_ITEMS));
+  SET_ARG(KERNEL_SCAN_BLOCKS, 0, b[in]);
+  SET_ARG(KERNEL_SCAN_BLOCKS, 1, b[out]);
+  SET_ARG(KERNEL_SCAN_BLOCKS, 2, b[BUF_SCAN_TOTALS]);
+  SET_ARG(KERNEL_SCAN_BLOCKS, 3, n);
+  piola_status s = launch(w, KERNEL_SCAN_BLOCKS, (int32_t)((size_t)blocks * cl->wg), stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_SCAN_TOTALS, 0, b[BUF_SCAN_TOTALS]);
+  SET_ARG(KERNEL_SCAN_TOTALS, 1, blocks);
+  SET_ARG(KERNEL_SCAN_TOTALS, 2, b[out]);
+  SET_ARG(KERNEL_SCAN_TOTALS, 3, n);
+  s = launch(w, KERNEL_SCAN_TOTALS, (int32_t)cl->wg, stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_SCAN_ADD, 0, b[out]);
+  SET_ARG(KERNEL_SCAN_ADD, 1, b[BUF_SCAN_TOTALS]);
+  SET_ARG(KERNEL_SCAN_ADD, 2, n);
+  return launch(w, KERNEL_SCAN_ADD, n, stage);
+}
+
+/* BROAD_PHASE: boxes, the cell size, and the triangles sorted into the hash buckets. */
+static piola_status broad_phase(piola_world *w, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  cl_int ntr = cl->triangle_count, nsv = cl->sv_count, mask = w->contacts.bucket_mask;
+  cl_int buckets = mask + 1;
+  cl_float thickness = w->def.contact_thickness;
+  cl_int groups = (cl_int)(((size_t)ntr + (size_t)nsv + cl->wg - 1) / cl->wg);
+  SET_ARG(KERNEL_CONTACT_BOXES, 0, b[BUF_X]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 1, b[BUF_D]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 2, b[BUF_SV_VERTEX]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 3, b[BUF_TRIANGLES]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 4, thickness);
+  SET_ARG(KERNEL_CONTACT_BOXES, 5, ntr);
+  SET_ARG(KERNEL_CONTACT_BOXES, 6, nsv);
+  SET_ARG(KERNEL_CONTACT_BOXES, 7, b[BUF_TRI_BOX]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 8, b[BUF_PARTIAL]);
+  piola_status s = launch(w, KERNEL_CONTACT_BOXES, ntr + nsv, stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_CONTACT_GRID, 0, b[BUF_PARTIAL]);
+  SET_ARG(KERNEL_CONTACT_GRID, 1, groups);
+  SET_ARG(KERNEL_CONTACT_GRID, 2, b[BUF_GRID]);
+  s = launch(w, KERNEL_CONTACT_GRID, (int32_t)cl->wg, stage);
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_BUCKET_COUNT, 4 * (size_t)buckets);
+  }
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_CONTACT_COUNT, 0, b[BUF_TRI_BOX]);
+  SET_ARG(KERNEL_CONTACT_COUNT, 1, b[BUF_GRID]);
+  SET_ARG(KERNEL_CONTACT_COUNT, 2, mask);
+  SET_ARG(KERNEL_CONTACT_COUNT, 3, ntr);
+  SET_ARG(KERNEL_CONTACT_COUNT, 4, b[BUF_TRI_KEY]);
+  SET_ARG(KERNEL_CONTACT_COUNT, 5, b[BUF_BUCKET_COUNT]);
+  s = launch(w, KERNEL_CONTACT_COUNT, ntr, stage);
+  if (s == PIOLA_OK) {
+    s = scan(w, BUF_BUCKET_COUNT, BUF_BUCKET_START, buckets, stage);
+  }
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_BUCKET_COUNT, 4 * (size_t)buckets);
+  }
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_CONTACT_SCATTER, 0, b[BUF_TRI_KEY]);
+  SET_ARG(KERNEL_CONTACT_SCATTER, 1, b[BUF_BUCKET_START]);
+  SET_ARG(KERNEL_CONTACT_SCATTER, 2, b[BUF_BUCKET_COUNT]);
+  SET_ARG(KERNEL_CONTACT_SCATTER, 3, b[BUF_BUCKET_TRIANGLES]);
+  SET_ARG(KERNEL_CONTACT_SCATTER, 4, ntr);
+  return launch(w, KERNEL_CONTACT_SCATTER, ntr, stage);
+}
+
+/* NARROW_PHASE: each surface vertex's contacts, and the sorted lists of corner entries. */
+static piola_status narrow_phase(piola_world *w, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  cl_int nsv = cl->sv_count, mask = w->contacts.bucket_mask;
+  cl_float thickness = w->def.contact_thickness;
+  /* This substep's lists become the previous ones (contacts persist while they last). */
+  for (int i = 0; i < 2; ++i) {
+    int cur = i == 0 ? BUF_CONTACT_COUNT : BUF_CONTACT_TRI;
+    int prev = i == 0 ? BUF_PREVIOUS_COUNT : BUF_PREVIOUS_TRI;
+    cl_mem m = b[cur];
+    size_t bytes = cl->buffer_bytes[cur];
+    b[cur] = b[prev];
+    cl->buffer_bytes[cur] = cl->buffer_bytes[prev];
+    b[prev] = m;
+    cl->buffer_bytes[prev] = bytes;
+  }
+  piola_status s = zero_buffer(w, BUF_COUNTERS, 8);
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_CORNER_COUNT, 4 * (size_t)nsv);
+  }
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  const int k = KERNEL_CONTACT_NARROW;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_D]);
+  SET_ARG(k, 2, b[BUF_SV_VERTEX]);
+  SET_ARG(k, 3, b[BUF_SV_BODY]);
+  SET_ARG(k, 4, b[BUF_SV_REST]);
+  SET_ARG(k, 5, b[BUF_TRIANGLES]);
+  SET_ARG(k, 6, b[BUF_TRI_BOX]);
+  SET_ARG(k, 7, b[BUF_BODY_FILTER]);
+  SET_ARG(k, 8, b[BUF_GRID]);
+  SET_ARG(k, 9, b[BUF_BUCKET_START]);
+  SET_ARG(k, 10, b[BUF_BUCKET_TRIANGLES]);
+  SET_ARG(k, 11, mask);
+  SET_ARG(k, 12, thickness);
+  SET_ARG(k, 13, nsv);
+  SET_ARG(k, 14, b[BUF_PREVIOUS_COUNT]);
+  SET_ARG(k, 15, b[BUF_PREVIOUS_TRI]);
+  SET_ARG(k, 16, b[BUF_CONTACT_COUNT]);
+  SET_ARG(k, 17, b[BUF_CONTACT_TRI]);
+  SET_ARG(k, 18, b[BUF_COUNTERS]);
+  SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
+  s = launch(w, k, nsv, stage);
+  if (s == PIOLA_OK) {
+    s = scan(w, BUF_CORNER_COUNT, BUF_CORNER_START, nsv, stage);
+  }
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_CORNER_COUNT, 4 * (size_t)nsv);
+  }
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_CONTACT_CORNERS, 0, b[BUF_CONTACT_COUNT]);
+  SET_ARG(KERNEL_CONTACT_CORNERS, 1, b[BUF_CONTACT_TRI]);
+  SET_ARG(KERNEL_CONTACT_CORNERS, 2, b[BUF_TRIANGLES]);
+  SET_ARG(KERNEL_CONTACT_CORNERS, 3, b[BUF_CORNER_START]);
+  SET_ARG(KERNEL_CONTACT_CORNERS, 4, b[BUF_CORNER_COUNT]);
+  SET_ARG(KERNEL_CONTACT_CORNERS, 5, b[BUF_CORNER_ENTRY]);
+  SET_ARG(KERNEL_CONTACT_CORNERS, 6, nsv);
+  s = launch(w, KERNEL_CONTACT_CORNERS, nsv, stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 0, b[BUF_CORNER_START]);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 1, b[BUF_CORNER_ENTRY]);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 2, nsv);
+  return launch(w, KERNEL_CONTACT_SORT_CORNERS, nsv, stage);
+}
+
+/* CONTACT: every contact projected from the same positions, then gathered per vertex. */
+static piola_status contact_solve(piola_world *w, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  cl_int nsv = cl->sv_count;
+  cl_float thickness = w->def.contact_thickness, friction = w->def.contact_friction;
+  SET_ARG(KERNEL_CONTACT_SOLVE, 0, b[BUF_X]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 1, b[BUF_D]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 2, b[BUF_SV_VERTEX]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 3, b[BUF_TRIANGLES]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 4, b[BUF_CONTACT_COUNT]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 5, b[BUF_CONTACT_TRI]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 6, thickness);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 7, friction);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 8, b[BUF_CONTACT_DELTA]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 9, nsv);
+  piola_status s = launch(w, KERNEL_CONTACT_SOLVE, nsv, stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_CONTACT_APPLY, 0, b[BUF_D]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 1, b[BUF_SV_VERTEX]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 2, b[BUF_CONTACT_COUNT]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 3, b[BUF_CORNER_START]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 4, b[BUF_CORNER_ENTRY]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 5, b[BUF_CONTACT_DELTA]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 6, nsv);
+  return launch(w, KERNEL_CONTACT_APPLY, nsv, stage);
+}
+
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   piola_opencl *cl = w->cl;
   const piola_logger *log = &w->def.logger;
@@ -1261,8 +1610,11 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     return launch(w, KERNEL_PLASTICITY, np, stage);
   }
   case PIOLA_STAGE_BROAD_PHASE:
+    return broad_phase(w, stage);
   case PIOLA_STAGE_NARROW_PHASE:
+    return narrow_phase(w, stage);
   case PIOLA_STAGE_CONTACT:
+    return contact_solve(w, stage);
   case PIOLA_STAGE_COUNT:
     break;
   }
@@ -1279,7 +1631,7 @@ bool piola_opencl_per_body(const piola_world *w) {
                                          w->solver.max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
 }
 
-piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
+piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part) {
   piola_opencl *cl = w->cl;
   const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
@@ -1321,6 +1673,8 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h) {
   SET_ARG(k, 27, inv_h2);
   SET_ARG(k, 28, damp);
   SET_ARG(k, 29, omega);
+  cl_int part_arg = (cl_int)part;
+  SET_ARG(k, 30, part_arg);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(log, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global, &local, 0, NULL,

@@ -14,6 +14,7 @@
 #include "piola/piola.h"
 
 #include "piola_collide.h"
+#include "piola_contact.h"
 #include "piola_tet.h"
 
 #include <stdarg.h>
@@ -92,6 +93,7 @@ typedef struct piola_body {
   int32_t *surface;
   int32_t surface_vertex_count;
   int32_t *surface_vertices;
+  double *surface_rest; /* 3 per surface vertex: its rest position (as added), m */
   uint32_t collision_group, collision_mask;
   bool self_collision;
 } piola_body;
@@ -136,6 +138,36 @@ typedef struct piola_solver_tets {
   double *plastic_strain;  /* 6 per plastic tet */
 } piola_solver_tets;
 
+/* The collision surfaces of the live bodies, built with the solver's tet arrays (contact.c),
+ * and the CPU reference's per-substep contact state. Surface vertices ("sv") are numbered
+ * body by body in vertex order; triangles refer to them. */
+typedef struct piola_solver_contacts {
+  int32_t vertex_count;   /* surface vertices */
+  int32_t *vertex;        /* world vertex index of each */
+  int32_t *vertex_body;   /* dense body index of each */
+  double *vertex_rest;    /* 3 each: rest position */
+  int32_t triangle_count; /* surface triangles */
+  int32_t *triangle;      /* 3 surface-vertex indices each, outward */
+  int32_t *triangle_body; /* dense body index of each */
+  int32_t body_count;
+  uint32_t *body_filter; /* 3 per dense body: group, mask, self-collision (0 or 1) */
+  int32_t bucket_mask;   /* hash table of bucket_mask + 1 buckets (a power of two) */
+  /* Per substep, CPU reference: the grid (cell size, triangle boxes, buckets), the contacts
+   * (per surface vertex: count and triangles, PIOLA_CONTACTS_PER_VERTEX slots), each slot's
+   * four corrections (slot * 4 + corner: the vertex, then the triangle's corners; x, y, z and
+   * 1 when the contact did work), and per surface vertex the list of (slot * 4 + corner)
+   * entries where it is a triangle's corner, ascending. */
+  double cell;
+  double *triangle_box; /* 6 per triangle: lo, hi */
+  int32_t *bucket_start, *bucket_triangles;
+  int32_t *bucket_cursor, *vertex_cursor, *triangle_key; /* scratch of the counting sorts */
+  int32_t *contact_count, *contact_triangle;
+  int32_t *previous_count, *previous_triangle; /* the previous substep's contacts */
+  double *delta;
+  int32_t *corner_start, *corner_entry;
+  int32_t total, overflow; /* kept and dropped contacts of the last substep */
+} piola_solver_contacts;
+
 typedef struct piola_opencl piola_opencl; /* opencl_backend.c */
 
 struct piola_world {
@@ -161,8 +193,7 @@ struct piola_world {
   /* The solver's tet arrays, rebuilt from the bodies when tets_dirty. */
   bool tets_dirty;
   piola_solver_tets solver;
-  /* Contact filters changed since the contact arrays were built. */
-  bool contacts_dirty;
+  piola_solver_contacts contacts;
 
   int64_t step_count;
   double simulated_time;
@@ -187,6 +218,18 @@ piola_body *piola_world_body(const piola_world *w, piola_body_id id);
 
 /* Wall-clock milliseconds from a monotonic clock. */
 double piola_now_ms(void);
+
+/* Contacts (contact.c) -------------------------------------------------------------------- */
+
+/* Builds w->contacts from the live bodies (called with the tet arrays). */
+piola_status piola_contacts_build(piola_world *w);
+void piola_contacts_free(piola_solver_contacts *c);
+/* Whether contacts run: on in the def and some surface to collide. */
+bool piola_contacts_active(const piola_world *w);
+/* The CPU reference's contact stages (host doubles). */
+void piola_cpu_broad_phase(piola_world *w);
+void piola_cpu_narrow_phase(piola_world *w);
+void piola_cpu_contact(piola_world *w);
 
 /* CPU reference ------------------------------------------------------------------------- */
 
@@ -214,8 +257,15 @@ piola_status piola_opencl_begin_step(piola_world *w);
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
 /* Whether substeps run as one launch, one work-group per body (def.schedule). */
 bool piola_opencl_per_body(const piola_world *w);
-/* One whole substep of every body in one launch (the step's stages in the same order). */
-piola_status piola_opencl_substep_bodies(piola_world *w, double h);
+/* Which part of a substep one per-body launch runs: all of it (no contacts), or, around the
+ * contact stages: predict and reset, or one iteration of the tets. */
+typedef enum piola_bodies_part {
+  PIOLA_BODIES_WHOLE_SUBSTEP, /* predict, reset, iterations of tets and colliders, velocities */
+  PIOLA_BODIES_PREDICT,       /* predict and reset the multipliers */
+  PIOLA_BODIES_ITERATION      /* one iteration over the tets (colors, Jacobi tail) */
+} piola_bodies_part;
+/* One substep, or a part of it, of every body in one launch, a work-group per body. */
+piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part);
 /* Flushes the queue (and collects stage times when profiling). */
 piola_status piola_opencl_end_step(piola_world *w);
 piola_status piola_opencl_finish(piola_world *w);
@@ -239,6 +289,8 @@ piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_
 piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, double *tet_m,
                                    double *lambda);
 int64_t piola_opencl_device_bytes(const piola_world *w);
+/* The contacts kept and dropped in the last substep (the narrow phase's counters). */
+piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]);
 const char *piola_opencl_device_name(const piola_world *w);
 void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
 

@@ -6,7 +6,8 @@
  *
  *   h = dt / substeps; repeat substeps times:
  *     predict; reset multipliers;
- *     repeat iterations times: solve tets (color by color); collide;
+ *     broad phase; narrow phase (contacts: once per substep, from x to the predicted p);
+ *     repeat iterations times: solve tets (color by color); contacts; collide;
  *     update velocities (and damp); plasticity (plastic bodies only)
  *
  * Each backend runs a stage its own way (cpu_reference.c on host doubles, opencl_backend.c as
@@ -84,6 +85,7 @@ static void free_body(piola_body *b) {
   free(b->m_eff);
   free(b->surface);
   free(b->surface_vertices);
+  free(b->surface_rest);
   uint32_t generation = b->generation;
   memset(b, 0, sizeof *b);
   b->generation = generation;
@@ -120,6 +122,15 @@ static piola_status begin_topology_change(piola_world *w) {
     piola_world_sync_plastic(w);
   }
   return s;
+}
+
+/* After a change of the bodies: the solver arrays are rebuilt at the next step and the device
+ * state re-uploaded (begin_topology_change() made the host current). */
+static void solver_arrays_changed(piola_world *w) {
+  w->tets_dirty = true;
+  if (w->cl != NULL) {
+    piola_opencl_invalidate(w);
+  }
 }
 
 piola_body *piola_world_body(const piola_world *w, piola_body_id id) {
@@ -239,6 +250,7 @@ void piola_world_destroy(piola_world *w) {
   free(w->w);
   free(w->f);
   free_solver_tets(&w->solver);
+  piola_contacts_free(&w->contacts);
   free(w);
 }
 
@@ -268,29 +280,42 @@ piola_status piola_world_step(piola_world *w) {
   memset(w->stage_ms, 0, sizeof w->stage_ms);
   const int32_t substeps = w->def.substeps;
   const double h = (double)w->def.dt / substeps;
-  /* The step, stage by stage (see the module comment); under the OpenCL per-body schedule one
-   * launch runs the stages up to the velocities for every body (piola_substep_bodies). */
+  /* The step, stage by stage (see the module comment). Under the OpenCL per-body schedule one
+   * launch runs a body's stages up to the velocities (piola_substep_bodies); with contacts,
+   * which couple the bodies, it runs them in parts around the contact stages. */
   const bool per_body = w->cl != NULL && piola_opencl_per_body(w);
+  const bool contacts = piola_contacts_active(w);
   for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
-    if (per_body) {
-      s = piola_opencl_substep_bodies(w, h);
-      if (s == PIOLA_OK && w->solver.plastic_count > 0) {
-        s = run_stage(w, PIOLA_STAGE_PLASTICITY, h);
+    if (per_body && !contacts) {
+      s = piola_opencl_substep_bodies(w, h, PIOLA_BODIES_WHOLE_SUBSTEP);
+    } else {
+      if (per_body) {
+        s = piola_opencl_substep_bodies(w, h, PIOLA_BODIES_PREDICT);
+      } else {
+        s = run_stage(w, PIOLA_STAGE_PREDICT, h);
+        if (s == PIOLA_OK) {
+          s = run_stage(w, PIOLA_STAGE_RESET_MULTIPLIERS, h);
+        }
       }
-      continue;
-    }
-    s = run_stage(w, PIOLA_STAGE_PREDICT, h);
-    if (s == PIOLA_OK) {
-      s = run_stage(w, PIOLA_STAGE_RESET_MULTIPLIERS, h);
-    }
-    for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {
-      s = run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
-      if (s == PIOLA_OK && w->collider_count > 0) {
-        s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
+      if (s == PIOLA_OK && contacts) {
+        s = run_stage(w, PIOLA_STAGE_BROAD_PHASE, h);
+        if (s == PIOLA_OK) {
+          s = run_stage(w, PIOLA_STAGE_NARROW_PHASE, h);
+        }
       }
-    }
-    if (s == PIOLA_OK) {
-      s = run_stage(w, PIOLA_STAGE_UPDATE_VELOCITIES, h);
+      for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {
+        s = per_body ? piola_opencl_substep_bodies(w, h, PIOLA_BODIES_ITERATION)
+                     : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
+        if (s == PIOLA_OK && contacts) {
+          s = run_stage(w, PIOLA_STAGE_CONTACT, h);
+        }
+        if (s == PIOLA_OK && w->collider_count > 0) {
+          s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
+        }
+      }
+      if (s == PIOLA_OK) {
+        s = run_stage(w, PIOLA_STAGE_UPDATE_VELOCITIES, h);
+      }
     }
     if (s == PIOLA_OK && w->solver.plastic_count > 0) {
       s = run_stage(w, PIOLA_STAGE_PLASTICITY, h);
@@ -456,6 +481,29 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   if (s != PIOLA_OK) {
     return s;
   }
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    if (w->bodies[i].alive) {
+      st.surface_triangles += w->bodies[i].surface_count;
+      st.surface_vertices += w->bodies[i].surface_vertex_count;
+    }
+  }
+  if (piola_contacts_active(w) && w->step_count > 0) {
+    int32_t counters[2] = {w->contacts.total, w->contacts.overflow};
+    if (w->cl != NULL && piola_opencl_live(w)) {
+      s = piola_opencl_contact_counters(w, counters);
+      if (s != PIOLA_OK) {
+        return s;
+      }
+    }
+    st.contact_count = counters[0];
+    st.contact_overflow = counters[1];
+    if (counters[1] > 0) {
+      piola_log(&w->def.logger, PIOLA_LOG_WARNING,
+                "contacts: %d vertex-triangle pairs dropped in the last substep (a vertex met "
+                "more than %d triangles; the nearest were kept)",
+                (int)counters[1], PIOLA_MAX_VERTEX_CONTACTS);
+    }
+  }
   if (w->cl != NULL) {
     st.device_bytes = piola_opencl_device_bytes(w);
     snprintf(st.device_name, sizeof st.device_name, "%s", piola_opencl_device_name(w));
@@ -508,7 +556,7 @@ static const int tet_faces[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
 
 /* The collision surface of a body: the faces that belong to exactly one tet (the boundary of
  * the mesh), outward, in tet order, and the vertices on them. */
-static piola_status build_surface(piola_body *b) {
+static piola_status build_surface(piola_body *b, const double *rest) {
   const int32_t nf = 4 * b->tet_count;
   face_key *faces = malloc(sizeof *faces * (size_t)nf);
   bool *boundary = calloc((size_t)nf, sizeof *boundary);
@@ -572,13 +620,15 @@ static piola_status build_surface(piola_body *b) {
     nsv += on_surface[i];
   }
   b->surface_vertices = malloc(sizeof *b->surface_vertices * (size_t)(nsv > 0 ? nsv : 1));
-  if (b->surface_vertices == NULL) {
+  b->surface_rest = malloc(sizeof *b->surface_rest * 3 * (size_t)(nsv > 0 ? nsv : 1));
+  if (b->surface_vertices == NULL || b->surface_rest == NULL) {
     free(on_surface);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   b->surface_vertex_count = nsv;
   for (int32_t i = 0, k = 0; i < b->vertex_count; ++i) {
     if (on_surface[i]) {
+      memcpy(b->surface_rest + 3 * (size_t)k, rest + 3 * (size_t)i, 3 * sizeof(double));
       b->surface_vertices[k++] = i;
     }
   }
@@ -726,7 +776,7 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
     s = piola_color_tets(b->tets, nt, nv, w->def.max_colors, b->colors, &b->color_count);
   }
   if (s == PIOLA_OK) {
-    s = build_surface(b);
+    s = build_surface(b, out->rest);
   }
   b->collision_group = 1u;
   b->collision_mask = 0xFFFFFFFFu;
@@ -845,10 +895,7 @@ piola_status piola_world_add_tet_body(piola_world *w, const piola_tet_mesh *mesh
   }
   w->vertex_count += b->vertex_count;
   w->body_count++;
-  w->tets_dirty = true;
-  if (w->cl != NULL) {
-    piola_opencl_invalidate(w);
-  }
+  solver_arrays_changed(w);
   free(build.rest);
   free(build.inv_mass);
   if (build.reoriented > 0) {
@@ -900,10 +947,7 @@ piola_status piola_world_remove_body(piola_world *w, piola_body_id id) {
   free_body(b);
   b->generation++;
   w->body_count--;
-  w->tets_dirty = true;
-  if (w->cl != NULL) {
-    piola_opencl_invalidate(w);
-  }
+  solver_arrays_changed(w);
   return PIOLA_OK;
 }
 
@@ -1092,9 +1136,13 @@ piola_status piola_body_set_collision_filter(piola_world *w, piola_body_id id, u
   if (b == NULL) {
     return PIOLA_ERROR_INVALID_BODY;
   }
+  piola_status s = begin_topology_change(w);
+  if (s != PIOLA_OK) {
+    return s;
+  }
   b->collision_group = group;
   b->collision_mask = mask;
-  w->contacts_dirty = true;
+  solver_arrays_changed(w);
   return PIOLA_OK;
 }
 
@@ -1106,8 +1154,12 @@ piola_status piola_body_set_self_collision(piola_world *w, piola_body_id id, boo
   if (b == NULL) {
     return PIOLA_ERROR_INVALID_BODY;
   }
+  piola_status s = begin_topology_change(w);
+  if (s != PIOLA_OK) {
+    return s;
+  }
   b->self_collision = enabled;
-  w->contacts_dirty = true;
+  solver_arrays_changed(w);
   return PIOLA_OK;
 }
 
@@ -1269,6 +1321,10 @@ piola_status piola_world_build_tets(piola_world *w) {
     return PIOLA_OK;
   }
   piola_world_sync_plastic(w);
+  piola_status s = piola_contacts_build(w);
+  if (s != PIOLA_OK) {
+    return s;
+  }
   int32_t nt = 0, colors = 0, plastic = 0;
   for (int32_t i = 0; i < w->body_slots; ++i) {
     const piola_body *b = &w->bodies[i];
@@ -1353,7 +1409,7 @@ piola_status piola_world_build_tets(piola_world *w) {
   }
   nw.jacobi_first = nw.color_first[colors];
   nw.jacobi_count = nw.color_size[colors];
-  piola_status s = build_jacobi_lists(&nw, w->vertex_count);
+  s = build_jacobi_lists(&nw, w->vertex_count);
   if (s != PIOLA_OK) {
     free_solver_tets(&nw);
     return s;

@@ -1,0 +1,384 @@
+/* Piola OpenCL 1.2 contact kernels: the broad phase, narrow phase and contact solve of
+ * kernels/piola_contact.h on the device, once per substep (detection) and once per iteration
+ * (solve). Follows piola_step.cl in the program (it uses its helpers and PIOLA_KERNEL).
+ *
+ * Surface vertices ("sv") index sv_vertex (their vertex) and sv_body (their body); triangles
+ * are int4 (three surface-vertex indices, body). The grid is a counting sort of the
+ * triangles by the hash bucket of their box centre's cell: counts with integer atomics, an
+ * exclusive scan, a scatter with integer atomics. The order within a bucket varies from run
+ * to run, but a vertex keeps its nearest triangles with ties broken by index, so the
+ * contacts found do not depend on it. The per-vertex lists of triangle-corner entries are
+ * scattered the same way and then sorted, so that every vertex sums its corrections in the
+ * same order on every run and every device: no floating-point atomics anywhere.
+ *
+ * Scan: piola_scan_blocks (each work-group scans PIOLA_SCAN_ITEMS * PIOLA_WG entries and
+ * writes its total), piola_scan_totals (one work-group scans the totals), piola_scan_add.
+ */
+#ifndef PIOLA_EMBEDDED
+#include "piola_contact.h"
+#endif
+
+#define PIOLA_SCAN_ITEMS 4
+#define PIOLA_K PIOLA_CONTACTS_PER_VERTEX
+
+PIOLA_FN piola_box piola_load_box(__global const float4 *boxes, int t) {
+  piola_box r;
+  r.lo = piola_v3_from4(boxes[2 * t]);
+  r.hi = piola_v3_from4(boxes[2 * t + 1]);
+  return r;
+}
+
+/* The maxima of a[] and b[] (PIOLA_WG entries each) into a[0] and b[0]; any work-group size. */
+PIOLA_FN void piola_local_max2(__local float *a, __local float *b, int lid) {
+  for (int s = 1; s < PIOLA_WG; s <<= 1) {
+    if (lid % (2 * s) == 0 && lid + s < PIOLA_WG) {
+      a[lid] = fmax(a[lid], a[lid + s]);
+      b[lid] = fmax(b[lid], b[lid + s]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+/* BROAD_PHASE: the box of triangle i (i < tri_count) or of surface vertex i - tri_count, and
+ * per work-group the largest triangle box and the largest vertex box (partial[2 g], [2 g + 1]).
+ */
+PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const float4 *d,
+                                      __global const int *sv_vertex, __global const int4 *triangles,
+                                      float thickness, int tri_count, int sv_count,
+                                      __global float4 *tri_box, __global float *partial) {
+  __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
+  const int i = get_global_id(0), lid = get_local_id(0);
+  float te = 0.0f, ve = 0.0f;
+  if (i < tri_count) {
+    int4 t = triangles[i];
+    int a = sv_vertex[t.x], b = sv_vertex[t.y], c = sv_vertex[t.z];
+    float4 xa = x[a], xb = x[b], xc = x[c];
+    piola_box r = piola_triangle_box(piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
+                                     piola_position(xa, d[a]), piola_position(xb, d[b]),
+                                     piola_position(xc, d[c]), thickness);
+    tri_box[2 * i] = (float4)(r.lo.x, r.lo.y, r.lo.z, 0.0f);
+    tri_box[2 * i + 1] = (float4)(r.hi.x, r.hi.y, r.hi.z, 0.0f);
+    te = piola_box_extent(r);
+  } else if (i < tri_count + sv_count) {
+    int v = sv_vertex[i - tri_count];
+    float4 xv = x[v];
+    ve =
+        piola_box_extent(piola_vertex_box(piola_v3_from4(xv), piola_position(xv, d[v]), thickness));
+  }
+  tri_max[lid] = te;
+  vertex_max[lid] = ve;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  piola_local_max2(tri_max, vertex_max, lid);
+  if (lid == 0) {
+    partial[2 * get_group_id(0)] = tri_max[0];
+    partial[2 * get_group_id(0) + 1] = vertex_max[0];
+  }
+}
+
+/* BROAD_PHASE (one work-group): the cell size from the partial maxima (max is exact in any
+ * order): grid[0] = cell, grid[1] = 1 / cell. */
+PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int group_count,
+                                     __global float *grid) {
+  __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
+  const int lid = get_local_id(0);
+  float te = 0.0f, ve = 0.0f;
+  for (int g = lid; g < group_count; g += PIOLA_WG) {
+    te = fmax(te, partial[2 * g]);
+    ve = fmax(ve, partial[2 * g + 1]);
+  }
+  tri_max[lid] = te;
+  vertex_max[lid] = ve;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  piola_local_max2(tri_max, vertex_max, lid);
+  if (lid == 0) {
+    float cell = tri_max[0] + vertex_max[0];
+    grid[0] = cell;
+    grid[1] = 1.0f / cell;
+  }
+}
+
+/* BROAD_PHASE: the bucket of triangle t's box centre, counted. */
+PIOLA_KERNEL void piola_contact_count(__global const float4 *tri_box, __global const float *grid,
+                                      int bucket_mask, int tri_count, __global int *tri_key,
+                                      __global int *bucket_count) {
+  const int t = get_global_id(0);
+  if (t >= tri_count) {
+    return;
+  }
+  const float inv_cell = grid[1];
+  piola_v3 m = piola_box_center(piola_load_box(tri_box, t));
+  int key =
+      piola_cell_hash(piola_cell_coordinate(m.x, inv_cell), piola_cell_coordinate(m.y, inv_cell),
+                      piola_cell_coordinate(m.z, inv_cell), bucket_mask);
+  tri_key[t] = key;
+  atomic_inc(&bucket_count[key]);
+}
+
+/* Exclusive scan, part 1: out[i] = sum of in[j] for j < i within the work-group's block of
+ * PIOLA_SCAN_ITEMS * PIOLA_WG entries; the block's total to totals[group]. */
+PIOLA_KERNEL void piola_scan_blocks(__global const int *in, __global int *out, __global int *totals,
+                                    int n) {
+  __local int sums[PIOLA_WG];
+  const int lid = get_local_id(0);
+  const int base = get_group_id(0) * PIOLA_WG * PIOLA_SCAN_ITEMS + lid * PIOLA_SCAN_ITEMS;
+  int own[PIOLA_SCAN_ITEMS];
+  int sum = 0;
+  for (int k = 0; k < PIOLA_SCAN_ITEMS; ++k) {
+    own[k] = base + k < n ? in[base + k] : 0;
+    sum += own[k];
+  }
+  sums[lid] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  /* Hillis-Steele inclusive scan of the items' sums. */
+  for (int s = 1; s < PIOLA_WG; s <<= 1) {
+    int add = lid >= s ? sums[lid - s] : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sums[lid] += add;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  int running = sums[lid] - sum;
+  for (int k = 0; k < PIOLA_SCAN_ITEMS; ++k) {
+    if (base + k < n) {
+      out[base + k] = running;
+    }
+    running += own[k];
+  }
+  if (lid == PIOLA_WG - 1) {
+    totals[get_group_id(0)] = sums[lid];
+  }
+}
+
+/* Exclusive scan, part 2 (one work-group): the block totals scanned in place, chunk by chunk;
+ * the grand total goes to out[n]. */
+PIOLA_KERNEL void piola_scan_totals(__global int *totals, int block_count, __global int *out,
+                                    int n) {
+  __local int sums[PIOLA_WG];
+  const int lid = get_local_id(0);
+  int carry = 0;
+  for (int base = 0; base < block_count; base += PIOLA_WG) {
+    int own = base + lid < block_count ? totals[base + lid] : 0;
+    sums[lid] = own;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 1; s < PIOLA_WG; s <<= 1) {
+      int add = lid >= s ? sums[lid - s] : 0;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      sums[lid] += add;
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (base + lid < block_count) {
+      totals[base + lid] = carry + sums[lid] - own;
+    }
+    carry += sums[PIOLA_WG - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    out[n] = carry;
+  }
+}
+
+/* Exclusive scan, part 3: each block's offset added to its entries. */
+PIOLA_KERNEL void piola_scan_add(__global int *out, __global const int *totals, int n) {
+  const int i = get_global_id(0);
+  if (i < n) {
+    out[i] += totals[i / (PIOLA_WG * PIOLA_SCAN_ITEMS)];
+  }
+}
+
+/* BROAD_PHASE: triangle t placed in its bucket (order within a bucket is arbitrary). */
+PIOLA_KERNEL void piola_contact_scatter(__global const int *tri_key,
+                                        __global const int *bucket_start, __global int *bucket_fill,
+                                        __global int *bucket_triangles, int tri_count) {
+  const int t = get_global_id(0);
+  if (t < tri_count) {
+    int key = tri_key[t];
+    bucket_triangles[bucket_start[key] + atomic_inc(&bucket_fill[key])] = t;
+  }
+}
+
+/* NARROW_PHASE: surface vertex sv keeps its nearest triangles (piola_contact_candidate; the
+ * previous substep's list tells which pairs persist); the
+ * kept and dropped counts go to counters[0], [1]; each kept triangle's corners are counted in
+ * corner_count. */
+PIOLA_KERNEL void piola_contact_narrow(
+    __global const float4 *x, __global const float4 *d, __global const int *sv_vertex,
+    __global const int *sv_body, __global const float4 *sv_rest, __global const int4 *triangles,
+    __global const float4 *tri_box, __global const uint4 *body_filter, __global const float *grid,
+    __global const int *bucket_start, __global const int *bucket_triangles, int bucket_mask,
+    float thickness, int sv_count, __global const int *previous_count,
+    __global const int *previous_tri, __global int *contact_count, __global int *contact_tri,
+    __global int *counters, __global int *corner_count) {
+  const int sv = get_global_id(0);
+  if (sv >= sv_count) {
+    return;
+  }
+  const int v = sv_vertex[sv], body = sv_body[sv];
+  const float4 xv = x[v];
+  const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
+  const piola_box vb = piola_vertex_box(xs, p, thickness);
+  const float inv_cell = grid[1];
+  const piola_v3 m = piola_box_center(vb);
+  const int ci = piola_cell_coordinate(m.x, inv_cell), cj = piola_cell_coordinate(m.y, inv_cell),
+            ck = piola_cell_coordinate(m.z, inv_cell);
+  const uint4 own = body_filter[body];
+  int previous[PIOLA_K];
+  const int previous_n = previous_count[sv];
+  for (int k = 0; k < previous_n; ++k) {
+    previous[k] = previous_tri[PIOLA_K * sv + k];
+  }
+  float keys[PIOLA_K];
+  int tris[PIOLA_K];
+  int kept = 0, found = 0;
+  int visited[27];
+  int nvisited = 0;
+  for (int cell = 0; cell < 27; ++cell) {
+    int bucket =
+        piola_cell_hash(ci + cell % 3 - 1, cj + (cell / 3) % 3 - 1, ck + cell / 9 - 1, bucket_mask);
+    int seen = 0; /* two cells may share a bucket: visit it once */
+    for (int k = 0; k < nvisited; ++k) {
+      seen |= visited[k] == bucket;
+    }
+    if (seen) {
+      continue;
+    }
+    visited[nvisited++] = bucket;
+    for (int j = bucket_start[bucket]; j < bucket_start[bucket + 1]; ++j) {
+      const int t = bucket_triangles[j];
+      if (!piola_boxes_overlap(vb, piola_load_box(tri_box, t))) {
+        continue;
+      }
+      const int4 q = triangles[t];
+      if (q.w != body) {
+        uint4 other = body_filter[q.w];
+        if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+          continue;
+        }
+      } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+                 !piola_contact_self_allowed(
+                     piola_v3_from4(sv_rest[sv]), piola_v3_from4(sv_rest[q.x]),
+                     piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]), thickness)) {
+        continue;
+      }
+      const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
+      const float4 xa = x[a], xb = x[b], xc = x[c];
+      float key;
+      if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
+                                  piola_position(xa, d[a]), piola_position(xb, d[b]),
+                                  piola_position(xc, d[c]), thickness,
+                                  piola_contact_was_listed(previous, previous_n, t), &key)) {
+        found++;
+        piola_contact_keep(keys, tris, &kept, key, t);
+      }
+    }
+  }
+  contact_count[sv] = kept;
+  for (int k = 0; k < kept; ++k) {
+    contact_tri[PIOLA_K * sv + k] = tris[k];
+    int4 q = triangles[tris[k]];
+    atomic_inc(&corner_count[q.x]);
+    atomic_inc(&corner_count[q.y]);
+    atomic_inc(&corner_count[q.z]);
+  }
+  if (kept > 0) {
+    atomic_add(&counters[0], kept);
+  }
+  if (found > kept) {
+    atomic_add(&counters[1], found - kept);
+  }
+}
+
+/* NARROW_PHASE: the entries (4 slot + 1 + corner) naming each surface vertex as a triangle's
+ * corner, scattered into its list (in arbitrary order; sorted next). */
+PIOLA_KERNEL void piola_contact_corners(__global const int *contact_count,
+                                        __global const int *contact_tri,
+                                        __global const int4 *triangles,
+                                        __global const int *corner_start, __global int *corner_fill,
+                                        __global int *corner_entry, int sv_count) {
+  const int sv = get_global_id(0);
+  if (sv >= sv_count) {
+    return;
+  }
+  for (int k = 0; k < contact_count[sv]; ++k) {
+    const int slot = PIOLA_K * sv + k;
+    int4 q = triangles[contact_tri[slot]];
+    corner_entry[corner_start[q.x] + atomic_inc(&corner_fill[q.x])] = 4 * slot + 1;
+    corner_entry[corner_start[q.y] + atomic_inc(&corner_fill[q.y])] = 4 * slot + 2;
+    corner_entry[corner_start[q.z] + atomic_inc(&corner_fill[q.z])] = 4 * slot + 3;
+  }
+}
+
+/* NARROW_PHASE: each vertex's corner list sorted ascending (insertion sort: lists are short),
+ * which fixes the order of its sum. */
+PIOLA_KERNEL void piola_contact_sort_corners(__global const int *corner_start,
+                                             __global int *corner_entry, int sv_count) {
+  const int sv = get_global_id(0);
+  if (sv >= sv_count) {
+    return;
+  }
+  const int first = corner_start[sv], end = corner_start[sv + 1];
+  for (int i = first + 1; i < end; ++i) {
+    int e = corner_entry[i];
+    int j = i;
+    while (j > first && corner_entry[j - 1] > e) {
+      corner_entry[j] = corner_entry[j - 1];
+      --j;
+    }
+    corner_entry[j] = e;
+  }
+}
+
+/* CONTACT, part 1: every contact of surface vertex sv projected from the same positions; its
+ * four corrections (x, y, z, 1 when it did work) to delta[4 slot + corner]. */
+PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
+                                      __global const int *sv_vertex, __global const int4 *triangles,
+                                      __global const int *contact_count,
+                                      __global const int *contact_tri, float thickness,
+                                      float friction, __global float4 *delta, int sv_count) {
+  const int sv = get_global_id(0);
+  if (sv >= sv_count) {
+    return;
+  }
+  const int v = sv_vertex[sv];
+  const float4 xv = x[v];
+  const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
+  for (int k = 0; k < contact_count[sv]; ++k) {
+    const int slot = PIOLA_K * sv + k;
+    const int4 q = triangles[contact_tri[slot]];
+    const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
+    const float4 xa = x[a], xb = x[b], xc = x[c];
+    piola_v3 dx[4];
+    float worked = piola_contact_project(xs, p, xv.w, piola_v3_from4(xa), piola_v3_from4(xb),
+                                         piola_v3_from4(xc), piola_position(xa, d[a]),
+                                         piola_position(xb, d[b]), piola_position(xc, d[c]), xa.w,
+                                         xb.w, xc.w, thickness, friction, dx)
+                       ? 1.0f
+                       : 0.0f;
+    for (int corner = 0; corner < 4; ++corner) {
+      delta[4 * slot + corner] = (float4)(dx[corner].x, dx[corner].y, dx[corner].z, worked);
+    }
+  }
+}
+
+/* CONTACT, part 2: surface vertex sv sums its own slots, then its corner entries in ascending
+ * order, and moves by their mean over the contacts that did work. */
+PIOLA_KERNEL void piola_contact_apply(__global float4 *d, __global const int *sv_vertex,
+                                      __global const int *contact_count,
+                                      __global const int *corner_start,
+                                      __global const int *corner_entry,
+                                      __global const float4 *delta, int sv_count) {
+  const int sv = get_global_id(0);
+  if (sv >= sv_count) {
+    return;
+  }
+  float4 sum = (float4)(0.0f);
+  for (int k = 0; k < contact_count[sv]; ++k) {
+    sum += delta[4 * (PIOLA_K * sv + k)];
+  }
+  for (int e = corner_start[sv]; e < corner_start[sv + 1]; ++e) {
+    sum += delta[corner_entry[e]];
+  }
+  if (sum.w > 0.0f) {
+    int v = sv_vertex[sv];
+    float s = 1.0f / sum.w;
+    d[v] = piola_displace(d[v], piola_v3_make(s * sum.x, s * sum.y, s * sum.z));
+  }
+}

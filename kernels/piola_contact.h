@@ -1,0 +1,315 @@
+/* Piola body-body contact: surface vertex against surface triangle, shared by C and OpenCL C.
+ *
+ * Detection follows the swept, thickness-based proximity tests of Bridson, Fedkiw, Anderson
+ * 2002 ("Robust Treatment of Collisions, Contact and Friction for Cloth Animation", Sec. 6:
+ * a vertex and a triangle interact when they come within a thickness of each other during the
+ * step), done once per substep over the motion from the start positions x to the predicted
+ * positions p:
+ *  - broad phase: boxes around each triangle's and each vertex's motion in the substep, the
+ *    triangles hashed into a uniform grid whose cells are at least as large as a triangle's box
+ *    plus a vertex's box, so a vertex finds every overlapping triangle in the 27 cells around
+ *    its box centre (Teschner et al. 2003, "Optimized Spatial Hashing for Collision Detection
+ *    of Deformable Objects": cell hashing with three large primes);
+ *  - narrow phase: a pair is a contact when the boxes overlap, the vertex starts on the outer
+ *    side of the triangle (or within a thickness under it, or the pair was a contact in the
+ *    previous substep: contacts persist while they last), its predicted position is within
+ *    two thicknesses above the triangle's plane or anywhere under it, and it lies over the
+ *    triangle or within a thickness of its border. A vertex that would pass through a
+ *    triangle within the substep is caught, since the test uses its side at the start.
+ *    Each vertex keeps the PIOLA_CONTACTS_PER_VERTEX nearest triangles (ties by index).
+ * The contact is projected in every iteration as an inequality constraint
+ * C = n . (p - q) - thickness >= 0 (q the closest point of the triangle under the vertex,
+ * n the triangle's outward normal), with the vertex and the three corners moved in
+ * proportion to their inverse masses and barycentric weights (Mueller et al. 2007, "Position
+ * Based Dynamics", Sec. 4.4 for the triangle-point constraint), then position-based Coulomb
+ * friction on the relative tangential motion of the substep (Macklin, Mueller, Chentanez,
+ * Kim 2014, "Unified Particle Physics for Real-Time Applications", Sec. 6.1).
+ */
+#ifndef PIOLA_CONTACT_H
+#define PIOLA_CONTACT_H
+
+#ifndef PIOLA_EMBEDDED /* the embedded program concatenates the headers */
+#include "piola_shared.h"
+#endif
+
+/* Triangles one surface vertex keeps per substep (PIOLA_MAX_VERTEX_CONTACTS in the API). */
+#define PIOLA_CONTACTS_PER_VERTEX 8
+
+/* An axis-aligned box. */
+typedef struct piola_box {
+  piola_v3 lo, hi;
+} piola_box;
+
+PIOLA_FN piola_v3 piola_v3_min(piola_v3 a, piola_v3 b) {
+  return piola_v3_make(fmin(a.x, b.x), fmin(a.y, b.y), fmin(a.z, b.z));
+}
+
+PIOLA_FN piola_v3 piola_v3_max(piola_v3 a, piola_v3 b) {
+  return piola_v3_make(fmax(a.x, b.x), fmax(a.y, b.y), fmax(a.z, b.z));
+}
+
+/* The box of the points a and b, grown by `margin` on every side. */
+PIOLA_FN piola_box piola_box_of(piola_v3 a, piola_v3 b, piola_real margin) {
+  piola_box r;
+  piola_v3 m = piola_v3_make(margin, margin, margin);
+  r.lo = piola_v3_sub(piola_v3_min(a, b), m);
+  r.hi = piola_v3_add(piola_v3_max(a, b), m);
+  return r;
+}
+
+PIOLA_FN piola_box piola_box_grow(piola_box r, piola_v3 p) {
+  r.lo = piola_v3_min(r.lo, p);
+  r.hi = piola_v3_max(r.hi, p);
+  return r;
+}
+
+/* The box swept by a vertex from x to p, grown by a thickness. */
+PIOLA_FN piola_box piola_vertex_box(piola_v3 x, piola_v3 p, piola_real thickness) {
+  return piola_box_of(x, p, thickness);
+}
+
+/* The box swept by a triangle's corners (start xa, xb, xc; predicted pa, pb, pc), grown by
+ * two thicknesses: with the vertex's one, every pair the narrow phase accepts overlaps. */
+PIOLA_FN piola_box piola_triangle_box(piola_v3 xa, piola_v3 xb, piola_v3 xc, piola_v3 pa,
+                                      piola_v3 pb, piola_v3 pc, piola_real thickness) {
+  piola_box r = piola_box_of(xa, pa, PIOLA_R(2.0) * thickness);
+  piola_v3 m =
+      piola_v3_make(PIOLA_R(2.0) * thickness, PIOLA_R(2.0) * thickness, PIOLA_R(2.0) * thickness);
+  r = piola_box_grow(r, piola_v3_sub(piola_v3_min(xb, pb), m));
+  r = piola_box_grow(r, piola_v3_add(piola_v3_max(xb, pb), m));
+  r = piola_box_grow(r, piola_v3_sub(piola_v3_min(xc, pc), m));
+  r = piola_box_grow(r, piola_v3_add(piola_v3_max(xc, pc), m));
+  return r;
+}
+
+PIOLA_FN int piola_boxes_overlap(piola_box a, piola_box b) {
+  return a.lo.x <= b.hi.x && b.lo.x <= a.hi.x && a.lo.y <= b.hi.y && b.lo.y <= a.hi.y &&
+         a.lo.z <= b.hi.z && b.lo.z <= a.hi.z;
+}
+
+/* The largest side of a box. */
+PIOLA_FN piola_real piola_box_extent(piola_box r) {
+  piola_v3 e = piola_v3_sub(r.hi, r.lo);
+  return fmax(e.x, fmax(e.y, e.z));
+}
+
+PIOLA_FN piola_v3 piola_box_center(piola_box r) {
+  return piola_v3_scale(piola_v3_add(r.lo, r.hi), PIOLA_R(0.5));
+}
+
+/* ---- The grid ------------------------------------------------------------------------ */
+
+/* Cell coordinate of a coordinate, clamped so that it fits an int. */
+PIOLA_FN piola_int piola_cell_coordinate(piola_real c, piola_real inv_cell) {
+  piola_real f = floor(c * inv_cell);
+  return (piola_int)fmin(fmax(f, PIOLA_R(-1.0e9)), PIOLA_R(1.0e9));
+}
+
+/* Bucket of cell (i, j, k) in a table of mask + 1 buckets (a power of two); Teschner et al.
+ * 2003's primes, in unsigned arithmetic so that the wrap-around is defined. */
+PIOLA_FN piola_int piola_cell_hash(piola_int i, piola_int j, piola_int k, piola_int mask) {
+  unsigned int h =
+      ((unsigned int)i * 73856093u) ^ ((unsigned int)j * 19349663u) ^ ((unsigned int)k * 83492791u);
+  return (piola_int)(h & (unsigned int)mask);
+}
+
+/* ---- Closest points ------------------------------------------------------------------ */
+
+/* Barycentric coordinates (u, v, w) of the point of triangle (a, b, c) closest to p, by the
+ * Voronoi regions of its vertices, edges and face (Ericson 2004, "Real-Time Collision
+ * Detection", Sec. 5.1.5). The closest point is u a + v b + w c. */
+PIOLA_FN piola_v3 piola_closest_on_triangle(piola_v3 p, piola_v3 a, piola_v3 b, piola_v3 c) {
+  const piola_real zero = PIOLA_R(0.0), one = PIOLA_R(1.0);
+  piola_v3 ab = piola_v3_sub(b, a), ac = piola_v3_sub(c, a), ap = piola_v3_sub(p, a);
+  piola_real d1 = piola_v3_dot(ab, ap), d2 = piola_v3_dot(ac, ap);
+  if (d1 <= zero && d2 <= zero) {
+    return piola_v3_make(one, zero, zero);
+  }
+  piola_v3 bp = piola_v3_sub(p, b);
+  piola_real d3 = piola_v3_dot(ab, bp), d4 = piola_v3_dot(ac, bp);
+  if (d3 >= zero && d4 <= d3) {
+    return piola_v3_make(zero, one, zero);
+  }
+  piola_real vc = d1 * d4 - d3 * d2;
+  if (vc <= zero && d1 >= zero && d3 <= zero) {
+    piola_real t = d1 / (d1 - d3);
+    return piola_v3_make(one - t, t, zero);
+  }
+  piola_v3 cp = piola_v3_sub(p, c);
+  piola_real d5 = piola_v3_dot(ab, cp), d6 = piola_v3_dot(ac, cp);
+  if (d6 >= zero && d5 <= d6) {
+    return piola_v3_make(zero, zero, one);
+  }
+  piola_real vb = d5 * d2 - d1 * d6;
+  if (vb <= zero && d2 >= zero && d6 <= zero) {
+    piola_real t = d2 / (d2 - d6);
+    return piola_v3_make(one - t, zero, t);
+  }
+  piola_real va = d3 * d6 - d5 * d4;
+  if (va <= zero && (d4 - d3) >= zero && (d5 - d6) >= zero) {
+    piola_real t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+    return piola_v3_make(zero, one - t, t);
+  }
+  piola_real denom = one / (va + vb + vc);
+  piola_real v = vb * denom, w = vc * denom;
+  return piola_v3_make(one - v - w, v, w);
+}
+
+PIOLA_FN piola_v3 piola_barycentric_point(piola_v3 bary, piola_v3 a, piola_v3 b, piola_v3 c) {
+  return piola_v3_add(piola_v3_add(piola_v3_scale(a, bary.x), piola_v3_scale(b, bary.y)),
+                      piola_v3_scale(c, bary.z));
+}
+
+/* Distance from p to triangle (a, b, c). */
+PIOLA_FN piola_real piola_point_triangle_distance(piola_v3 p, piola_v3 a, piola_v3 b, piola_v3 c) {
+  piola_v3 q = piola_barycentric_point(piola_closest_on_triangle(p, a, b, c), a, b, c);
+  return piola_v3_length(piola_v3_sub(p, q));
+}
+
+/* The contact frame of p over triangle (a, b, c): the unit outward normal n (the triangle is
+ * counter-clockwise seen from outside), the height of p above the triangle's plane, and the
+ * barycentric coordinates of the point q of the triangle closest to p's foot on the plane.
+ * Returns 0 when the triangle is degenerate or p's foot lies more than `reach` from the
+ * triangle (p is not over it). */
+PIOLA_FN int piola_contact_frame(piola_v3 p, piola_v3 a, piola_v3 b, piola_v3 c, piola_real reach,
+                                 piola_v3 *n, piola_real *height, piola_v3 *bary) {
+  piola_v3 cr = piola_v3_cross(piola_v3_sub(b, a), piola_v3_sub(c, a));
+  piola_real area2 = piola_v3_length(cr);
+  piola_v3 ab = piola_v3_sub(b, a), ac = piola_v3_sub(c, a);
+  piola_real scale2 = fmax(piola_v3_dot(ab, ab), piola_v3_dot(ac, ac));
+  if (!(area2 > PIOLA_R(1e-12) * scale2)) {
+    return 0;
+  }
+  *n = piola_v3_scale(cr, PIOLA_R(1.0) / area2);
+  *height = piola_v3_dot(*n, piola_v3_sub(p, a));
+  piola_v3 foot = piola_v3_sub(p, piola_v3_scale(*n, *height));
+  *bary = piola_closest_on_triangle(foot, a, b, c);
+  piola_v3 q = piola_barycentric_point(*bary, a, b, c);
+  piola_v3 lateral = piola_v3_sub(foot, q);
+  return piola_v3_dot(lateral, lateral) <= reach * reach;
+}
+
+/* ---- Narrow phase -------------------------------------------------------------------- */
+
+/* Whether a surface vertex of body A may touch a surface triangle of body B. Bodies collide
+ * when each one's group has a bit in the other's mask; a body with itself when its
+ * self-collision is on, the vertex is not a corner of the triangle, and the two were at least
+ * two thicknesses apart in the rest shape (closer pairs, in creases and thin parts, would push
+ * the rest shape apart). rest_distance is only evaluated by the caller for such pairs. */
+PIOLA_FN int piola_contact_bodies_collide(unsigned int group_a, unsigned int mask_a,
+                                          unsigned int group_b, unsigned int mask_b) {
+  return (group_a & mask_b) != 0u && (group_b & mask_a) != 0u;
+}
+
+PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3 rest_b,
+                                        piola_v3 rest_c, piola_real thickness) {
+  return piola_point_triangle_distance(rest, rest_a, rest_b, rest_c) >= PIOLA_R(2.0) * thickness;
+}
+
+/* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)
+ * to (pa, pb, pc) within the substep (see the module comment); on success *key is the
+ * distance from p to the predicted triangle, by which a vertex ranks its contacts. The
+ * caller has checked the filters (bodies, self-contact) and the boxes. */
+PIOLA_FN int piola_contact_candidate(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3 xb, piola_v3 xc,
+                                     piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
+                                     int persistent, piola_real *key) {
+  piola_v3 n0, n1, bary;
+  piola_real h0, h1;
+  /* Start: on the outer side, or less than a thickness under the surface, unless the pair was
+   * in contact in the previous substep: a contact lasts until the vertex leaves, however deep
+   * an unconverged solve left it (it came from the outside). */
+  if (!piola_contact_frame(x, xa, xb, xc, thickness, &n0, &h0, &bary) ||
+      !(persistent || h0 > -thickness)) {
+    return 0;
+  }
+  /* Predicted: close above the plane, or under it (it would pass through). */
+  if (!piola_contact_frame(p, pa, pb, pc, thickness, &n1, &h1, &bary) ||
+      !(h1 < PIOLA_R(2.0) * thickness)) {
+    return 0;
+  }
+  *key = piola_point_triangle_distance(p, pa, pb, pc);
+  return 1;
+}
+
+/* Whether triangle t is among the count entries of a vertex's previous contacts. */
+PIOLA_FN int piola_contact_was_listed(const piola_int *tris, piola_int count, piola_int t) {
+  int found = 0;
+  for (piola_int k = 0; k < count; ++k) {
+    found |= tris[k] == t;
+  }
+  return found;
+}
+
+/* Inserts (key, tri) into the list of the vertex's nearest triangles (ascending by key, then
+ * by triangle index), which holds *count of at most PIOLA_CONTACTS_PER_VERTEX entries. */
+PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *count,
+                                 piola_real key, piola_int tri) {
+  piola_int n = *count;
+  if (n == PIOLA_CONTACTS_PER_VERTEX) {
+    piola_real lk = keys[n - 1];
+    if (key > lk || (key == lk && tri > tris[n - 1])) {
+      return;
+    }
+    n--; /* the last entry drops out */
+  }
+  piola_int i = n;
+  while (i > 0 && (keys[i - 1] > key || (keys[i - 1] == key && tris[i - 1] > tri))) {
+    keys[i] = keys[i - 1];
+    tris[i] = tris[i - 1];
+    i--;
+  }
+  keys[i] = key;
+  tris[i] = tri;
+  *count = n + 1;
+}
+
+/* ---- Projection ---------------------------------------------------------------------- */
+
+/* Projects the contact of vertex p (inverse mass w, start position x) with triangle (pa, pb,
+ * pc) (inverse masses wa, wb, wc; start positions xa, xb, xc): writes the corrections of the
+ * vertex and the three corners into dx[0..3] and returns 1 when the constraint was violated
+ * (it did work), else 0 with zero corrections. */
+PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
+                                   piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
+                                   piola_real wa, piola_real wb, piola_real wc,
+                                   piola_real thickness, piola_real friction, piola_v3 dx[4]) {
+  const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  dx[0] = zero;
+  dx[1] = zero;
+  dx[2] = zero;
+  dx[3] = zero;
+  piola_v3 n, b;
+  piola_real height;
+  if (!piola_contact_frame(p, pa, pb, pc, thickness, &n, &height, &b)) {
+    return 0;
+  }
+  piola_v3 q = piola_barycentric_point(b, pa, pb, pc);
+  piola_real c = piola_v3_dot(n, piola_v3_sub(p, q)) - thickness;
+  piola_real sum_w = w + b.x * b.x * wa + b.y * b.y * wb + b.z * b.z * wc;
+  if (!(c < PIOLA_R(0.0)) || !(sum_w > PIOLA_R(0.0))) {
+    return 0;
+  }
+  /* Normal push: C(p + dp, q + dq) = 0 to first order. */
+  piola_real depth = -c;
+  piola_v3 push = piola_v3_scale(n, depth / sum_w);
+  /* Friction: the relative motion of the vertex and the contact point over the substep,
+   * after the push, loses its tangential part (static) or mu * depth of it (dynamic). */
+  piola_v3 q_start = piola_barycentric_point(b, xa, xb, xc);
+  piola_v3 rel = piola_v3_sub(piola_v3_sub(p, x), piola_v3_sub(q, q_start));
+  rel = piola_v3_add(rel, piola_v3_scale(n, depth));
+  piola_v3 tangent = piola_v3_sub(rel, piola_v3_scale(n, piola_v3_dot(rel, n)));
+  piola_real lt = piola_v3_length(tangent);
+  piola_real removed = PIOLA_R(1.0);
+  if (!(lt < friction * depth)) {
+    removed = lt > PIOLA_R(0.0) ? fmin(friction * depth / lt, PIOLA_R(1.0)) : PIOLA_R(0.0);
+  }
+  /* Both as one generalised correction g (vertex +w g, corner k -b_k w_k g). */
+  piola_v3 g = piola_v3_sub(push, piola_v3_scale(tangent, removed / sum_w));
+  dx[0] = piola_v3_scale(g, w);
+  dx[1] = piola_v3_scale(g, -b.x * wa);
+  dx[2] = piola_v3_scale(g, -b.y * wb);
+  dx[3] = piola_v3_scale(g, -b.z * wc);
+  return 1;
+}
+
+#endif /* PIOLA_CONTACT_H */

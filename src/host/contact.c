@@ -1,0 +1,339 @@
+/* Piola contacts on the host: the collision surfaces of the live bodies gathered into the
+ * solver's arrays, and the CPU reference's contact stages (broad phase, narrow phase, contact
+ * solve) in double precision, through the functions of kernels/piola_contact.h that the
+ * OpenCL kernels call too (Bridson, Fedkiw, Anderson 2002 for the thickness-based detection;
+ * Teschner et al. 2003 for the hashed grid; kernels/piola_contact.h has the details).
+ *
+ * The contacts a vertex keeps do not depend on the order in which the grid is visited (each
+ * vertex keeps its nearest triangles, ties broken by index), so the reference's sequential
+ * counting sort and the device's parallel one find the same contacts. The solve is a Jacobi
+ * pass: every contact is projected from the same positions and writes its four corrections
+ * to its own slots; each surface vertex then gathers its own slots and the slots that name it
+ * as a triangle corner, in ascending order, and moves by their mean over the contacts that
+ * did work. No atomics, a fixed summation order: the same result every run.
+ */
+#include "piola_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K PIOLA_CONTACTS_PER_VERTEX
+
+void piola_contacts_free(piola_solver_contacts *c) {
+  free(c->vertex);
+  free(c->vertex_body);
+  free(c->vertex_rest);
+  free(c->triangle);
+  free(c->triangle_body);
+  free(c->body_filter);
+  free(c->triangle_box);
+  free(c->bucket_start);
+  free(c->bucket_triangles);
+  free(c->bucket_cursor);
+  free(c->vertex_cursor);
+  free(c->triangle_key);
+  free(c->contact_count);
+  free(c->contact_triangle);
+  free(c->previous_count);
+  free(c->previous_triangle);
+  free(c->delta);
+  free(c->corner_start);
+  free(c->corner_entry);
+  memset(c, 0, sizeof *c);
+}
+
+bool piola_contacts_active(const piola_world *w) {
+  return w->def.contacts && w->contacts.triangle_count > 0;
+}
+
+piola_status piola_contacts_build(piola_world *w) {
+  piola_solver_contacts c;
+  memset(&c, 0, sizeof c);
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (b->alive) {
+      c.vertex_count += b->surface_vertex_count;
+      c.triangle_count += b->surface_count;
+      c.body_count++;
+    }
+  }
+  const size_t nv = (size_t)(c.vertex_count > 0 ? c.vertex_count : 1);
+  const size_t nt = (size_t)(c.triangle_count > 0 ? c.triangle_count : 1);
+  int32_t buckets = 16;
+  while (buckets < 2 * c.triangle_count && buckets < (1 << 30)) {
+    buckets *= 2;
+  }
+  c.bucket_mask = buckets - 1;
+  c.vertex = malloc(sizeof *c.vertex * nv);
+  c.vertex_body = malloc(sizeof *c.vertex_body * nv);
+  c.vertex_rest = malloc(sizeof *c.vertex_rest * 3 * nv);
+  c.triangle = malloc(sizeof *c.triangle * 3 * nt);
+  c.triangle_body = malloc(sizeof *c.triangle_body * nt);
+  c.body_filter = malloc(sizeof *c.body_filter * 3 * (size_t)(c.body_count > 0 ? c.body_count : 1));
+  c.triangle_box = malloc(sizeof *c.triangle_box * 6 * nt);
+  c.bucket_start = malloc(sizeof *c.bucket_start * ((size_t)buckets + 1));
+  c.bucket_triangles = malloc(sizeof *c.bucket_triangles * nt);
+  c.bucket_cursor = malloc(sizeof *c.bucket_cursor * (size_t)buckets);
+  c.vertex_cursor = malloc(sizeof *c.vertex_cursor * nv);
+  c.triangle_key = malloc(sizeof *c.triangle_key * nt);
+  c.contact_count = calloc(nv, sizeof *c.contact_count);
+  c.contact_triangle = malloc(sizeof *c.contact_triangle * K * nv);
+  c.previous_count = calloc(nv, sizeof *c.previous_count);
+  c.previous_triangle = malloc(sizeof *c.previous_triangle * K * nv);
+  c.delta = malloc(sizeof *c.delta * 16 * K * nv);
+  c.corner_start = malloc(sizeof *c.corner_start * (nv + 1));
+  c.corner_entry = malloc(sizeof *c.corner_entry * 3 * K * nv);
+  int32_t *local_to_sv =
+      malloc(sizeof *local_to_sv * (size_t)(w->vertex_count > 0 ? w->vertex_count : 1));
+  if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.triangle || !c.triangle_body ||
+      !c.body_filter || !c.triangle_box || !c.bucket_start || !c.bucket_triangles ||
+      !c.bucket_cursor || !c.vertex_cursor || !c.triangle_key || !c.contact_count ||
+      !c.contact_triangle || !c.previous_count || !c.previous_triangle || !c.delta ||
+      !c.corner_start || !c.corner_entry || !local_to_sv) {
+    free(local_to_sv);
+    piola_contacts_free(&c);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  int32_t sv = 0, tri = 0;
+  for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (!b->alive) {
+      continue;
+    }
+    for (int32_t k = 0; k < b->surface_vertex_count; ++k, ++sv) {
+      c.vertex[sv] = b->vertex_offset + b->surface_vertices[k];
+      c.vertex_body[sv] = dense;
+      memcpy(c.vertex_rest + 3 * (size_t)sv, b->surface_rest + 3 * (size_t)k, 3 * sizeof(double));
+      local_to_sv[b->surface_vertices[k]] = sv;
+    }
+    for (int32_t t = 0; t < b->surface_count; ++t, ++tri) {
+      for (int k = 0; k < 3; ++k) {
+        c.triangle[3 * (size_t)tri + k] = local_to_sv[b->surface[3 * (size_t)t + k]];
+      }
+      c.triangle_body[tri] = dense;
+    }
+    c.body_filter[3 * (size_t)dense] = b->collision_group;
+    c.body_filter[3 * (size_t)dense + 1] = b->collision_mask;
+    c.body_filter[3 * (size_t)dense + 2] = b->self_collision ? 1u : 0u;
+    dense++;
+  }
+  free(local_to_sv);
+  piola_contacts_free(&w->contacts);
+  w->contacts = c;
+  return PIOLA_OK;
+}
+
+/* ---- CPU reference ------------------------------------------------------------------- */
+
+static piola_v3 at3(const double *a, int32_t i) {
+  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
+}
+
+static piola_box load_box(const double *a, int32_t i) {
+  piola_box r;
+  r.lo = at3(a, 2 * i);
+  r.hi = at3(a, 2 * i + 1);
+  return r;
+}
+
+/* The vertex box of surface vertex sv. */
+static piola_box vertex_box(const piola_world *w, int32_t sv) {
+  int32_t v = w->contacts.vertex[sv];
+  return piola_vertex_box(at3(w->x, v), at3(w->p, v), (double)w->def.contact_thickness);
+}
+
+void piola_cpu_broad_phase(piola_world *w) {
+  piola_solver_contacts *c = &w->contacts;
+  const double thickness = (double)w->def.contact_thickness;
+  /* Boxes, and the cell size: the largest triangle box plus the largest vertex box, so that
+   * overlapping boxes have their centres in neighbouring cells. */
+  double tri_extent = 0.0, vertex_extent = 0.0;
+  for (int32_t t = 0; t < c->triangle_count; ++t) {
+    const int32_t *q = c->triangle + 3 * (size_t)t;
+    int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
+    piola_box r = piola_triangle_box(at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
+                                     at3(w->p, b), at3(w->p, d), thickness);
+    double *o = c->triangle_box + 6 * (size_t)t;
+    o[0] = r.lo.x;
+    o[1] = r.lo.y;
+    o[2] = r.lo.z;
+    o[3] = r.hi.x;
+    o[4] = r.hi.y;
+    o[5] = r.hi.z;
+    tri_extent = fmax(tri_extent, piola_box_extent(r));
+  }
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    vertex_extent = fmax(vertex_extent, piola_box_extent(vertex_box(w, sv)));
+  }
+  c->cell = tri_extent + vertex_extent;
+  const double inv_cell = 1.0 / c->cell;
+  /* Counting sort of the triangles by the bucket of their box centre's cell, in ascending
+   * triangle order within a bucket. */
+  const int32_t buckets = c->bucket_mask + 1;
+  memset(c->bucket_start, 0, sizeof *c->bucket_start * ((size_t)buckets + 1));
+  for (int32_t t = 0; t < c->triangle_count; ++t) {
+    piola_v3 m = piola_box_center(load_box(c->triangle_box, t));
+    c->triangle_key[t] =
+        piola_cell_hash(piola_cell_coordinate(m.x, inv_cell), piola_cell_coordinate(m.y, inv_cell),
+                        piola_cell_coordinate(m.z, inv_cell), c->bucket_mask);
+    c->bucket_start[c->triangle_key[t] + 1]++;
+  }
+  for (int32_t k = 0; k < buckets; ++k) {
+    c->bucket_start[k + 1] += c->bucket_start[k];
+  }
+  memcpy(c->bucket_cursor, c->bucket_start, sizeof *c->bucket_cursor * (size_t)buckets);
+  for (int32_t t = 0; t < c->triangle_count; ++t) {
+    c->bucket_triangles[c->bucket_cursor[c->triangle_key[t]]++] = t;
+  }
+}
+
+/* Whether surface vertex sv may touch triangle t (bodies' filters, self-collision). */
+static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t, double thickness) {
+  const int32_t ba = c->vertex_body[sv], bb = c->triangle_body[t];
+  const int32_t *q = c->triangle + 3 * (size_t)t;
+  if (ba != bb) {
+    const uint32_t *fa = c->body_filter + 3 * (size_t)ba, *fb = c->body_filter + 3 * (size_t)bb;
+    return piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1]);
+  }
+  if (c->body_filter[3 * (size_t)ba + 2] == 0u || q[0] == sv || q[1] == sv || q[2] == sv) {
+    return false;
+  }
+  return piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
+                                    at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
+                                    thickness);
+}
+
+void piola_cpu_narrow_phase(piola_world *w) {
+  piola_solver_contacts *c = &w->contacts;
+  const double thickness = (double)w->def.contact_thickness;
+  const double inv_cell = 1.0 / c->cell;
+  c->total = 0;
+  c->overflow = 0;
+  /* This substep's contacts become the previous ones (contacts persist while they last). */
+  int32_t *swap = c->contact_count;
+  c->contact_count = c->previous_count;
+  c->previous_count = swap;
+  swap = c->contact_triangle;
+  c->contact_triangle = c->previous_triangle;
+  c->previous_triangle = swap;
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    const int32_t v = c->vertex[sv];
+    const piola_v3 x = at3(w->x, v), p = at3(w->p, v);
+    const piola_box vb = vertex_box(w, sv);
+    const piola_v3 m = piola_box_center(vb);
+    const piola_int ci = piola_cell_coordinate(m.x, inv_cell),
+                    cj = piola_cell_coordinate(m.y, inv_cell),
+                    ck = piola_cell_coordinate(m.z, inv_cell);
+    double keys[K];
+    piola_int tris[K], kept = 0;
+    int32_t found = 0;
+    piola_int visited[27];
+    int nvisited = 0;
+    for (int cell = 0; cell < 27; ++cell) {
+      piola_int bucket = piola_cell_hash(ci + cell % 3 - 1, cj + (cell / 3) % 3 - 1,
+                                         ck + cell / 9 - 1, c->bucket_mask);
+      bool seen = false; /* two cells may share a bucket: visit it once */
+      for (int k = 0; k < nvisited; ++k) {
+        seen = seen || visited[k] == bucket;
+      }
+      if (seen) {
+        continue;
+      }
+      visited[nvisited++] = bucket;
+      for (int32_t j = c->bucket_start[bucket]; j < c->bucket_start[bucket + 1]; ++j) {
+        const int32_t t = c->bucket_triangles[j];
+        if (!piola_boxes_overlap(vb, load_box(c->triangle_box, t)) ||
+            !pair_allowed(c, sv, t, thickness)) {
+          continue;
+        }
+        const int32_t *q = c->triangle + 3 * (size_t)t;
+        const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
+        double key;
+        const int persistent = piola_contact_was_listed(c->previous_triangle + K * (size_t)sv,
+                                                        c->previous_count[sv], t);
+        if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
+                                    at3(w->p, b), at3(w->p, d), thickness, persistent, &key)) {
+          found++;
+          piola_contact_keep(keys, tris, &kept, key, t);
+        }
+      }
+    }
+    c->contact_count[sv] = kept;
+    memcpy(c->contact_triangle + K * (size_t)sv, tris, sizeof(int32_t) * (size_t)kept);
+    c->total += kept;
+    c->overflow += found - kept;
+  }
+  /* Per surface vertex, the slots that name it as a triangle corner, ascending. */
+  memset(c->corner_start, 0, sizeof *c->corner_start * ((size_t)c->vertex_count + 1));
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
+      const int32_t *q = c->triangle + 3 * (size_t)c->contact_triangle[K * (size_t)sv + k];
+      for (int corner = 0; corner < 3; ++corner) {
+        c->corner_start[q[corner] + 1]++;
+      }
+    }
+  }
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    c->corner_start[sv + 1] += c->corner_start[sv];
+  }
+  int32_t *cursor = c->vertex_cursor;
+  memcpy(cursor, c->corner_start, sizeof *cursor * (size_t)c->vertex_count);
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
+      const int32_t slot = K * sv + k;
+      const int32_t *q = c->triangle + 3 * (size_t)c->contact_triangle[slot];
+      for (int corner = 0; corner < 3; ++corner) {
+        c->corner_entry[cursor[q[corner]]++] = 4 * slot + 1 + corner;
+      }
+    }
+  }
+}
+
+void piola_cpu_contact(piola_world *w) {
+  piola_solver_contacts *c = &w->contacts;
+  const double thickness = (double)w->def.contact_thickness;
+  const double friction = (double)w->def.contact_friction;
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    const int32_t v = c->vertex[sv];
+    for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
+      const int32_t slot = K * sv + k;
+      const int32_t *q = c->triangle + 3 * (size_t)c->contact_triangle[slot];
+      const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
+      piola_v3 dx[4];
+      const int worked =
+          piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v], at3(w->x, a), at3(w->x, b),
+                                at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a],
+                                w->w[b], w->w[d], thickness, friction, dx);
+      for (int corner = 0; corner < 4; ++corner) {
+        double *o = c->delta + 4 * (size_t)(4 * slot + corner);
+        o[0] = dx[corner].x;
+        o[1] = dx[corner].y;
+        o[2] = dx[corner].z;
+        o[3] = worked ? 1.0 : 0.0;
+      }
+    }
+  }
+  /* Gather: own slots first, then the corner entries, in ascending order. */
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    double sum[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
+      const double *o = c->delta + 4 * (size_t)(4 * (K * sv + k));
+      for (int j = 0; j < 4; ++j) {
+        sum[j] += o[j];
+      }
+    }
+    for (int32_t e = c->corner_start[sv]; e < c->corner_start[sv + 1]; ++e) {
+      const double *o = c->delta + 4 * (size_t)c->corner_entry[e];
+      for (int j = 0; j < 4; ++j) {
+        sum[j] += o[j];
+      }
+    }
+    if (sum[3] > 0.0) {
+      double *p = w->p + 3 * (size_t)c->vertex[sv];
+      for (int j = 0; j < 3; ++j) {
+        p[j] += sum[j] / sum[3];
+      }
+    }
+  }
+}
