@@ -3,13 +3,13 @@
  * (solve). Follows piola_step.cl in the program (it uses its helpers and PIOLA_KERNEL).
  *
  * Surface vertices ("sv") index sv_vertex (their vertex) and sv_body (their body); triangles
- * are int4 (three surface-vertex indices, body). The grid is a counting sort of the
- * triangles by the hash bucket of their box centre's cell: counts with integer atomics, an
- * exclusive scan, a scatter with integer atomics. The order within a bucket varies from run
- * to run, but a vertex keeps its nearest triangles with ties broken by index, so the
- * contacts found do not depend on it. The per-vertex lists of triangle-corner entries are
- * scattered the same way and then sorted, so that every vertex sums its corrections in the
- * same order on every run and every device: no floating-point atomics anywhere.
+ * are int4 (three surface-vertex indices, body). The grid is a counting sort of (triangle,
+ * cell) entries by the hash bucket of the cell, for every cell a triangle's box overlaps:
+ * counts with integer atomics, an exclusive scan, a scatter with integer atomics. The order
+ * within a bucket varies from run to run, but a vertex keeps its nearest triangles with ties
+ * broken by index, so the contacts found do not depend on it. The per-vertex lists of
+ * triangle-corner entries are scattered the same way and then sorted, so that every vertex sums its
+ * corrections in the same order on every run and every device: no floating-point atomics anywhere.
  *
  * Scan: piola_scan_blocks (each work-group scans PIOLA_SCAN_ITEMS * PIOLA_WG entries and
  * writes its total), piola_scan_totals (one work-group scans the totals), piola_scan_add.
@@ -91,27 +91,36 @@ PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int group_co
   barrier(CLK_LOCAL_MEM_FENCE);
   piola_local_max2(tri_max, vertex_max, lid);
   if (lid == 0) {
-    float cell = tri_max[0] + vertex_max[0];
+    float cell = piola_cell_size(tri_max[0], vertex_max[0]);
     grid[0] = cell;
     grid[1] = 1.0f / cell;
   }
 }
 
-/* BROAD_PHASE: the bucket of triangle t's box centre, counted. */
-PIOLA_KERNEL void piola_contact_count(__global const float4 *tri_box, __global const float *grid,
-                                      int bucket_mask, int tri_count, __global int *tri_key,
-                                      __global int *bucket_count) {
+/* BROAD_PHASE: triangle t counted in the bucket of every cell its box overlaps (pass 0), or
+ * entered there (pass 1, in arbitrary order within a bucket). */
+PIOLA_KERNEL void piola_contact_enter(__global const float4 *tri_box, __global const float *grid,
+                                      int bucket_mask, int tri_count, int pass,
+                                      __global const int *bucket_start, __global int *bucket_count,
+                                      __global int *bucket_triangles) {
   const int t = get_global_id(0);
   if (t >= tri_count) {
     return;
   }
-  const float inv_cell = grid[1];
-  piola_v3 m = piola_box_center(piola_load_box(tri_box, t));
-  int key =
-      piola_cell_hash(piola_cell_coordinate(m.x, inv_cell), piola_cell_coordinate(m.y, inv_cell),
-                      piola_cell_coordinate(m.z, inv_cell), bucket_mask);
-  tri_key[t] = key;
-  atomic_inc(&bucket_count[key]);
+  int lo[3], hi[3];
+  piola_cell_range(piola_load_box(tri_box, t), grid[1], 3, lo, hi);
+  for (int i = lo[0]; i <= hi[0]; ++i) {
+    for (int j = lo[1]; j <= hi[1]; ++j) {
+      for (int k = lo[2]; k <= hi[2]; ++k) {
+        int bucket = piola_cell_hash(i, j, k, bucket_mask);
+        if (pass == 0) {
+          atomic_inc(&bucket_count[bucket]);
+        } else {
+          bucket_triangles[bucket_start[bucket] + atomic_inc(&bucket_count[bucket])] = t;
+        }
+      }
+    }
+  }
 }
 
 /* Exclusive scan, part 1: out[i] = sum of in[j] for j < i within the work-group's block of
@@ -184,17 +193,6 @@ PIOLA_KERNEL void piola_scan_add(__global int *out, __global const int *totals, 
   }
 }
 
-/* BROAD_PHASE: triangle t placed in its bucket (order within a bucket is arbitrary). */
-PIOLA_KERNEL void piola_contact_scatter(__global const int *tri_key,
-                                        __global const int *bucket_start, __global int *bucket_fill,
-                                        __global int *bucket_triangles, int tri_count) {
-  const int t = get_global_id(0);
-  if (t < tri_count) {
-    int key = tri_key[t];
-    bucket_triangles[bucket_start[key] + atomic_inc(&bucket_fill[key])] = t;
-  }
-}
-
 /* NARROW_PHASE: surface vertex sv keeps its nearest triangles (piola_contact_candidate; the
  * previous substep's list tells which pairs persist); the
  * kept and dropped counts go to counters[0], [1]; each kept triangle's corners are counted in
@@ -216,9 +214,8 @@ PIOLA_KERNEL void piola_contact_narrow(
   const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
   const piola_box vb = piola_vertex_box(xs, p, thickness);
   const float inv_cell = grid[1];
-  const piola_v3 m = piola_box_center(vb);
-  const int ci = piola_cell_coordinate(m.x, inv_cell), cj = piola_cell_coordinate(m.y, inv_cell),
-            ck = piola_cell_coordinate(m.z, inv_cell);
+  int lo[3], hi[3];
+  piola_cell_range(vb, inv_cell, 2, lo, hi);
   const uint4 own = body_filter[body];
   int previous[PIOLA_K];
   const int previous_n = previous_count[sv];
@@ -228,45 +225,39 @@ PIOLA_KERNEL void piola_contact_narrow(
   float keys[PIOLA_K];
   int tris[PIOLA_K];
   int kept = 0, found = 0;
-  int visited[27];
-  int nvisited = 0;
-  for (int cell = 0; cell < 27; ++cell) {
-    int bucket =
-        piola_cell_hash(ci + cell % 3 - 1, cj + (cell / 3) % 3 - 1, ck + cell / 9 - 1, bucket_mask);
-    int seen = 0; /* two cells may share a bucket: visit it once */
-    for (int k = 0; k < nvisited; ++k) {
-      seen |= visited[k] == bucket;
-    }
-    if (seen) {
-      continue;
-    }
-    visited[nvisited++] = bucket;
-    for (int j = bucket_start[bucket]; j < bucket_start[bucket + 1]; ++j) {
-      const int t = bucket_triangles[j];
-      if (!piola_boxes_overlap(vb, piola_load_box(tri_box, t))) {
-        continue;
-      }
-      const int4 q = triangles[t];
-      if (q.w != body) {
-        uint4 other = body_filter[q.w];
-        if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
-          continue;
+  for (int ci = lo[0]; ci <= hi[0]; ++ci) {
+    for (int cj = lo[1]; cj <= hi[1]; ++cj) {
+      for (int ck = lo[2]; ck <= hi[2]; ++ck) {
+        const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
+        for (int e = bucket_start[bucket]; e < bucket_start[bucket + 1]; ++e) {
+          const int t = bucket_triangles[e];
+          const piola_box tb = piola_load_box(tri_box, t);
+          if (!piola_boxes_overlap(vb, tb) || !piola_pair_cell(vb, tb, inv_cell, ci, cj, ck)) {
+            continue;
+          }
+          const int4 q = triangles[t];
+          if (q.w != body) {
+            uint4 other = body_filter[q.w];
+            if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+              continue;
+            }
+          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+                     !piola_contact_self_allowed(
+                         piola_v3_from4(sv_rest[sv]), piola_v3_from4(sv_rest[q.x]),
+                         piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]), thickness)) {
+            continue;
+          }
+          const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
+          const float4 xa = x[a], xb = x[b], xc = x[c];
+          float key;
+          if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
+                                      piola_v3_from4(xc), piola_position(xa, d[a]),
+                                      piola_position(xb, d[b]), piola_position(xc, d[c]), thickness,
+                                      piola_contact_was_listed(previous, previous_n, t), &key)) {
+            found++;
+            piola_contact_keep(keys, tris, &kept, key, t);
+          }
         }
-      } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
-                 !piola_contact_self_allowed(
-                     piola_v3_from4(sv_rest[sv]), piola_v3_from4(sv_rest[q.x]),
-                     piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]), thickness)) {
-        continue;
-      }
-      const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
-      const float4 xa = x[a], xb = x[b], xc = x[c];
-      float key;
-      if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
-                                  piola_position(xa, d[a]), piola_position(xb, d[b]),
-                                  piola_position(xc, d[c]), thickness,
-                                  piola_contact_was_listed(previous, previous_n, t), &key)) {
-        found++;
-        piola_contact_keep(keys, tris, &kept, key, t);
       }
     }
   }

@@ -5,11 +5,13 @@
  * a vertex and a triangle interact when they come within a thickness of each other during the
  * step), done once per substep over the motion from the start positions x to the predicted
  * positions p:
- *  - broad phase: boxes around each triangle's and each vertex's motion in the substep, the
- *    triangles hashed into a uniform grid whose cells are at least as large as a triangle's box
- *    plus a vertex's box, so a vertex finds every overlapping triangle in the 27 cells around
- *    its box centre (Teschner et al. 2003, "Optimized Spatial Hashing for Collision Detection
- *    of Deformable Objects": cell hashing with three large primes);
+ *  - broad phase: boxes around each triangle's and each vertex's motion in the substep; every
+ *    triangle is entered into the hashed cells of a uniform grid that its box overlaps (Teschner
+ *    et al. 2003, "Optimized Spatial Hashing for Collision Detection of Deformable Objects":
+ *    cell hashing with three large primes). Cells are at least half the largest triangle box
+ *    (a triangle enters at most 3 x 3 x 3 cells) and at least the largest vertex box (a vertex
+ *    looks into at most 2 x 2 x 2); a pair meeting in several cells is taken in one, the cell
+ *    of the low corner of the boxes' intersection;
  *  - narrow phase: a pair is a contact when the boxes overlap, the vertex starts on the outer
  *    side of the triangle (or within a thickness under it, or the pair was a contact in the
  *    previous substep: contacts persist while they last), its predicted position is within
@@ -34,6 +36,8 @@
 
 /* Triangles one surface vertex keeps per substep (PIOLA_MAX_VERTEX_CONTACTS in the API). */
 #define PIOLA_CONTACTS_PER_VERTEX 8
+/* Grid cells one triangle is entered into, at most (3 per axis, see piola_cell_size). */
+#define PIOLA_CELLS_PER_TRIANGLE 27
 
 /* An axis-aligned box. */
 typedef struct piola_box {
@@ -111,6 +115,39 @@ PIOLA_FN piola_int piola_cell_hash(piola_int i, piola_int j, piola_int k, piola_
   unsigned int h =
       ((unsigned int)i * 73856093u) ^ ((unsigned int)j * 19349663u) ^ ((unsigned int)k * 83492791u);
   return (piola_int)(h & (unsigned int)mask);
+}
+
+PIOLA_FN piola_int piola_imin(piola_int a, piola_int b) {
+  return a < b ? a : b;
+}
+
+/* The range of cells [lo, hi] (inclusive, per axis) a box overlaps, at most `most` cells per
+ * axis (the cell size makes that true; the cap only guards against rounding). */
+PIOLA_FN void piola_cell_range(piola_box r, piola_real inv_cell, piola_int most, piola_int lo[3],
+                               piola_int hi[3]) {
+  lo[0] = piola_cell_coordinate(r.lo.x, inv_cell);
+  lo[1] = piola_cell_coordinate(r.lo.y, inv_cell);
+  lo[2] = piola_cell_coordinate(r.lo.z, inv_cell);
+  hi[0] = piola_imin(piola_cell_coordinate(r.hi.x, inv_cell), lo[0] + most - 1);
+  hi[1] = piola_imin(piola_cell_coordinate(r.hi.y, inv_cell), lo[1] + most - 1);
+  hi[2] = piola_imin(piola_cell_coordinate(r.hi.z, inv_cell), lo[2] + most - 1);
+}
+
+/* Whether cell (i, j, k) is the one where the overlapping boxes a and b are paired: the cell of
+ * the low corner of their intersection (which both boxes overlap), so that a pair found in
+ * several cells is taken once. */
+PIOLA_FN int piola_pair_cell(piola_box a, piola_box b, piola_real inv_cell, piola_int i,
+                             piola_int j, piola_int k) {
+  return piola_cell_coordinate(fmax(a.lo.x, b.lo.x), inv_cell) == i &&
+         piola_cell_coordinate(fmax(a.lo.y, b.lo.y), inv_cell) == j &&
+         piola_cell_coordinate(fmax(a.lo.z, b.lo.z), inv_cell) == k;
+}
+
+/* The cell size: half the largest triangle box, at least the largest vertex box (with a margin
+ * against rounding), so that a triangle's box overlaps at most 3 cells per axis and a vertex's
+ * at most 2. */
+PIOLA_FN piola_real piola_cell_size(piola_real triangle_extent, piola_real vertex_extent) {
+  return PIOLA_R(1.001) * fmax(PIOLA_R(0.5) * triangle_extent, vertex_extent);
 }
 
 /* ---- Closest points ------------------------------------------------------------------ */

@@ -32,7 +32,6 @@ void piola_contacts_free(piola_solver_contacts *c) {
   free(c->bucket_triangles);
   free(c->bucket_cursor);
   free(c->vertex_cursor);
-  free(c->triangle_key);
   free(c->contact_count);
   free(c->contact_triangle);
   free(c->previous_count);
@@ -61,7 +60,7 @@ piola_status piola_contacts_build(piola_world *w) {
   const size_t nv = (size_t)(c.vertex_count > 0 ? c.vertex_count : 1);
   const size_t nt = (size_t)(c.triangle_count > 0 ? c.triangle_count : 1);
   int32_t buckets = 16;
-  while (buckets < 2 * c.triangle_count && buckets < (1 << 30)) {
+  while (buckets < 4 * c.triangle_count && buckets < (1 << 30)) {
     buckets *= 2;
   }
   c.bucket_mask = buckets - 1;
@@ -73,10 +72,9 @@ piola_status piola_contacts_build(piola_world *w) {
   c.body_filter = malloc(sizeof *c.body_filter * 3 * (size_t)(c.body_count > 0 ? c.body_count : 1));
   c.triangle_box = malloc(sizeof *c.triangle_box * 6 * nt);
   c.bucket_start = malloc(sizeof *c.bucket_start * ((size_t)buckets + 1));
-  c.bucket_triangles = malloc(sizeof *c.bucket_triangles * nt);
+  c.bucket_triangles = malloc(sizeof *c.bucket_triangles * PIOLA_CELLS_PER_TRIANGLE * nt);
   c.bucket_cursor = malloc(sizeof *c.bucket_cursor * (size_t)buckets);
   c.vertex_cursor = malloc(sizeof *c.vertex_cursor * nv);
-  c.triangle_key = malloc(sizeof *c.triangle_key * nt);
   c.contact_count = calloc(nv, sizeof *c.contact_count);
   c.contact_triangle = malloc(sizeof *c.contact_triangle * K * nv);
   c.previous_count = calloc(nv, sizeof *c.previous_count);
@@ -88,9 +86,9 @@ piola_status piola_contacts_build(piola_world *w) {
       malloc(sizeof *local_to_sv * (size_t)(w->vertex_count > 0 ? w->vertex_count : 1));
   if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.triangle || !c.triangle_body ||
       !c.body_filter || !c.triangle_box || !c.bucket_start || !c.bucket_triangles ||
-      !c.bucket_cursor || !c.vertex_cursor || !c.triangle_key || !c.contact_count ||
-      !c.contact_triangle || !c.previous_count || !c.previous_triangle || !c.delta ||
-      !c.corner_start || !c.corner_entry || !local_to_sv) {
+      !c.bucket_cursor || !c.vertex_cursor || !c.contact_count || !c.contact_triangle ||
+      !c.previous_count || !c.previous_triangle || !c.delta || !c.corner_start || !c.corner_entry ||
+      !local_to_sv) {
     free(local_to_sv);
     piola_contacts_free(&c);
     return PIOLA_ERROR_OUT_OF_MEMORY;
@@ -166,25 +164,35 @@ void piola_cpu_broad_phase(piola_world *w) {
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
     vertex_extent = fmax(vertex_extent, piola_box_extent(vertex_box(w, sv)));
   }
-  c->cell = tri_extent + vertex_extent;
+  c->cell = piola_cell_size(tri_extent, vertex_extent);
   const double inv_cell = 1.0 / c->cell;
-  /* Counting sort of the triangles by the bucket of their box centre's cell, in ascending
-   * triangle order within a bucket. */
+  /* Counting sort of (triangle, cell) entries by the bucket of the cell, triangles in
+   * ascending order within a bucket: count, scan, place. */
   const int32_t buckets = c->bucket_mask + 1;
   memset(c->bucket_start, 0, sizeof *c->bucket_start * ((size_t)buckets + 1));
-  for (int32_t t = 0; t < c->triangle_count; ++t) {
-    piola_v3 m = piola_box_center(load_box(c->triangle_box, t));
-    c->triangle_key[t] =
-        piola_cell_hash(piola_cell_coordinate(m.x, inv_cell), piola_cell_coordinate(m.y, inv_cell),
-                        piola_cell_coordinate(m.z, inv_cell), c->bucket_mask);
-    c->bucket_start[c->triangle_key[t] + 1]++;
-  }
-  for (int32_t k = 0; k < buckets; ++k) {
-    c->bucket_start[k + 1] += c->bucket_start[k];
-  }
-  memcpy(c->bucket_cursor, c->bucket_start, sizeof *c->bucket_cursor * (size_t)buckets);
-  for (int32_t t = 0; t < c->triangle_count; ++t) {
-    c->bucket_triangles[c->bucket_cursor[c->triangle_key[t]]++] = t;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      for (int32_t k = 0; k < buckets; ++k) {
+        c->bucket_start[k + 1] += c->bucket_start[k];
+      }
+      memcpy(c->bucket_cursor, c->bucket_start, sizeof *c->bucket_cursor * (size_t)buckets);
+    }
+    for (int32_t t = 0; t < c->triangle_count; ++t) {
+      piola_int lo[3], hi[3];
+      piola_cell_range(load_box(c->triangle_box, t), inv_cell, 3, lo, hi);
+      for (piola_int i = lo[0]; i <= hi[0]; ++i) {
+        for (piola_int j = lo[1]; j <= hi[1]; ++j) {
+          for (piola_int k = lo[2]; k <= hi[2]; ++k) {
+            const piola_int bucket = piola_cell_hash(i, j, k, c->bucket_mask);
+            if (pass == 0) {
+              c->bucket_start[bucket + 1]++;
+            } else {
+              c->bucket_triangles[c->bucket_cursor[bucket]++] = t;
+            }
+          }
+        }
+      }
+    }
   }
 }
 
@@ -221,41 +229,34 @@ void piola_cpu_narrow_phase(piola_world *w) {
     const int32_t v = c->vertex[sv];
     const piola_v3 x = at3(w->x, v), p = at3(w->p, v);
     const piola_box vb = vertex_box(w, sv);
-    const piola_v3 m = piola_box_center(vb);
-    const piola_int ci = piola_cell_coordinate(m.x, inv_cell),
-                    cj = piola_cell_coordinate(m.y, inv_cell),
-                    ck = piola_cell_coordinate(m.z, inv_cell);
+    piola_int lo[3], hi[3];
+    piola_cell_range(vb, inv_cell, 2, lo, hi);
     double keys[K];
     piola_int tris[K], kept = 0;
     int32_t found = 0;
-    piola_int visited[27];
-    int nvisited = 0;
-    for (int cell = 0; cell < 27; ++cell) {
-      piola_int bucket = piola_cell_hash(ci + cell % 3 - 1, cj + (cell / 3) % 3 - 1,
-                                         ck + cell / 9 - 1, c->bucket_mask);
-      bool seen = false; /* two cells may share a bucket: visit it once */
-      for (int k = 0; k < nvisited; ++k) {
-        seen = seen || visited[k] == bucket;
-      }
-      if (seen) {
-        continue;
-      }
-      visited[nvisited++] = bucket;
-      for (int32_t j = c->bucket_start[bucket]; j < c->bucket_start[bucket + 1]; ++j) {
-        const int32_t t = c->bucket_triangles[j];
-        if (!piola_boxes_overlap(vb, load_box(c->triangle_box, t)) ||
-            !pair_allowed(c, sv, t, thickness)) {
-          continue;
-        }
-        const int32_t *q = c->triangle + 3 * (size_t)t;
-        const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
-        double key;
-        const int persistent = piola_contact_was_listed(c->previous_triangle + K * (size_t)sv,
-                                                        c->previous_count[sv], t);
-        if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
-                                    at3(w->p, b), at3(w->p, d), thickness, persistent, &key)) {
-          found++;
-          piola_contact_keep(keys, tris, &kept, key, t);
+    for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
+      for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
+        for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
+          const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
+          for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
+            const int32_t t = c->bucket_triangles[e];
+            const piola_box tb = load_box(c->triangle_box, t);
+            if (!piola_boxes_overlap(vb, tb) || !piola_pair_cell(vb, tb, inv_cell, ci, cj, ck) ||
+                !pair_allowed(c, sv, t, thickness)) {
+              continue;
+            }
+            const int32_t *q = c->triangle + 3 * (size_t)t;
+            const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
+            const int persistent = piola_contact_was_listed(c->previous_triangle + K * (size_t)sv,
+                                                            c->previous_count[sv], t);
+            double key;
+            if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d),
+                                        at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness,
+                                        persistent, &key)) {
+              found++;
+              piola_contact_keep(keys, tris, &kept, key, t);
+            }
+          }
         }
       }
     }

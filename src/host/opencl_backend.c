@@ -172,11 +172,10 @@ enum {
   KERNEL_SUBSTEP_BODIES,
   KERNEL_CONTACT_BOXES,
   KERNEL_CONTACT_GRID,
-  KERNEL_CONTACT_COUNT,
+  KERNEL_CONTACT_ENTER,
   KERNEL_SCAN_BLOCKS,
   KERNEL_SCAN_TOTALS,
   KERNEL_SCAN_ADD,
-  KERNEL_CONTACT_SCATTER,
   KERNEL_CONTACT_NARROW,
   KERNEL_CONTACT_CORNERS,
   KERNEL_CONTACT_SORT_CORNERS,
@@ -184,14 +183,25 @@ enum {
   KERNEL_CONTACT_APPLY,
   KERNEL_COUNT
 };
-static const char *const kernel_names[KERNEL_COUNT] = {
-    "piola_predict",        "piola_solve_color",     "piola_solve_jacobi",
-    "piola_apply_jacobi",   "piola_collide",         "piola_update_velocities",
-    "piola_plasticity",     "piola_substep_bodies",  "piola_contact_boxes",
-    "piola_contact_grid",   "piola_contact_count",   "piola_scan_blocks",
-    "piola_scan_totals",    "piola_scan_add",        "piola_contact_scatter",
-    "piola_contact_narrow", "piola_contact_corners", "piola_contact_sort_corners",
-    "piola_contact_solve",  "piola_contact_apply"};
+static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
+                                                       "piola_solve_color",
+                                                       "piola_solve_jacobi",
+                                                       "piola_apply_jacobi",
+                                                       "piola_collide",
+                                                       "piola_update_velocities",
+                                                       "piola_plasticity",
+                                                       "piola_substep_bodies",
+                                                       "piola_contact_boxes",
+                                                       "piola_contact_grid",
+                                                       "piola_contact_enter",
+                                                       "piola_scan_blocks",
+                                                       "piola_scan_totals",
+                                                       "piola_scan_add",
+                                                       "piola_contact_narrow",
+                                                       "piola_contact_corners",
+                                                       "piola_contact_sort_corners",
+                                                       "piola_contact_solve",
+                                                       "piola_contact_apply"};
 
 /* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
 #define SCAN_ITEMS 4
@@ -228,7 +238,6 @@ enum {
   BUF_TRI_BOX,
   BUF_PARTIAL,
   BUF_GRID,
-  BUF_TRI_KEY,
   BUF_BUCKET_COUNT, /* counts, then the fill cursors of the scatter */
   BUF_BUCKET_START,
   BUF_BUCKET_TRIANGLES,
@@ -933,10 +942,9 @@ static piola_status upload_all(piola_world *w) {
                {BUF_TRI_BOX, 32 * ntr},
                {BUF_PARTIAL, 8 * box_groups},
                {BUF_GRID, 16},
-               {BUF_TRI_KEY, 4 * ntr},
                {BUF_BUCKET_COUNT, 4 * nbk},
                {BUF_BUCKET_START, 4 * (nbk + 1)},
-               {BUF_BUCKET_TRIANGLES, 4 * ntr},
+               {BUF_BUCKET_TRIANGLES, 4 * PIOLA_CELLS_PER_TRIANGLE * ntr},
                {BUF_SCAN_TOTALS, 4 * scan_blocks},
                {BUF_CONTACT_COUNT, 4 * nsv},
                {BUF_CONTACT_TRI, 4 * K * nsv},
@@ -1355,28 +1363,25 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   if (s != PIOLA_OK) {
     return s;
   }
-  SET_ARG(KERNEL_CONTACT_COUNT, 0, b[BUF_TRI_BOX]);
-  SET_ARG(KERNEL_CONTACT_COUNT, 1, b[BUF_GRID]);
-  SET_ARG(KERNEL_CONTACT_COUNT, 2, mask);
-  SET_ARG(KERNEL_CONTACT_COUNT, 3, ntr);
-  SET_ARG(KERNEL_CONTACT_COUNT, 4, b[BUF_TRI_KEY]);
-  SET_ARG(KERNEL_CONTACT_COUNT, 5, b[BUF_BUCKET_COUNT]);
-  s = launch(w, KERNEL_CONTACT_COUNT, ntr, stage);
-  if (s == PIOLA_OK) {
-    s = scan(w, BUF_BUCKET_COUNT, BUF_BUCKET_START, buckets, stage);
+  /* Count the entries per bucket, scan, enter them (the counts become the cursors). */
+  for (cl_int pass = 0; pass < 2 && s == PIOLA_OK; ++pass) {
+    SET_ARG(KERNEL_CONTACT_ENTER, 0, b[BUF_TRI_BOX]);
+    SET_ARG(KERNEL_CONTACT_ENTER, 1, b[BUF_GRID]);
+    SET_ARG(KERNEL_CONTACT_ENTER, 2, mask);
+    SET_ARG(KERNEL_CONTACT_ENTER, 3, ntr);
+    SET_ARG(KERNEL_CONTACT_ENTER, 4, pass);
+    SET_ARG(KERNEL_CONTACT_ENTER, 5, b[BUF_BUCKET_START]);
+    SET_ARG(KERNEL_CONTACT_ENTER, 6, b[BUF_BUCKET_COUNT]);
+    SET_ARG(KERNEL_CONTACT_ENTER, 7, b[BUF_BUCKET_TRIANGLES]);
+    s = launch(w, KERNEL_CONTACT_ENTER, ntr, stage);
+    if (s == PIOLA_OK && pass == 0) {
+      s = scan(w, BUF_BUCKET_COUNT, BUF_BUCKET_START, buckets, stage);
+    }
+    if (s == PIOLA_OK && pass == 0) {
+      s = zero_buffer(w, BUF_BUCKET_COUNT, 4 * (size_t)buckets);
+    }
   }
-  if (s == PIOLA_OK) {
-    s = zero_buffer(w, BUF_BUCKET_COUNT, 4 * (size_t)buckets);
-  }
-  if (s != PIOLA_OK) {
-    return s;
-  }
-  SET_ARG(KERNEL_CONTACT_SCATTER, 0, b[BUF_TRI_KEY]);
-  SET_ARG(KERNEL_CONTACT_SCATTER, 1, b[BUF_BUCKET_START]);
-  SET_ARG(KERNEL_CONTACT_SCATTER, 2, b[BUF_BUCKET_COUNT]);
-  SET_ARG(KERNEL_CONTACT_SCATTER, 3, b[BUF_BUCKET_TRIANGLES]);
-  SET_ARG(KERNEL_CONTACT_SCATTER, 4, ntr);
-  return launch(w, KERNEL_CONTACT_SCATTER, ntr, stage);
+  return s;
 }
 
 /* NARROW_PHASE: each surface vertex's contacts, and the sorted lists of corner entries. */

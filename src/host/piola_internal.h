@@ -159,8 +159,10 @@ typedef struct piola_solver_contacts {
    * entries where it is a triangle's corner, ascending. */
   double cell;
   double *triangle_box; /* 6 per triangle: lo, hi */
+  /* bucket b holds bucket_triangles[bucket_start[b] .. bucket_start[b + 1]): the triangles
+   * entered into the cells that hash to b (at most PIOLA_CELLS_PER_TRIANGLE entries each) */
   int32_t *bucket_start, *bucket_triangles;
-  int32_t *bucket_cursor, *vertex_cursor, *triangle_key; /* scratch of the counting sorts */
+  int32_t *bucket_cursor, *vertex_cursor; /* scratch of the counting sorts */
   int32_t *contact_count, *contact_triangle;
   int32_t *previous_count, *previous_triangle; /* the previous substep's contacts */
   double *delta;
