@@ -868,12 +868,12 @@ void test_opencl_add_collider_after_step(piola_test *t) {
  * plus a small constant for the material and collider tables and empty buffers. Contacts add
  * their own (docs/ARCHITECTURE.md): 712 bytes per surface vertex (its vertex, body and rest
  * position, two lists of PIOLA_MAX_VERTEX_CONTACTS triangles, the corner lists and four
- * corrections per contact slot) and 88 per surface triangle (indices, box, key, bucket entry
- * and two buckets of counts and starts). */
+ * corrections per contact slot) and 224 per surface triangle (indices and box, room for its
+ * entries in up to 27 grid cells, and up to 8 hash buckets of counts and starts). */
 #define DEVICE_BYTES_PER_TET 100
 #define DEVICE_BYTES_PER_VERTEX 64
 #define DEVICE_BYTES_PER_SURFACE_VERTEX 712
-#define DEVICE_BYTES_PER_SURFACE_TRIANGLE 88
+#define DEVICE_BYTES_PER_SURFACE_TRIANGLE 224
 #define DEVICE_BYTES_CONSTANT 4096
 
 /* Statistics of an OpenCL world against the CPU reference's: counts, time, energies, device
