@@ -489,8 +489,8 @@ static double ct_two_boxes_deviation(piola_test *t, piola_backend backend, float
 
 /* The same on OpenCL, and its parity with the CPU reference over the fall, the first contact
  * (step 51) and the first 30 steps of the impact. Measured on PoCL: 2.2e-7 of the diagonal at
- * worst (float rounding; 2e-7 over the whole 2 s). The bound, 1e-5, is 45 times that and far
- * below what a wrong contact does to this scene: without contacts the reference departs from
+ * worst (float rounding; 2.2e-7 over the first 200 steps). The bound, 1e-5, is 45 times that and
+ * far below what a wrong contact does to this scene: without contacts the reference departs from
  * itself by 1.3e-1 over these steps, with a thickness of 9 mm instead of 10 by 7.4e-4, with
  * contact friction 0.4 instead of 0.5 by 1.7e-4 (the last is checked below, so that the scene
  * is known to be sensitive at that level). */
@@ -559,7 +559,8 @@ static piola_status ct_thrown(ct_scene *sc, piola_backend backend, const piola_t
  * and at the end no vertex is inside, but during the impact (steps 0 to about 15) up to all 25
  * of B's bottom vertices lie inside A, up to 7.4 mm deep, and up to 13 of A's inside B: the
  * contacts, which should hold them 10 mm apart, are violated by up to 17 mm. With 20
- * iterations, or 4 substeps, none is inside at any step. The handful check fails for that. */
+ * iterations, or 4 substeps, none is inside in the first 11 steps of the impact (24 with the
+ * defaults at step 10). The handful check fails for that. */
 static void ct_thrown_box(piola_test *t, piola_backend backend) {
   piola_tet_mesh box = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
   REQUIRE(t, box.vertex_count == 125);
