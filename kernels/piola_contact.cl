@@ -253,7 +253,8 @@ PIOLA_KERNEL void piola_contact_narrow(
           if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
                                       piola_v3_from4(xc), piola_position(xa, d[a]),
                                       piola_position(xb, d[b]), piola_position(xc, d[c]), thickness,
-                                      piola_contact_was_listed(previous, previous_n, t), &key)) {
+                                      piola_contact_was_listed(previous, previous_n, t),
+                                      q.w == body, &key)) {
             found++;
             piola_contact_keep(keys, tris, &kept, key, t);
           }
@@ -318,7 +319,7 @@ PIOLA_KERNEL void piola_contact_sort_corners(__global const int *corner_start,
 }
 
 /* CONTACT, part 1: every contact of surface vertex sv projected from the same positions; its
- * four corrections (x, y, z, 1 when it did work) to delta[4 slot + corner]. */
+ * four corrections (x, y, z, 1 when it moves that member) to delta[4 slot + corner]. */
 PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
                                       __global const int *contact_count,
@@ -337,14 +338,13 @@ PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const f
     const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
     const float4 xa = x[a], xb = x[b], xc = x[c];
     piola_v3 dx[4];
-    float worked = piola_contact_project(xs, p, xv.w, piola_v3_from4(xa), piola_v3_from4(xb),
-                                         piola_v3_from4(xc), piola_position(xa, d[a]),
-                                         piola_position(xb, d[b]), piola_position(xc, d[c]), xa.w,
-                                         xb.w, xc.w, thickness, friction, dx)
-                       ? 1.0f
-                       : 0.0f;
+    int moved = piola_contact_project(xs, p, xv.w, piola_v3_from4(xa), piola_v3_from4(xb),
+                                      piola_v3_from4(xc), piola_position(xa, d[a]),
+                                      piola_position(xb, d[b]), piola_position(xc, d[c]), xa.w,
+                                      xb.w, xc.w, thickness, friction, dx);
     for (int corner = 0; corner < 4; ++corner) {
-      delta[4 * slot + corner] = (float4)(dx[corner].x, dx[corner].y, dx[corner].z, worked);
+      delta[4 * slot + corner] =
+          (float4)(dx[corner].x, dx[corner].y, dx[corner].z, (moved >> corner) & 1 ? 1.0f : 0.0f);
     }
   }
 }

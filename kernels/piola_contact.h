@@ -246,17 +246,22 @@ PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3
 /* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)
  * to (pa, pb, pc) within the substep (see the module comment); on success *key is the
  * distance from p to the predicted triangle, by which a vertex ranks its contacts. The
- * caller has checked the filters (bodies, self-contact) and the boxes. */
+ * caller has checked the filters (bodies, self-contact) and the boxes. same_body: the vertex
+ * and the triangle belong to one body. */
 PIOLA_FN int piola_contact_candidate(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3 xb, piola_v3 xc,
                                      piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
-                                     int persistent, piola_real *key) {
+                                     int persistent, int same_body, piola_real *key) {
   piola_v3 n0, n1, bary;
   piola_real h0, h1;
-  /* Start: on the outer side, or less than a thickness under the surface, unless the pair was
-   * in contact in the previous substep: a contact lasts until the vertex leaves, however deep
-   * an unconverged solve left it (it came from the outside). */
+  /* Start: on the outer side (for another body's triangle, also less than a thickness under
+   * it), unless the pair was in contact in the previous substep: a contact lasts until the
+   * vertex leaves, however deep an unconverged solve left it (it came from the outside). A
+   * new contact of a body with itself needs the vertex strictly outside: a vertex under its
+   * own triangle is most likely inside its own body, near the far side of a thin part, and
+   * must not be pushed through it. */
+  const piola_real lowest = same_body ? PIOLA_R(0.0) : -thickness;
   if (!piola_contact_frame(x, xa, xb, xc, thickness, &n0, &h0, &bary) ||
-      !(persistent || h0 > -thickness)) {
+      !(persistent || h0 > lowest)) {
     return 0;
   }
   /* Predicted: close above the plane, or under it (it would pass through). */
@@ -304,8 +309,10 @@ PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *c
 
 /* Projects the contact of vertex p (inverse mass w, start position x) with triangle (pa, pb,
  * pc) (inverse masses wa, wb, wc; start positions xa, xb, xc): writes the corrections of the
- * vertex and the three corners into dx[0..3] and returns 1 when the constraint was violated
- * (it did work), else 0 with zero corrections. */
+ * vertex and the three corners into dx[0..3]. When the constraint was violated, returns the
+ * bit mask of the members it moves (bit 0 the vertex, bit k corner k: those with a non-zero
+ * inverse mass and barycentric weight), so that a corner the contact does not act on does not
+ * count in that corner's mean; else 0 with zero corrections. */
 PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
                                    piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
                                    piola_real wa, piola_real wb, piola_real wc,
@@ -346,7 +353,8 @@ PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v
   dx[1] = piola_v3_scale(g, -b.x * wa);
   dx[2] = piola_v3_scale(g, -b.y * wb);
   dx[3] = piola_v3_scale(g, -b.z * wc);
-  return 1;
+  return (w > PIOLA_R(0.0) ? 1 : 0) | (b.x * wa > PIOLA_R(0.0) ? 2 : 0) |
+         (b.y * wb > PIOLA_R(0.0) ? 4 : 0) | (b.z * wc > PIOLA_R(0.0) ? 8 : 0);
 }
 
 #endif /* PIOLA_CONTACT_H */

@@ -252,7 +252,8 @@ void piola_cpu_narrow_phase(piola_world *w) {
             double key;
             if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d),
                                         at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness,
-                                        persistent, &key)) {
+                                        persistent, c->triangle_body[t] == c->vertex_body[sv],
+                                        &key)) {
               found++;
               piola_contact_keep(keys, tris, &kept, key, t);
             }
@@ -302,7 +303,7 @@ void piola_cpu_contact(piola_world *w) {
       const int32_t *q = c->triangle + 3 * (size_t)c->contact_triangle[slot];
       const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
       piola_v3 dx[4];
-      const int worked =
+      const int moved =
           piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v], at3(w->x, a), at3(w->x, b),
                                 at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a],
                                 w->w[b], w->w[d], thickness, friction, dx);
@@ -311,7 +312,7 @@ void piola_cpu_contact(piola_world *w) {
         o[0] = dx[corner].x;
         o[1] = dx[corner].y;
         o[2] = dx[corner].z;
-        o[3] = worked ? 1.0 : 0.0;
+        o[3] = (moved >> corner) & 1 ? 1.0 : 0.0;
       }
     }
   }
