@@ -38,6 +38,7 @@ typedef struct parity_body {
   float squash;   /* initial vertical scale about the body's lowest point: 1 = rest shape,
                      0 = flattened to a plane, < 0 = mirrored (every tet inverted) */
   float pin_band; /* > 0: vertices within this distance (m) of the smallest rest x are pinned */
+  bool no_self_collision; /* for bodies that start passing through themselves */
 } parity_body;
 
 typedef struct parity_scene {
@@ -152,6 +153,9 @@ static piola_status parity_build(const parity_scene *sc, piola_backend backend, 
       if (s == PIOLA_OK) {
         s = piola_body_set_inverse_masses(w, ids[i], buf, n);
       }
+    }
+    if (s == PIOLA_OK && b->no_self_collision) {
+      s = piola_body_set_self_collision(w, ids[i], false);
     }
     free(buf);
   }
@@ -540,6 +544,10 @@ static void parity_inversion(piola_test *t, piola_inversion mode, const char *na
   a->squash = 0.0f;
   parity_body *b = parity_add_body(&sc, &bar, 0.3f, 0.5f, -0.3f);
   b->squash = -0.3f;
+  /* Flattened and mirrored, both bars start passing through themselves: self-collision would
+   * fight the unfolding this test is about (and makes it chaotic). */
+  a->no_self_collision = true;
+  b->no_self_collision = true;
   parity_result r = parity_check(t, &sc, 0.1, false);
   CHECK_MSG(t, r.ref_start.inverted_tets == 2 * bar.tet_count,
             "%d of %d tets inverted at the start", (int)r.ref_start.inverted_tets,
