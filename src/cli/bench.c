@@ -1,6 +1,9 @@
 /* `piola bench`: times the step on a scene of N bodies and prints one table (and JSON), with
  * the figure of Bender et al. 2014 (Table 1: 100 Armadillos, 152.41 ms per step on two 6-core
- * Xeon X5650) beside it, labelled as theirs. */
+ * Xeon X5650) beside it, labelled as theirs. Their figure excludes collision handling, so the
+ * step is timed twice from the same state: with body-body contacts (the total) and on a second
+ * world built from the same options with contacts off (the elastic solve); the difference is
+ * the contact stages' cost. */
 #include "commands.h"
 #include "scene.h"
 
@@ -15,6 +18,7 @@
 
 typedef struct bench_run {
   char scene[64];
+  scene_kind kind;
   char device[128];
   piola_backend backend;
   int32_t bodies, vertices, tets, colors, largest_color, smallest_color, jacobi_tets;
@@ -22,7 +26,12 @@ typedef struct bench_run {
   int32_t iterations, substeps;
   float dt;
   int32_t steps;
-  double ms_min, ms_median, ms_p95, ms_mean;
+  double ms_min, ms_median, ms_p95, ms_mean;                     /* with contacts: the total */
+  bool contacts;                                                 /* body-body contacts on */
+  double elastic_min, elastic_median, elastic_p95, elastic_mean; /* contacts off, same state */
+  double contact_count_mean; /* vertex-triangle contacts per step */
+  int32_t contact_count_max, contact_overflow_max;
+  int32_t warmup;
   double tet_solves_per_second;
   int64_t device_bytes;
   int32_t active_tets, inverted_tets;
@@ -36,42 +45,133 @@ static int compare_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Runs warm-up and timed steps on one scene. */
+/* Sorts ms[0 .. n) and stores min, median, p95 and mean. */
+static void summarize(double *ms, int32_t n, double *min, double *median, double *p95,
+                      double *mean) {
+  qsort(ms, (size_t)n, sizeof *ms, compare_double);
+  double sum = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    sum += ms[i];
+  }
+  *min = ms[0];
+  *median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  *p95 = ms[(int32_t)ceil(0.95 * n) - 1];
+  *mean = sum / n;
+}
+
+/* One step of a world, waited for; ms of wall-clock time. */
+static piola_status timed_step(piola_world *w, double *ms) {
+  double a = now_seconds();
+  piola_status s = piola_world_step(w);
+  if (s == PIOLA_OK) {
+    s = piola_world_finish(w);
+  }
+  *ms = (now_seconds() - a) * 1e3;
+  return s;
+}
+
+/* Copies positions and velocities (the whole state of an elastic body) from one scene to
+ * another built from the same options. */
+static piola_status copy_state(const scene *from, scene *to, float *scratch) {
+  piola_status s = PIOLA_OK;
+  const int32_t n = from->body_vertex_count;
+  for (int32_t b = 0; b < from->body_count && s == PIOLA_OK; ++b) {
+    s = piola_body_get_positions(from->world, from->bodies[b], scratch, n);
+    if (s == PIOLA_OK) {
+      s = piola_body_set_positions(to->world, to->bodies[b], scratch, n);
+    }
+    if (s == PIOLA_OK) {
+      s = piola_body_get_velocities(from->world, from->bodies[b], scratch, n);
+    }
+    if (s == PIOLA_OK) {
+      s = piola_body_set_velocities(to->world, to->bodies[b], scratch, n);
+    }
+  }
+  return s;
+}
+
+/* Runs warm-up and timed steps on one scene. With contacts on, a second world from the same
+ * options with contacts off is given the first one's state before each timed step and timed
+ * for one step from it: the elastic solve alone, on the same state. */
 static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_run *r) {
   double t0 = now_seconds();
-  scene sc;
+  scene sc, el;
+  memset(&el, 0, sizeof el);
   if (scene_build(o, PIOLA_BACKEND_AUTO, &sc) != PIOLA_OK) {
     return 1;
   }
+  scene_options oe = *o;
+  oe.contacts = false;
+  if (o->contacts && scene_build(&oe, PIOLA_BACKEND_AUTO, &el) != PIOLA_OK) {
+    scene_destroy(&sc);
+    return 1;
+  }
+  const bool elastic_world = o->contacts;
   memset(r, 0, sizeof *r);
   snprintf(r->scene, sizeof r->scene, "%s", sc.name);
+  r->kind = o->scene;
+  r->contacts = o->contacts;
+  r->warmup = warmup;
   double *ms = malloc(sizeof *ms * (size_t)(steps > 0 ? steps : 1));
-  if (ms == NULL) {
+  double *ems = malloc(sizeof *ems * (size_t)(steps > 0 ? steps : 1));
+  float *scratch = malloc(sizeof *scratch * 3 * (size_t)sc.body_vertex_count);
+  if (ms == NULL || ems == NULL || scratch == NULL) {
+    free(ms);
+    free(ems);
+    free(scratch);
     scene_destroy(&sc);
+    scene_destroy(&el);
     return 1;
   }
   piola_status s = PIOLA_OK;
   const bool tty = isatty(2);
   double last_progress = now_seconds();
   for (int32_t i = 0; i < warmup && s == PIOLA_OK; ++i) {
-    s = piola_world_step(sc.world);
-    if (s == PIOLA_OK) {
-      s = piola_world_finish(sc.world);
+    double unused;
+    s = timed_step(sc.world, &unused);
+    if (s == PIOLA_OK && elastic_world && i < 5) {
+      s = timed_step(el.world, &unused); /* builds and warms up the second world's device */
+    }
+    double now = now_seconds();
+    if (now - last_progress > (tty ? 0.5 : 15.0)) {
+      fprintf(stderr, "%s  %s x%d: warm-up step %d/%d%s", tty ? "\r" : "", sc.name, (int)o->bodies,
+              (int)(i + 1), (int)warmup, tty ? "   " : "\n");
+      last_progress = now;
     }
   }
   r->setup_s = now_seconds() - t0;
   double stage_sum[PIOLA_STAGE_COUNT] = {0};
+  double contact_sum = 0.0;
+  piola_stats st;
   for (int32_t i = 0; i < steps && s == PIOLA_OK; ++i) {
-    double a = now_seconds();
-    s = piola_world_step(sc.world);
-    if (s == PIOLA_OK) {
-      s = piola_world_finish(sc.world);
+    if (elastic_world) {
+      s = copy_state(&sc, &el, scratch);
+      if (s == PIOLA_OK) {
+        s = timed_step(el.world, &ems[i]);
+      }
     }
-    ms[i] = (now_seconds() - a) * 1e3;
+    if (s == PIOLA_OK) {
+      s = timed_step(sc.world, &ms[i]);
+    }
+    if (!elastic_world) {
+      ems[i] = ms[i];
+    }
     double stage[PIOLA_STAGE_COUNT];
     if (s == PIOLA_OK && piola_world_get_stage_times(sc.world, stage) == PIOLA_OK) {
       for (int k = 0; k < PIOLA_STAGE_COUNT; ++k) {
         stage_sum[k] += stage[k];
+      }
+    }
+    if (s == PIOLA_OK && o->contacts) {
+      s = piola_world_get_stats(sc.world, &st);
+      if (s == PIOLA_OK) {
+        contact_sum += st.contact_count;
+        if (st.contact_count > r->contact_count_max) {
+          r->contact_count_max = st.contact_count;
+        }
+        if (st.contact_overflow > r->contact_overflow_max) {
+          r->contact_overflow_max = st.contact_overflow;
+        }
       }
     }
     double now = now_seconds();
@@ -84,21 +184,21 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   if (tty) {
     fprintf(stderr, "\r%60s\r", "");
   }
-  piola_stats st;
   if (s == PIOLA_OK) {
     s = piola_world_get_stats(sc.world, &st);
   }
+  free(scratch);
+  scene_destroy(&el);
   if (s != PIOLA_OK) {
     fprintf(stderr, "piola bench: step failed: %s\n", piola_status_string(s));
     free(ms);
+    free(ems);
     scene_destroy(&sc);
     return 1;
   }
-  qsort(ms, (size_t)steps, sizeof *ms, compare_double);
-  double sum = 0.0;
-  for (int32_t i = 0; i < steps; ++i) {
-    sum += ms[i];
-  }
+  summarize(ms, steps, &r->ms_min, &r->ms_median, &r->ms_p95, &r->ms_mean);
+  summarize(ems, steps, &r->elastic_min, &r->elastic_median, &r->elastic_p95, &r->elastic_mean);
+  r->contact_count_mean = contact_sum / steps;
   r->backend = st.backend;
   snprintf(r->device, sizeof r->device, "%s", st.device_name);
   r->bodies = st.body_count;
@@ -113,10 +213,6 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   r->substeps = o->substeps;
   r->dt = o->dt;
   r->steps = steps;
-  r->ms_min = ms[0];
-  r->ms_median = steps % 2 ? ms[steps / 2] : 0.5 * (ms[steps / 2 - 1] + ms[steps / 2]);
-  r->ms_p95 = ms[(int32_t)ceil(0.95 * steps) - 1];
-  r->ms_mean = sum / steps;
   r->tet_solves_per_second =
       (double)st.tet_count * o->iterations * o->substeps / (r->ms_median * 1e-3);
   r->device_bytes = st.device_bytes;
@@ -127,26 +223,31 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
     r->stage_ms[k] = stage_sum[k] / steps;
   }
   free(ms);
+  free(ems);
   scene_destroy(&sc);
   return 0;
 }
 
 static void print_header(void) {
-  printf("%-12s %6s %8s %9s %6s %5s %4s %-7s %9s %9s %9s %12s %9s %7s %6s\n", "scene", "bodies",
-         "vertices", "tets", "colors", "iters", "sub", "backend", "min ms", "median ms", "p95 ms",
-         "tet solves/s", "device MB", "active", "inv");
+  printf("%-12s %6s %8s %9s %6s %5s %4s %-7s %9s %9s %9s %12s %9s %7s %6s %10s %10s %9s\n", "scene",
+         "bodies", "vertices", "tets", "colors", "iters", "sub", "backend", "min ms", "median ms",
+         "p95 ms", "tet solves/s", "device MB", "active", "inv", "elastic ms", "contact ms",
+         "contacts");
 }
 
 static void print_row(const bench_run *r) {
-  printf("%-12s %6d %8d %9d %6d %5d %4d %-7s %9.3f %9.3f %9.3f %12.3e %9.1f %6.1f%% %6d\n",
+  printf("%-12s %6d %8d %9d %6d %5d %4d %-7s %9.3f %9.3f %9.3f %12.3e %9.1f %6.1f%% %6d %10.3f "
+         "%10.3f %9.0f\n",
          r->scene, (int)r->bodies, (int)r->vertices, (int)r->tets, (int)r->colors,
          (int)r->iterations, (int)r->substeps, piola_backend_name(r->backend), r->ms_min,
          r->ms_median, r->ms_p95, r->tet_solves_per_second, (double)r->device_bytes / 1048576.0,
-         r->tets > 0 ? 100.0 * r->active_tets / r->tets : 0.0, (int)r->inverted_tets);
+         r->tets > 0 ? 100.0 * r->active_tets / r->tets : 0.0, (int)r->inverted_tets,
+         r->elastic_median, r->ms_median - r->elastic_median, r->contact_count_mean);
 }
 
 static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
   fprintf(f, "%s\"scene\": \"%s\",\n", indent, r->scene);
+  fprintf(f, "%s\"scene_kind\": \"%s\",\n", indent, scene_kind_name(r->kind));
   fprintf(f, "%s\"backend\": \"%s\",\n", indent, piola_backend_name(r->backend));
   fprintf(f, "%s\"device\": \"%s\",\n", indent, r->device);
   fprintf(f, "%s\"bodies\": %d,\n%s\"vertices\": %d,\n%s\"tets\": %d,\n", indent, (int)r->bodies,
@@ -162,6 +263,17 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
           "%s\"ms_per_step\": {\"min\": %.6f, \"median\": %.6f, \"p95\": %.6f, \"mean\": "
           "%.6f},\n",
           indent, r->ms_min, r->ms_median, r->ms_p95, r->ms_mean);
+  fprintf(f, "%s\"warmup\": %d,\n%s\"contacts\": %s,\n", indent, (int)r->warmup, indent,
+          r->contacts ? "true" : "false");
+  fprintf(f,
+          "%s\"elastic_ms_per_step\": {\"min\": %.6f, \"median\": %.6f, \"p95\": %.6f, "
+          "\"mean\": %.6f},\n",
+          indent, r->elastic_min, r->elastic_median, r->elastic_p95, r->elastic_mean);
+  fprintf(f, "%s\"contact_ms_per_step\": {\"median\": %.6f, \"mean\": %.6f},\n", indent,
+          r->ms_median - r->elastic_median, r->ms_mean - r->elastic_mean);
+  fprintf(f, "%s\"contact_count\": {\"mean\": %.3f, \"max\": %d},\n", indent, r->contact_count_mean,
+          (int)r->contact_count_max);
+  fprintf(f, "%s\"contact_overflow_max\": %d,\n", indent, (int)r->contact_overflow_max);
   fprintf(f, "%s\"tet_solves_per_second\": %.6e,\n", indent, r->tet_solves_per_second);
   fprintf(f, "%s\"device_bytes\": %lld,\n", indent, (long long)r->device_bytes);
   fprintf(f, "%s\"active_tets\": %d,\n%s\"inverted_tets\": %d,\n", indent, (int)r->active_tets,
@@ -213,9 +325,16 @@ static int write_json(const char *path, const bench_run *runs, int n, const char
 static void print_help(void) {
   printf("Usage: piola bench [options]\n"
          "Times the step on N bodies and prints ms per step (min / median / p95 over the timed\n"
-         "steps, after a warm-up), tet solves per second and device memory.\n\n"
+         "steps, after a warm-up), tet solves per second and device memory. With body-body\n"
+         "contacts on (the default) the step is also timed on a second world built from the same\n"
+         "options with contacts off, given the first one's state before each step: 'elastic ms'\n"
+         "(its median), 'contact ms' (the median total minus that: broad phase, narrow phase\n"
+         "and contact solve) and 'contacts' (vertex-triangle contacts per step, mean). The\n"
+         "paper's figure excludes collision handling: compare it with 'elastic ms'. --profile\n"
+         "adds the time of each stage.\n\n"
          "  --steps N       timed steps (default 50)\n"
-         "  --warmup N      untimed steps first (default 5)\n"
+         "  --warmup N      untimed steps first (default 5; funnel scene 200, so that the\n"
+         "                  timed steps see the bodies piling up in the funnel)\n"
          "  --scaling       run 1, 10, 100, 1000 bodies, then more while memory allows\n"
          "  --max-bodies N  largest body count of --scaling (default 10000)\n"
          "  --json FILE     write the results as JSON\n\n");
@@ -224,7 +343,7 @@ static void print_help(void) {
 
 int command_bench(int argc, char **argv) {
   scene_options o = scene_default_options();
-  int32_t steps = 50, warmup = 5, max_bodies = 10000;
+  int32_t steps = 50, warmup = -1, max_bodies = 10000;
   bool scaling = false;
   const char *json = NULL;
   for (int i = 0; i < argc; ++i) {
@@ -255,11 +374,16 @@ int command_bench(int argc, char **argv) {
       return 2;
     }
   }
+  if (warmup < 0) {
+    warmup = o.scene == SCENE_FUNNEL ? 200 : 5;
+  }
   char cpu[256];
   cpu_model_name(cpu, sizeof cpu);
   bench_run runs[16];
   int n = 0;
   printf("piola %s bench, host CPU: %s\n", piola_version_string(), cpu);
+  printf("scene: %s, %d warm-up steps; body-body contacts %s\n", scene_kind_name(o.scene),
+         (int)warmup, o.contacts ? "on" : "off");
   print_header();
   int32_t sizes[16] = {0};
   int nsizes = 0;
@@ -297,6 +421,20 @@ int command_bench(int argc, char **argv) {
     printf("device: %s; 'active' = tets whose projection did work in the last substep, "
            "'inv' = tets inverted at the end.\n",
            runs[0].device);
+    printf("min/median/p95 ms: the whole step (contacts %s); 'elastic ms': the median step from "
+           "the same states with contacts off (the paper's figure excludes collision handling); "
+           "'contact ms': the difference; 'contacts': vertex-triangle contacts per step.\n",
+           o.contacts ? "on" : "off");
+  }
+  if (o.profile) {
+    for (int i = 0; i < n; ++i) {
+      printf("stages of %s x%d, ms per step (contacts %s):", runs[i].scene, (int)runs[i].bodies,
+             runs[i].contacts ? "on" : "off");
+      for (int k = 0; k < PIOLA_STAGE_COUNT; ++k) {
+        printf(" %s %.3f", piola_stage_name((piola_stage)k), runs[i].stage_ms[k]);
+      }
+      printf("\n");
+    }
   }
   if (scaling && n >= 2) {
     for (int i = 1; i < n; ++i) {

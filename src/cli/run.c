@@ -1,7 +1,12 @@
-/* `piola run`: simulates a scene and writes frames as legacy VTK unstructured grids (one file
- * per frame, tets with per-tet elastic energy density), for ParaView or any VTK reader, and
- * prints per frame the time, energies and inverted tets. */
+/* `piola run`: simulates a scene (the grid, or the funnel of Bender et al. 2014, Sec. 6) and
+ * prints per frame the time, energies, inverted tets, body-body contacts and the surface
+ * vertices found inside another body; with --out, writes each frame as a legacy VTK file (the
+ * tets as an unstructured grid, or with --surface only the collision surface as polygons) and
+ * the scene's colliders to scene.json. At the end it sums up the contact checks (bodies through
+ * the funnel, interpenetration, NaN, inverted tets, rest); with --check it exits 1 when one
+ * fails. */
 #include "commands.h"
+#include "contact_checks.h"
 #include "scene.h"
 
 #include <errno.h>
@@ -11,21 +16,81 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Writes one frame: all bodies' vertices and tets. */
-static int write_vtk(const char *path, const scene *sc, const piola_tet_mesh *mesh,
-                     const float *positions, int32_t total_vertices) {
+/* The checks' thresholds. */
+/* Largest fraction of surface vertices allowed inside another body at any frame. */
+#define CHECK_MAX_PENETRATION 1e-3
+/* At rest: kinetic energy per kilogram at the end, J/kg (= half the mean square speed, so
+ * 1e-3 J/kg is an RMS speed of 4.5 cm/s). A body still falling or sliding has 0.1 to 100 J/kg;
+ * the settled pile of the funnel scene, whose vertices tremble in the contacts, stays below
+ * 1e-4 J/kg (see run_checks). */
+#define CHECK_REST_J_PER_KG 1e-3
+
+typedef struct run_options {
+  int32_t steps, every;
+  const char *out;
+  bool surface; /* frames hold the collision surface, not the tets */
+  bool check;   /* exit 1 when a check fails */
+} run_options;
+
+/* The state read back at a frame, and the checks' inputs. */
+typedef struct frame_data {
+  float *positions; /* all bodies, body after body */
+  int32_t total_vertices;
+  int32_t *surface;          /* body 0's surface triangles (every body has the same mesh) */
+  int32_t surface_count;     /* triangles */
+  int32_t *surface_vertices; /* body-local indices of the vertices on the surface */
+  int32_t surface_vertex_count;
+  check_body *check; /* per body */
+} frame_data;
+
+/* What the frames add up to. */
+typedef struct run_summary {
+  int32_t frames;
+  double worst_penetration; /* largest fraction of surface vertices inside another body */
+  int32_t worst_frame;
+  bool nan_seen;
+  int32_t nan_frame;  /* first frame with a non-finite value */
+  int32_t passed;     /* bodies below the funnel's bottom opening at the end */
+  int32_t inverted;   /* inverted tets at the end */
+  double kinetic_end; /* J at the end */
+  int32_t max_contacts;
+} run_summary;
+
+static int write_error(const char *path, FILE *f) {
+  int bad = ferror(f);
+  bad |= fclose(f);
+  if (bad) {
+    fprintf(stderr, "piola run: error writing %s\n", path);
+  }
+  return bad ? 1 : 0;
+}
+
+static FILE *open_out(const char *path) {
   FILE *f = fopen(path, "w");
   if (f == NULL) {
     fprintf(stderr, "piola run: cannot write %s: %s\n", path, strerror(errno));
-    return 1;
   }
-  int64_t tets = (int64_t)sc->body_count * mesh->tet_count;
-  fprintf(f, "# vtk DataFile Version 3.0\npiola frame\nASCII\nDATASET UNSTRUCTURED_GRID\n");
+  return f;
+}
+
+static void write_points(FILE *f, const float *positions, int32_t total_vertices) {
   fprintf(f, "POINTS %d float\n", (int)total_vertices);
   for (int32_t i = 0; i < total_vertices; ++i) {
     fprintf(f, "%.7g %.7g %.7g\n", (double)positions[3 * i], (double)positions[3 * i + 1],
             (double)positions[3 * i + 2]);
   }
+}
+
+/* Writes one frame: all bodies' vertices and tets. */
+static int write_vtk_tets(const char *path, const scene *sc, const piola_tet_mesh *mesh,
+                          const frame_data *fd) {
+  FILE *f = open_out(path);
+  if (f == NULL) {
+    return 1;
+  }
+  int64_t tets = (int64_t)sc->body_count * mesh->tet_count;
+  fprintf(f, "# vtk DataFile Version 3.0\npiola frame\nASCII\nDATASET UNSTRUCTURED_GRID\n");
+  write_points(f, fd->positions, fd->total_vertices);
   fprintf(f, "CELLS %lld %lld\n", (long long)tets, (long long)(5 * tets));
   for (int32_t b = 0; b < sc->body_count; ++b) {
     int32_t off = b * mesh->vertex_count;
@@ -39,29 +104,206 @@ static int write_vtk(const char *path, const scene *sc, const piola_tet_mesh *me
   for (int64_t t = 0; t < tets; ++t) {
     fputs("10\n", f);
   }
-  int bad = ferror(f);
-  bad |= fclose(f);
-  if (bad) {
-    fprintf(stderr, "piola run: error writing %s\n", path);
+  return write_error(path, f);
+}
+
+/* Writes one frame as the collision surface: every vertex (so that vertex i belongs to body
+ * i / body_vertices, as for the tets) and the outward boundary triangles of every body. */
+static int write_vtk_surface(const char *path, const scene *sc, const frame_data *fd) {
+  FILE *f = open_out(path);
+  if (f == NULL) {
+    return 1;
   }
-  return bad ? 1 : 0;
+  int64_t m = (int64_t)sc->body_count * fd->surface_count;
+  fprintf(f, "# vtk DataFile Version 3.0\npiola frame (collision surface)\nASCII\n"
+             "DATASET POLYDATA\n");
+  write_points(f, fd->positions, fd->total_vertices);
+  fprintf(f, "POLYGONS %lld %lld\n", (long long)m, (long long)(4 * m));
+  for (int32_t b = 0; b < sc->body_count; ++b) {
+    int32_t off = b * sc->body_vertex_count;
+    for (int32_t t = 0; t < fd->surface_count; ++t) {
+      const int32_t *q = fd->surface + 3 * t;
+      fprintf(f, "3 %d %d %d\n", (int)(q[0] + off), (int)(q[1] + off), (int)(q[2] + off));
+    }
+  }
+  return write_error(path, f);
+}
+
+/* Writes DIR/scene.json: what a frame holds and the colliders to draw with it. */
+static int write_scene_json(const char *dir, const scene *sc, const scene_options *o,
+                            const run_options *r) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/scene.json", dir);
+  FILE *f = open_out(path);
+  if (f == NULL) {
+    return 1;
+  }
+  const scene_geometry *g = &sc->geometry;
+  fprintf(f, "{\n  \"scene\": \"%s\",\n  \"mesh\": \"%s\",\n  \"bodies\": %d,\n",
+          scene_kind_name(sc->kind), sc->name, (int)sc->body_count);
+  fprintf(f, "  \"dt\": %g,\n  \"every\": %d,\n  \"steps\": %d,\n", (double)o->dt, (int)r->every,
+          (int)r->steps);
+  fprintf(f, "  \"frames\": \"%s\",\n", r->surface ? "surface" : "tets");
+  fprintf(f, "  \"body_vertices\": %d,\n  \"body_tets\": %d,\n", (int)sc->body_vertex_count,
+          (int)sc->body_tet_count);
+  fprintf(f, "  \"body_height\": %.6g,\n  \"body_width\": %.6g,\n  \"body_mass\": %.6g,\n",
+          (double)g->body_height, (double)g->body_width, g->body_mass);
+  fprintf(f, "  \"colliders\": [");
+  const char *sep = "\n";
+  if (g->has_ground) {
+    fprintf(f,
+            "%s    {\"type\": \"plane\", \"normal\": [%g, %g, %g], \"offset\": %g, "
+            "\"friction\": %g}",
+            sep, (double)g->ground.normal[0], (double)g->ground.normal[1],
+            (double)g->ground.normal[2], (double)g->ground.offset, (double)g->ground_friction);
+    sep = ",\n";
+  }
+  if (g->has_funnel) {
+    const piola_funnel_shape *u = &g->funnel;
+    fprintf(f,
+            "%s    {\"type\": \"funnel\", \"base\": [%.7g, %.7g, %.7g], \"axis\": [%g, %g, %g], "
+            "\"base_radius\": %.7g, \"top_radius\": %.7g, \"height\": %.7g, \"friction\": %g}",
+            sep, (double)u->base[0], (double)u->base[1], (double)u->base[2], (double)u->axis[0],
+            (double)u->axis[1], (double)u->axis[2], (double)u->base_radius, (double)u->top_radius,
+            (double)u->height, (double)g->funnel_friction);
+    sep = ",\n";
+  }
+  fprintf(f, "%s]\n}\n", g->has_ground || g->has_funnel ? "\n  " : "");
+  return write_error(path, f);
+}
+
+static void frame_data_free(frame_data *fd) {
+  free(fd->positions);
+  free(fd->surface);
+  free(fd->surface_vertices);
+  free(fd->check);
+  memset(fd, 0, sizeof *fd);
+}
+
+/* Allocates the frame buffers and reads the collision surface. */
+static int frame_data_init(const scene *sc, const piola_tet_mesh *mesh, frame_data *fd) {
+  memset(fd, 0, sizeof *fd);
+  fd->total_vertices = sc->body_count * sc->body_vertex_count;
+  fd->positions = malloc(sizeof *fd->positions * 3 * (size_t)fd->total_vertices);
+  fd->surface_vertices = malloc(sizeof *fd->surface_vertices * (size_t)sc->body_vertex_count);
+  fd->check = malloc(sizeof *fd->check * (size_t)sc->body_count);
+  if (fd->positions == NULL || fd->surface_vertices == NULL || fd->check == NULL ||
+      piola_body_get_surface(sc->world, sc->bodies[0], NULL, 0, &fd->surface_count) != PIOLA_OK) {
+    fprintf(stderr, "piola run: out of memory\n");
+    return 1;
+  }
+  fd->surface =
+      malloc(sizeof *fd->surface * 3 * (size_t)(fd->surface_count > 0 ? fd->surface_count : 1));
+  if (fd->surface == NULL || piola_body_get_surface(sc->world, sc->bodies[0], fd->surface,
+                                                    fd->surface_count, NULL) != PIOLA_OK) {
+    fprintf(stderr, "piola run: cannot read the collision surface\n");
+    return 1;
+  }
+  fd->surface_vertex_count = surface_vertex_list(fd->surface, fd->surface_count,
+                                                 sc->body_vertex_count, fd->surface_vertices);
+  if (fd->surface_vertex_count < 0) {
+    fprintf(stderr, "piola run: the collision surface does not fit the body\n");
+    return 1;
+  }
+  for (int32_t b = 0; b < sc->body_count; ++b) {
+    check_body *c = &fd->check[b];
+    c->positions = fd->positions + 3 * (size_t)b * sc->body_vertex_count;
+    c->vertex_count = sc->body_vertex_count;
+    c->tets = mesh->tets;
+    c->tet_count = mesh->tet_count;
+    c->queries = fd->surface_vertices;
+    c->query_count = fd->surface_vertex_count;
+  }
+  return 0;
+}
+
+/* Bodies whose every vertex lies below the funnel's bottom opening (along its axis). */
+static int32_t bodies_through_funnel(const scene *sc, const frame_data *fd) {
+  const piola_funnel_shape *u = &sc->geometry.funnel;
+  int32_t passed = 0;
+  for (int32_t b = 0; b < sc->body_count; ++b) {
+    bool below = true;
+    const float *x = fd->positions + 3 * (size_t)b * sc->body_vertex_count;
+    for (int32_t i = 0; i < sc->body_vertex_count && below; ++i) {
+      double h = 0.0;
+      for (int k = 0; k < 3; ++k) {
+        h += ((double)x[3 * i + k] - u->base[k]) * u->axis[k];
+      }
+      below = h < 0.0;
+    }
+    passed += below;
+  }
+  return passed;
+}
+
+static bool all_finite(const float *x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!isfinite(x[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Prints the summary of the checks; returns 0 when all pass. */
+static int run_checks(const scene *sc, const frame_data *fd, const run_summary *s) {
+  const bool funnel = sc->geometry.has_funnel;
+  const double mass = sc->geometry.body_mass * sc->body_count;
+  const double per_kg = mass > 0.0 ? s->kinetic_end / mass : 0.0;
+  const bool pass_funnel = !funnel || s->passed == sc->body_count;
+  const bool pass_pen = s->worst_penetration < CHECK_MAX_PENETRATION;
+  const bool pass_nan = !s->nan_seen;
+  const bool pass_inv = s->inverted == 0;
+  const bool pass_rest = !s->nan_seen && per_kg < CHECK_REST_J_PER_KG;
+  printf("checks over %d frames (%d surface vertices per body, %d bodies):\n", (int)s->frames,
+         (int)fd->surface_vertex_count, (int)sc->body_count);
+  if (funnel) {
+    printf("  through the funnel:  %d of %d bodies below its bottom opening at the end: %s\n",
+           (int)s->passed, (int)sc->body_count, pass_funnel ? "PASS" : "FAIL");
+  }
+  printf("  interpenetration:    worst %.3e of surface vertices inside another body (frame %d), "
+         "limit %.0e: %s\n",
+         s->worst_penetration, (int)s->worst_frame, CHECK_MAX_PENETRATION,
+         pass_pen ? "PASS" : "FAIL");
+  if (s->nan_seen) {
+    printf("  NaN:                 first seen at frame %d: FAIL\n", (int)s->nan_frame);
+  } else {
+    printf("  NaN:                 none: PASS\n");
+  }
+  printf("  inverted tets:       %d at the end: %s\n", (int)s->inverted,
+         pass_inv ? "PASS" : "FAIL");
+  printf("  rest:                kinetic energy %.4e J at the end, %.3e J/kg (%.3e J per body), "
+         "limit %.0e J/kg: %s\n",
+         s->kinetic_end, per_kg, s->kinetic_end / (sc->body_count > 0 ? sc->body_count : 1),
+         CHECK_REST_J_PER_KG, pass_rest ? "PASS" : "FAIL");
+  printf("  most body-body contacts in a frame: %d\n", (int)s->max_contacts);
+  return pass_funnel && pass_pen && pass_nan && pass_inv && pass_rest ? 0 : 1;
 }
 
 static void print_help(void) {
   printf("Usage: piola run [options]\n"
          "Simulates a scene and prints per frame the simulated time, elastic and kinetic\n"
-         "energy and inverted tets; with --out, writes each frame as a VTK file.\n\n"
-         "  --steps N     steps to simulate (default 200)\n"
-         "  --every K     a frame every K steps (default 10)\n"
-         "  --out DIR     write DIR/frame_NNNNN.vtk (DIR is created)\n\n");
+         "energy, inverted tets, step time, body-body contacts (vertex-triangle pairs of the\n"
+         "last substep), the surface vertices inside another body and inside their own body\n"
+         "(away from their own tets), and for the funnel scene the bodies below its bottom\n"
+         "opening. Then sums up the checks: every body through the funnel (funnel scene), at\n"
+         "every frame fewer than %.1f%% of the surface vertices inside another body, no NaN, no\n"
+         "inverted tet at the end, at rest at the end (kinetic energy below %g J/kg).\n\n"
+         "  --steps N     steps to simulate (default 200; funnel 2000 = 10 s)\n"
+         "  --every K     a frame every K steps, and the last step (default 10; funnel 20)\n"
+         "  --out DIR     write DIR/frame_NNNNN.vtk (DIR is created) and DIR/scene.json (the\n"
+         "                scene, dt, every, body_vertices and the colliders)\n"
+         "  --surface     frames hold the collision surface (POLYDATA triangles) instead of\n"
+         "                the tets: files about half as large\n"
+         "  --check       exit with status 1 when a check fails\n\n",
+         100.0 * CHECK_MAX_PENETRATION, CHECK_REST_J_PER_KG);
   scene_print_help();
 }
 
 int command_run(int argc, char **argv) {
   scene_options o = scene_default_options();
-  o.bodies = 4;
-  int32_t steps = 200, every = 10;
-  const char *out = NULL;
+  o.bodies = 0; /* the scene's default, below */
+  run_options r = {0, 0, NULL, false, false};
   for (int i = 0; i < argc; ++i) {
     int k = scene_parse_option(&o, argc, argv, &i);
     if (k < 0) {
@@ -71,13 +313,17 @@ int command_run(int argc, char **argv) {
       continue;
     }
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--steps") == 0 && parse_int(a, v, 1, &steps)) {
+    if (strcmp(a, "--steps") == 0 && parse_int(a, v, 1, &r.steps)) {
       ++i;
-    } else if (strcmp(a, "--every") == 0 && parse_int(a, v, 1, &every)) {
+    } else if (strcmp(a, "--every") == 0 && parse_int(a, v, 1, &r.every)) {
       ++i;
     } else if (strcmp(a, "--out") == 0 && v != NULL) {
-      out = v;
+      r.out = v;
       ++i;
+    } else if (strcmp(a, "--surface") == 0) {
+      r.surface = true;
+    } else if (strcmp(a, "--check") == 0) {
+      r.check = true;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       print_help();
       return 0;
@@ -86,8 +332,18 @@ int command_run(int argc, char **argv) {
       return 2;
     }
   }
-  if (out != NULL && mkdir(out, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "piola run: cannot create %s: %s\n", out, strerror(errno));
+  const bool funnel = o.scene == SCENE_FUNNEL;
+  if (o.bodies == 0) {
+    o.bodies = funnel ? 100 : 4;
+  }
+  if (r.steps == 0) {
+    r.steps = funnel ? 2000 : 200;
+  }
+  if (r.every == 0) {
+    r.every = funnel ? 20 : 10;
+  }
+  if (r.out != NULL && mkdir(r.out, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "piola run: cannot create %s: %s\n", r.out, strerror(errno));
     return 1;
   }
   scene sc;
@@ -100,43 +356,96 @@ int command_run(int argc, char **argv) {
     scene_destroy(&sc);
     return 1;
   }
-  int32_t total = sc.body_count * sc.body_vertex_count;
-  float *positions = malloc(sizeof *positions * 3 * (size_t)total);
-  int status = positions == NULL;
+  frame_data fd;
+  int status = frame_data_init(&sc, &mesh, &fd);
+  if (status == 0 && r.out != NULL) {
+    status = write_scene_json(r.out, &sc, &o, &r);
+  }
   piola_stats st;
   piola_world_get_stats(sc.world, &st);
-  printf("piola run: %s x%d on %s (%s), %d steps of %g s\n", sc.name, (int)sc.body_count,
-         piola_backend_name(st.backend), st.device_name, (int)steps, (double)o.dt);
-  printf("%6s %9s %14s %14s %9s %10s\n", "frame", "time s", "elastic J", "kinetic J", "inverted",
-         "step ms");
-  for (int32_t step = 0, frame = 0; step <= steps && status == 0; ++step) {
+  printf("piola run: %s scene, %s x%d on %s (%s), %d steps of %g s\n", scene_kind_name(sc.kind),
+         sc.name, (int)sc.body_count, piola_backend_name(st.backend), st.device_name, (int)r.steps,
+         (double)o.dt);
+  if (funnel) {
+    const piola_funnel_shape *u = &sc.geometry.funnel;
+    printf("funnel: bottom opening at y = %.3f m, radius %.3f m; top at y = %.3f m, radius "
+           "%.3f m; bodies %.3f m tall, %.3f m wide, %.3f kg; column top at y = %.3f m\n",
+           (double)u->base[1], (double)u->base_radius, (double)(u->base[1] + u->height),
+           (double)u->top_radius, (double)sc.geometry.body_height, (double)sc.geometry.body_width,
+           sc.geometry.body_mass, (double)sc.geometry.top);
+  }
+  printf("%6s %9s %14s %14s %9s %10s %9s %7s %6s%s\n", "frame", "time s", "elastic J", "kinetic J",
+         "inverted", "step ms", "contacts", "inside", "self", funnel ? " passed" : "");
+  run_summary sum;
+  memset(&sum, 0, sizeof sum);
+  const int64_t surface_total = (int64_t)sc.body_count * fd.surface_vertex_count;
+  for (int32_t step = 0, frame = 0; step <= r.steps && status == 0; ++step) {
     if (step > 0 && piola_world_step(sc.world) != PIOLA_OK) {
       fprintf(stderr, "piola run: step %d failed\n", (int)step);
       status = 1;
       break;
     }
-    if (step % every != 0) {
+    if (step % r.every != 0 && step != r.steps) {
       continue;
     }
     if (piola_world_get_stats(sc.world, &st) != PIOLA_OK) {
       status = 1;
       break;
     }
-    printf("%6d %9.4f %14.6e %14.6e %9d %10.3f\n", (int)frame, st.simulated_time, st.elastic_energy,
-           st.kinetic_energy, (int)st.inverted_tets, st.last_step_ms);
-    if (out != NULL) {
-      for (int32_t b = 0; b < sc.body_count && status == 0; ++b) {
-        status = piola_body_get_positions(sc.world, sc.bodies[b],
-                                          positions + 3 * (size_t)b * sc.body_vertex_count,
-                                          sc.body_vertex_count) != PIOLA_OK;
-      }
+    for (int32_t b = 0; b < sc.body_count && status == 0; ++b) {
+      status = piola_body_get_positions(sc.world, sc.bodies[b],
+                                        fd.positions + 3 * (size_t)b * sc.body_vertex_count,
+                                        sc.body_vertex_count) != PIOLA_OK;
+    }
+    int64_t inside = status == 0 ? count_vertices_inside_other_bodies(fd.check, sc.body_count) : 0;
+    int64_t self = status == 0 ? count_vertices_inside_own_body(fd.check, sc.body_count) : 0;
+    if (inside < 0 || self < 0) {
+      fprintf(stderr, "piola run: out of memory in the contact checks\n");
+      status = 1;
+    }
+    if (status != 0) {
+      break;
+    }
+    const bool finite = all_finite(fd.positions, 3 * (size_t)fd.total_vertices) &&
+                        isfinite(st.elastic_energy) && isfinite(st.kinetic_energy);
+    if (!finite && !sum.nan_seen) {
+      sum.nan_seen = true;
+      sum.nan_frame = frame;
+    }
+    const double fraction = surface_total > 0 ? (double)inside / (double)surface_total : 0.0;
+    if (fraction > sum.worst_penetration) {
+      sum.worst_penetration = fraction;
+      sum.worst_frame = frame;
+    }
+    sum.max_contacts = st.contact_count > sum.max_contacts ? st.contact_count : sum.max_contacts;
+    sum.inverted = st.inverted_tets;
+    sum.kinetic_end = st.kinetic_energy;
+    sum.frames = frame + 1;
+    printf("%6d %9.4f %14.6e %14.6e %9d %10.3f %9d %7lld %6lld", (int)frame, st.simulated_time,
+           st.elastic_energy, st.kinetic_energy, (int)st.inverted_tets, st.last_step_ms,
+           (int)st.contact_count, (long long)inside, (long long)self);
+    if (funnel) {
+      sum.passed = bodies_through_funnel(&sc, &fd);
+      printf(" %6d", (int)sum.passed);
+    }
+    printf("\n");
+    fflush(stdout);
+    if (r.out != NULL) {
       char path[4096];
-      snprintf(path, sizeof path, "%s/frame_%05d.vtk", out, (int)frame);
-      status = status || write_vtk(path, &sc, &mesh, positions, total);
+      snprintf(path, sizeof path, "%s/frame_%05d.vtk", r.out, (int)frame);
+      status =
+          r.surface ? write_vtk_surface(path, &sc, &fd) : write_vtk_tets(path, &sc, &mesh, &fd);
     }
     ++frame;
   }
-  free(positions);
+  if (status == 0) {
+    int failed = run_checks(&sc, &fd, &sum);
+    if (r.check && failed) {
+      printf("piola run: a check failed\n");
+      status = 1;
+    }
+  }
+  frame_data_free(&fd);
   piola_mesh_free(&mesh);
   scene_destroy(&sc);
   return status;

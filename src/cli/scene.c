@@ -1,4 +1,6 @@
-/* Scene construction and the option parsing shared by the piola program's commands. */
+/* Scene construction and the option parsing shared by the piola program's commands: the grid
+ * scene (bodies side by side, squashed) and the funnel scene of Bender et al. 2014, Sec. 6
+ * (a column of bodies falling through a funnel onto the ground). */
 #include "scene.h"
 
 #include <errno.h>
@@ -11,6 +13,7 @@
 scene_options scene_default_options(void) {
   scene_options o;
   memset(&o, 0, sizeof o);
+  o.scene = SCENE_GRID;
   o.bodies = 100;
   o.backend = PIOLA_BACKEND_AUTO;
   o.iterations = 5;
@@ -21,9 +24,15 @@ scene_options scene_default_options(void) {
    * of 0.577), so impacts leave clusters of inverted tets behind that jitter. */
   o.material.model = PIOLA_MODEL_NEOHOOKEAN;
   o.material.youngs_modulus = 1.0e6f;
-  o.squash = 0.6f;
+  o.squash = 0.0f;      /* the scene's: 0.6 on the grid, 1 in the funnel */
+  o.body_height = 0.0f; /* the scene's: the mesh as loaded on the grid, 1 m in the funnel */
   o.ground = true;
   o.friction = 0.5f;
+  o.funnel_friction = 0.2f;
+  o.funnel_opening = 2.5f;
+  o.contacts = true;
+  o.contact_thickness = 0.0f;
+  o.contact_friction = -1.0f;
   o.scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
   o.jacobi_omega = 1.0f;
   return o;
@@ -62,9 +71,32 @@ bool parse_float(const char *flag, const char *text, float *out) {
   return true;
 }
 
+/* parse_float() and a lower bound: value > min (exclusive) or >= min; prints what is wrong. */
+static bool parse_float_min(const char *flag, const char *text, float min, bool exclusive,
+                            float *out) {
+  float v;
+  if (!parse_float(flag, text, &v)) {
+    return false;
+  }
+  if (exclusive ? !(v > min) : !(v >= min)) {
+    fprintf(stderr, "piola: %s needs a number %s %g (got '%s')\n", flag,
+            exclusive ? ">" : ">=", (double)min, text);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+const char *scene_kind_name(scene_kind kind) {
+  return kind == SCENE_FUNNEL ? "funnel" : "grid";
+}
+
 void scene_print_help(void) {
   printf("Scene options:\n"
-         "  --bodies N          bodies on a grid above the ground (default 100)\n"
+         "  --scene S           grid (default: bodies side by side above the ground, squashed)\n"
+         "                      or funnel (the paper's Sec. 6: a column of layers of up to 3x3\n"
+         "                      bodies above a funnel, falling through it onto the ground)\n"
+         "  --bodies N          bodies (default 100; `run` on the grid: 4)\n"
          "  --mesh PATH.node    TetGen mesh (its .ele beside it) instead of the procedural\n"
          "                      creature, e.g. ../shared/data/armadillo/armadillo_4k.node\n"
          "  --backend B         cpu (the double-precision reference), opencl or auto (default)\n"
@@ -83,9 +115,19 @@ void scene_print_help(void) {
          "  --plastic-yield Y   plastic yield strain (default 0.1)\n"
          "  --plastic-creep C   plastic creep in 1/s (default 0: plasticity off)\n"
          "  --plastic-max M     largest plastic strain (default 0.3)\n"
-         "  --squash F          initial vertical scale of each body (default 0.6)\n"
+         "  --squash F          initial vertical scale of each body (default: grid 0.6,\n"
+         "                      funnel 1)\n"
+         "  --body-height M     scale each body uniformly to M metres tall (default: grid the\n"
+         "                      mesh as loaded, 3 m for the creature; funnel 1)\n"
          "  --no-ground         no ground plane\n"
          "  --friction MU       ground friction (default 0.5)\n"
+         "  --funnel-friction MU  friction of the funnel's wall (default 0.2)\n"
+         "  --funnel-opening F  diameter of the funnel's bottom opening in body widths (default\n"
+         "                      2.5; a body's width: the diameter of the vertical cylinder it\n"
+         "                      turns in)\n"
+         "  --no-contacts       bodies pass through each other (static colliders still act)\n"
+         "  --contact-thickness M  distance kept between touching bodies (default 0.01)\n"
+         "  --contact-friction MU  friction between bodies (default 0.5)\n"
          "  --scheme S          gauss-seidel (default: colored) or jacobi\n"
          "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
@@ -112,7 +154,12 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
   const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
   bool ok = true;
   bool takes_value = true;
-  if (strcmp(a, "--bodies") == 0) {
+  if (strcmp(a, "--scene") == 0) {
+    static const char *const names[] = {"grid", "funnel"};
+    int k = choose(a, v, names, 2);
+    ok = k >= 0;
+    o->scene = k == 1 ? SCENE_FUNNEL : SCENE_GRID;
+  } else if (strcmp(a, "--bodies") == 0) {
     ok = parse_int(a, v, 1, &o->bodies);
   } else if (strcmp(a, "--mesh") == 0) {
     o->mesh_path = v;
@@ -166,9 +213,19 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
   } else if (strcmp(a, "--plastic-max") == 0) {
     ok = parse_float(a, v, &o->material.plastic_max);
   } else if (strcmp(a, "--squash") == 0) {
-    ok = parse_float(a, v, &o->squash) && o->squash > 0.0f;
+    ok = parse_float_min(a, v, 0.0f, true, &o->squash);
+  } else if (strcmp(a, "--body-height") == 0) {
+    ok = parse_float_min(a, v, 0.0f, true, &o->body_height);
   } else if (strcmp(a, "--friction") == 0) {
-    ok = parse_float(a, v, &o->friction);
+    ok = parse_float_min(a, v, 0.0f, false, &o->friction);
+  } else if (strcmp(a, "--funnel-friction") == 0) {
+    ok = parse_float_min(a, v, 0.0f, false, &o->funnel_friction);
+  } else if (strcmp(a, "--funnel-opening") == 0) {
+    ok = parse_float_min(a, v, 0.0f, true, &o->funnel_opening);
+  } else if (strcmp(a, "--contact-thickness") == 0) {
+    ok = parse_float_min(a, v, 0.0f, true, &o->contact_thickness);
+  } else if (strcmp(a, "--contact-friction") == 0) {
+    ok = parse_float_min(a, v, 0.0f, false, &o->contact_friction);
   } else if (strcmp(a, "--scheme") == 0) {
     static const char *const names[] = {"gauss-seidel", "jacobi"};
     int k = choose(a, v, names, 2);
@@ -189,6 +246,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     takes_value = false;
     if (strcmp(a, "--no-ground") == 0) {
       o->ground = false;
+    } else if (strcmp(a, "--no-contacts") == 0) {
+      o->contacts = false;
     } else if (strcmp(a, "--profile") == 0) {
       o->profile = true;
     } else if (strcmp(a, "--verbose") == 0) {
@@ -267,9 +326,178 @@ piola_status scene_load_mesh(const scene_options *o, piola_tet_mesh *mesh, char 
   return s;
 }
 
+/* The layout of the funnel scene, in body heights H where not said otherwise. */
+enum { FUNNEL_LAYER_SIDE = 3 };              /* a layer holds up to 3 x 3 bodies */
+static const float funnel_gap_across = 0.1f; /* between neighbours' cylinders in a layer, H */
+static const float funnel_gap_up = 0.2f;     /* between layers, and below the first, H */
+static const float funnel_rim = 0.1f;        /* top radius beyond the layers' reach, H */
+/* Wall angle from the horizontal: steep walls make the whole content flow (mass flow) rather
+ * than a channel over a dead zone. */
+static const double funnel_wall_degrees = 60.0;
+/* The pile below the funnel, for the funnel's height: a cone of slope 30 degrees holding the
+ * bodies' volume at a packing fraction of 0.5, plus one body height for the body that leaves
+ * the opening; at least 1.5 H. */
+static const double pile_slope_degrees = 30.0;
+static const double pile_packing = 0.5;
+static const double pi = 3.14159265358979323846;
+
+/* Bounds and size of a mesh (already centred on x = z = 0, lowest point at y = 0). */
+typedef struct mesh_extent {
+  float height;  /* m */
+  float radius;  /* m; largest distance of a vertex from the vertical axis x = z = 0 */
+  double volume; /* m^3; sum of the tets' volumes */
+} mesh_extent;
+
+static mesh_extent measure_mesh(const piola_tet_mesh *m) {
+  mesh_extent e = {0.0f, 0.0f, 0.0};
+  float lo = INFINITY, hi = -INFINITY;
+  for (int32_t i = 0; i < m->vertex_count; ++i) {
+    const float *p = m->positions + 3 * i;
+    lo = fminf(lo, p[1]);
+    hi = fmaxf(hi, p[1]);
+    e.radius = fmaxf(e.radius, sqrtf(p[0] * p[0] + p[2] * p[2]));
+  }
+  e.height = hi - lo;
+  for (int32_t t = 0; t < m->tet_count; ++t) {
+    const int32_t *q = m->tets + 4 * t;
+    double u[3], v[3], w[3];
+    for (int k = 0; k < 3; ++k) {
+      double o = m->positions[3 * q[0] + k];
+      u[k] = m->positions[3 * q[1] + k] - o;
+      v[k] = m->positions[3 * q[2] + k] - o;
+      w[k] = m->positions[3 * q[3] + k] - o;
+    }
+    double det = u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0]) +
+                 u[2] * (v[0] * w[1] - v[1] * w[0]);
+    e.volume += fabs(det) / 6.0;
+  }
+  return e;
+}
+
+/* Adds one body: the mesh turned by `angle` (rad) about the vertical axis, moved to `at`, and,
+ * when squash != 1, started squashed vertically by that factor. `scratch` holds 3 floats per
+ * vertex. */
+static piola_status add_body(const scene_options *o, const piola_tet_mesh *mesh, float angle,
+                             const float at[3], float squash, float *scratch, piola_body_id *out,
+                             scene *sc) {
+  const float c = cosf(angle), s = sinf(angle);
+  for (int32_t i = 0; i < mesh->vertex_count; ++i) {
+    const float *p = mesh->positions + 3 * i;
+    scratch[3 * i] = c * p[0] + s * p[2];
+    scratch[3 * i + 1] = p[1];
+    scratch[3 * i + 2] = -s * p[0] + c * p[2];
+  }
+  piola_tet_mesh turned = *mesh;
+  turned.positions = scratch;
+  piola_status st = piola_world_add_tet_body(sc->world, &turned, &o->material, at, out);
+  if (st == PIOLA_OK && squash != 1.0f) {
+    for (int32_t i = 0; i < mesh->vertex_count; ++i) {
+      scratch[3 * i] += at[0];
+      scratch[3 * i + 1] = scratch[3 * i + 1] * squash + at[1];
+      scratch[3 * i + 2] += at[2];
+    }
+    st = piola_body_set_positions(sc->world, *out, scratch, mesh->vertex_count);
+  }
+  if (st == PIOLA_OK) {
+    sc->body_count++;
+  }
+  return st;
+}
+
+/* The grid scene: bodies on a square grid 1.2 body widths apart, lifted by a tenth of their
+ * height, started squashed (default 0.6). */
+static piola_status build_grid(const scene_options *o, const piola_tet_mesh *mesh,
+                               const mesh_extent *e, float *scratch, scene *sc) {
+  float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int32_t i = 0; i < mesh->vertex_count; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = fminf(lo[k], mesh->positions[3 * i + k]);
+      hi[k] = fmaxf(hi[k], mesh->positions[3 * i + k]);
+    }
+  }
+  const float spacing = 1.2f * fmaxf(hi[0] - lo[0], hi[2] - lo[2]);
+  const float squash = o->squash > 0.0f ? o->squash : 0.6f;
+  int32_t side = 1;
+  while (side * side < o->bodies) {
+    ++side;
+  }
+  const float lift = 0.1f * e->height;
+  sc->geometry.top = lift + e->height * fmaxf(squash, 1.0f);
+  piola_status s = PIOLA_OK;
+  for (int32_t b = 0; b < o->bodies && s == PIOLA_OK; ++b) {
+    float at[3] = {((float)(b % side) - 0.5f * (float)(side - 1)) * spacing, lift,
+                   ((float)(b / side) - 0.5f * (float)(side - 1)) * spacing};
+    s = add_body(o, mesh, 0.0f, at, squash, scratch, &sc->bodies[b], sc);
+  }
+  return s;
+}
+
+/* The funnel scene (Bender et al. 2014, Sec. 6). Bodies of height H (not squashed unless
+ * asked) stand in layers of up to 3 x 3, each turned about the vertical axis by the golden
+ * angle times its index, a tenth of H apart across and a fifth of H apart up, layer above
+ * layer. Below the column a funnel (axis +y, wall 60 degrees from the horizontal) catches
+ * every layer: its top radius is the layers' reach plus a tenth of H, its bottom opening is
+ * `funnel_opening` body widths across. Its bottom opening stands above the ground by the
+ * height of a pile of all N bodies (see pile_slope_degrees) plus H, so the pile does not reach
+ * it. */
+static piola_status build_funnel(const scene_options *o, const piola_tet_mesh *mesh,
+                                 const mesh_extent *e, float *scratch, scene *sc) {
+  const float H = e->height;
+  const float r_body = e->radius;
+  const int32_t side = o->bodies >= FUNNEL_LAYER_SIDE * FUNNEL_LAYER_SIDE ? FUNNEL_LAYER_SIDE
+                       : o->bodies >= 4                                   ? 2
+                                                                          : 1;
+  const int32_t per_layer = side * side;
+  const float spacing = 2.0f * r_body + funnel_gap_across * H;
+  const float half = 0.5f * (float)(side - 1) * spacing;
+  const float reach = sqrtf(2.0f) * half + r_body; /* of the corner bodies */
+  const float r_bottom = o->funnel_opening * r_body;
+  const float r_top = fmaxf(reach + funnel_rim * H, r_bottom + 0.5f * H);
+  const float funnel_height =
+      (float)((double)(r_top - r_bottom) * tan(funnel_wall_degrees * pi / 180.0));
+  const double slope = tan(pile_slope_degrees * pi / 180.0);
+  const double pile_volume = (double)o->bodies * e->volume / pile_packing;
+  const float pile_height = (float)cbrt(3.0 * pile_volume * slope * slope / pi);
+  const float clearance = fmaxf(pile_height + H, 1.5f * H);
+  const float first = clearance + funnel_height + funnel_gap_up * H;
+
+  scene_geometry *g = &sc->geometry;
+  g->has_funnel = true;
+  g->funnel.base[0] = 0.0f;
+  g->funnel.base[1] = clearance;
+  g->funnel.base[2] = 0.0f;
+  g->funnel.axis[0] = 0.0f;
+  g->funnel.axis[1] = 1.0f;
+  g->funnel.axis[2] = 0.0f;
+  g->funnel.base_radius = r_bottom;
+  g->funnel.top_radius = r_top;
+  g->funnel.height = funnel_height;
+  g->funnel_friction = o->funnel_friction;
+  piola_collider_def def = piola_default_collider_def();
+  def.type = PIOLA_COLLIDER_FUNNEL;
+  def.shape.funnel = g->funnel;
+  def.static_friction = o->funnel_friction;
+  def.dynamic_friction = o->funnel_friction;
+  piola_status s = piola_world_add_collider(sc->world, &def, NULL);
+
+  const float squash = o->squash > 0.0f ? o->squash : 1.0f;
+  const double golden_angle = pi * (3.0 - sqrt(5.0));
+  const int32_t layers = (o->bodies + per_layer - 1) / per_layer;
+  g->top = first + (float)(layers - 1) * (1.0f + funnel_gap_up) * H + H * fmaxf(squash, 1.0f);
+  for (int32_t b = 0; b < o->bodies && s == PIOLA_OK; ++b) {
+    const int32_t layer = b / per_layer, slot = b % per_layer;
+    float at[3] = {(float)(slot % side) * spacing - half,
+                   first + (float)layer * (1.0f + funnel_gap_up) * H,
+                   (float)(slot / side) * spacing - half};
+    const float angle = (float)fmod(golden_angle * (double)b, 2.0 * pi);
+    s = add_body(o, mesh, angle, at, squash, scratch, &sc->bodies[b], sc);
+  }
+  return s;
+}
+
 piola_status scene_build(const scene_options *o, piola_backend backend_override, scene *out) {
   memset(out, 0, sizeof *out);
-  static bool verbose_on = true, verbose_off = false;
+  static const bool verbose_on = true, verbose_off = false;
   piola_world_def def = piola_default_world_def();
   def.backend = backend_override != PIOLA_BACKEND_AUTO ? backend_override : o->backend;
   def.device_spec = o->device;
@@ -282,8 +510,16 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.max_colors = o->max_colors;
   def.jacobi_omega = o->jacobi_omega;
   def.profile = o->profile;
+  def.contacts = o->contacts;
+  if (o->contact_thickness > 0.0f) {
+    def.contact_thickness = o->contact_thickness;
+  }
+  if (o->contact_friction >= 0.0f) {
+    def.contact_friction = o->contact_friction;
+  }
   def.logger.fn = cli_log;
-  def.logger.user_data = o->verbose ? &verbose_on : &verbose_off;
+  def.logger.user_data = (void *)(o->verbose ? &verbose_on : &verbose_off);
+  out->kind = o->scene;
   piola_tet_mesh mesh;
   piola_status s = scene_load_mesh(o, &mesh, out->name, sizeof out->name);
   if (s != PIOLA_OK) {
@@ -296,51 +532,45 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
     piola_mesh_free(&mesh);
     return s;
   }
-  float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  for (int32_t i = 0; i < mesh.vertex_count; ++i) {
-    for (int k = 0; k < 3; ++k) {
-      lo[k] = fminf(lo[k], mesh.positions[3 * i + k]);
-      hi[k] = fmaxf(hi[k], mesh.positions[3 * i + k]);
+  /* Uniform scale to the body height (about the lowest point on the axis, which stays put). */
+  mesh_extent e = measure_mesh(&mesh);
+  const float height = o->body_height > 0.0f      ? o->body_height
+                       : o->scene == SCENE_FUNNEL ? 1.0f
+                                                  : e.height;
+  if (height != e.height && e.height > 0.0f) {
+    const float k = height / e.height;
+    for (int32_t i = 0; i < 3 * mesh.vertex_count; ++i) {
+      mesh.positions[i] *= k;
     }
+    e = measure_mesh(&mesh);
   }
-  const float height = hi[1] - lo[1];
-  const float spacing = 1.2f * fmaxf(hi[0] - lo[0], hi[2] - lo[2]);
-  int32_t side = 1;
-  while (side * side < o->bodies) {
-    ++side;
-  }
+  scene_geometry *g = &out->geometry;
+  g->body_height = e.height;
+  g->body_width = 2.0f * e.radius;
+  g->body_mass = e.volume * (double)o->material.density;
   out->bodies = malloc(sizeof *out->bodies * (size_t)o->bodies);
-  float *squashed = malloc(sizeof *squashed * 3 * (size_t)mesh.vertex_count);
-  if (out->bodies == NULL || squashed == NULL) {
+  float *scratch = malloc(sizeof *scratch * 3 * (size_t)mesh.vertex_count);
+  if (out->bodies == NULL || scratch == NULL) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   }
   if (s == PIOLA_OK && o->ground) {
-    const float up[3] = {0.0f, 1.0f, 0.0f};
-    s = piola_world_add_plane(out->world, up, 0.0f, o->friction);
+    g->has_ground = true;
+    g->ground.normal[1] = 1.0f;
+    g->ground.offset = 0.0f;
+    g->ground_friction = o->friction;
+    s = piola_world_add_plane(out->world, g->ground.normal, g->ground.offset, o->friction);
   }
-  const float lift = 0.1f * height;
-  for (int32_t b = 0; b < o->bodies && s == PIOLA_OK; ++b) {
-    float at[3] = {((float)(b % side) - 0.5f * (float)(side - 1)) * spacing, lift,
-                   ((float)(b / side) - 0.5f * (float)(side - 1)) * spacing};
-    s = piola_world_add_tet_body(out->world, &mesh, &o->material, at, &out->bodies[b]);
-    if (s == PIOLA_OK && o->squash != 1.0f) {
-      for (int32_t i = 0; i < mesh.vertex_count; ++i) {
-        squashed[3 * i] = mesh.positions[3 * i] + at[0];
-        squashed[3 * i + 1] = mesh.positions[3 * i + 1] * o->squash + at[1];
-        squashed[3 * i + 2] = mesh.positions[3 * i + 2] + at[2];
-      }
-      s = piola_body_set_positions(out->world, out->bodies[b], squashed, mesh.vertex_count);
-    }
-    if (s == PIOLA_OK) {
-      out->body_count++;
-    }
+  if (s == PIOLA_OK) {
+    s = o->scene == SCENE_FUNNEL ? build_funnel(o, &mesh, &e, scratch, out)
+                                 : build_grid(o, &mesh, &e, scratch, out);
   }
-  free(squashed);
+  free(scratch);
   out->body_vertex_count = mesh.vertex_count;
   out->body_tet_count = mesh.tet_count;
   piola_mesh_free(&mesh);
   if (s != PIOLA_OK) {
-    fprintf(stderr, "piola: cannot build the scene: %s\n", piola_status_string(s));
+    fprintf(stderr, "piola: cannot build the %s scene: %s\n", scene_kind_name(o->scene),
+            piola_status_string(s));
     scene_destroy(out);
   }
   return s;

@@ -1,6 +1,9 @@
-/* The scenes of the piola program: N copies of a tet body (the procedural creature or a
- * TetGen mesh such as the paper's Armadillo) on a grid above a ground plane, started squashed
- * so that every body deforms (Bender et al. 2014, Table 1 and Fig. 6 use such scenes). */
+/* The scenes of the piola program, N copies of a tet body (the procedural creature or a TetGen
+ * mesh such as the paper's Armadillo):
+ *   grid    on a grid above a ground plane, started squashed so that every body deforms
+ *           (Bender et al. 2014, Table 1 and Fig. 6 use such scenes);
+ *   funnel  stacked in a column of layers above a funnel, falling through it onto the ground
+ *           (Bender et al. 2014, Sec. 6: 100 Armadillos through a funnel). */
 #ifndef PIOLA_CLI_SCENE_H
 #define PIOLA_CLI_SCENE_H
 
@@ -8,18 +11,31 @@
 
 #include <stdbool.h>
 
+typedef enum scene_kind {
+  SCENE_GRID = 0,  /* bodies on a grid above the ground, squashed (the default) */
+  SCENE_FUNNEL = 1 /* a column of bodies above a funnel above the ground */
+} scene_kind;
+
 typedef struct scene_options {
-  int32_t bodies;                /* default 100 */
-  const char *mesh_path;         /* a .node file (its .ele beside it); NULL = procedural creature */
-  piola_backend backend;         /* default AUTO */
-  const char *device;            /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
-  int32_t iterations;            /* default 5 */
-  int32_t substeps;              /* default 1 */
-  float dt;                      /* s; default 0.005 */
-  piola_material material;       /* default: Neo-Hookean, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
-  float squash;                  /* initial vertical scale of every body; default 0.6 */
-  bool ground;                   /* a ground plane at y = 0; default on */
-  float friction;                /* ground friction; default 0.5 */
+  scene_kind scene;        /* default SCENE_GRID */
+  int32_t bodies;          /* default 100 */
+  const char *mesh_path;   /* a .node file (its .ele beside it); NULL = procedural creature */
+  piola_backend backend;   /* default AUTO */
+  const char *device;      /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
+  int32_t iterations;      /* default 5 */
+  int32_t substeps;        /* default 1 */
+  float dt;                /* s; default 0.005 */
+  piola_material material; /* default: Neo-Hookean, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
+  float squash; /* initial vertical scale of every body; 0 = the scene's (grid 0.6, funnel 1) */
+  float body_height;       /* m; bodies scaled uniformly to it; 0 = the scene's (grid: the mesh as
+                              loaded, funnel 1) */
+  bool ground;             /* a ground plane at y = 0; default on */
+  float friction;          /* ground friction; default 0.5 */
+  float funnel_friction;   /* friction of the funnel's wall; default 0.2 */
+  float funnel_opening;    /* funnel: bottom opening's diameter in body widths; default 2.5 */
+  bool contacts;           /* body-body contact; default on */
+  float contact_thickness; /* m; 0 = the library's default */
+  float contact_friction;  /* < 0 = the library's default */
   piola_iteration_scheme scheme; /* default Gauss-Seidel */
   int32_t max_colors;            /* 0 = as many as the coloring needs */
   float jacobi_omega;            /* default 1 */
@@ -38,6 +54,21 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i);
 /* Prints the scene options' help. */
 void scene_print_help(void);
 
+/* The static shapes of a scene, as added to its world (for writing them out and for checks). */
+typedef struct scene_geometry {
+  bool has_ground;
+  piola_plane_shape ground; /* dot(normal, x) = offset; normal +y */
+  float ground_friction;
+  bool has_funnel;
+  piola_funnel_shape funnel; /* axis +y; the bottom opening is at funnel.base */
+  float funnel_friction;
+  float body_height; /* m; of every body at rest */
+  float body_width;  /* m; diameter of the smallest vertical cylinder about the body's centre
+                        that holds it (it turns about the vertical axis inside it) */
+  double body_mass;  /* kg; of every body */
+  float top;         /* m; the highest vertex at the start */
+} scene_geometry;
+
 typedef struct scene {
   piola_world *world;
   piola_body_id *bodies;
@@ -45,10 +76,16 @@ typedef struct scene {
   int32_t body_vertex_count; /* vertices per body */
   int32_t body_tet_count;
   char name[64]; /* "creature" or the mesh file's name */
+  scene_kind kind;
+  scene_geometry geometry;
 } scene;
 
+/* The scene's name on the command line ("grid", "funnel"). */
+const char *scene_kind_name(scene_kind kind);
+
 /* Builds the scene (prints the reason on failure). With `backend_override` not AUTO, uses
- * that backend instead of the options'. */
+ * that backend instead of the options'. The layout is a pure function of the options and the
+ * mesh: the same options build the same world. */
 piola_status scene_build(const scene_options *o, piola_backend backend_override, scene *out);
 void scene_destroy(scene *s);
 
