@@ -444,9 +444,8 @@ static piola_status build_funnel(const scene_options *o, const piola_tet_mesh *m
                                  const mesh_extent *e, float *scratch, scene *sc) {
   const float H = e->height;
   const float r_body = e->radius;
-  const int32_t side = o->bodies >= FUNNEL_LAYER_SIDE * FUNNEL_LAYER_SIDE ? FUNNEL_LAYER_SIDE
-                       : o->bodies >= 4                                   ? 2
-                                                                          : 1;
+  /* 1, 2 x 2 for up to 4 bodies, else 3 x 3 (the top layer may be partly filled) */
+  const int32_t side = o->bodies > 4 ? FUNNEL_LAYER_SIDE : o->bodies > 1 ? 2 : 1;
   const int32_t per_layer = side * side;
   const float spacing = 2.0f * r_body + funnel_gap_across * H;
   const float half = 0.5f * (float)(side - 1) * spacing;
