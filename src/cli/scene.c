@@ -31,6 +31,7 @@ scene_options scene_default_options(void) {
   o.funnel_friction = 0.2f;
   o.funnel_opening = 2.5f;
   o.contacts = true;
+  o.self_collision = true;
   o.contact_thickness = 0.0f;
   o.contact_friction = -1.0f;
   o.scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
@@ -126,6 +127,7 @@ void scene_print_help(void) {
          "                      2.5; a body's width: the diameter of the vertical cylinder it\n"
          "                      turns in)\n"
          "  --no-contacts       bodies pass through each other (static colliders still act)\n"
+         "  --no-self-collision a body passes through itself (contacts between bodies stay)\n"
          "  --contact-thickness M  distance kept between touching bodies (default 0.01)\n"
          "  --contact-friction MU  friction between bodies (default 0.5)\n"
          "  --scheme S          gauss-seidel (default: colored) or jacobi\n"
@@ -248,6 +250,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
       o->ground = false;
     } else if (strcmp(a, "--no-contacts") == 0) {
       o->contacts = false;
+    } else if (strcmp(a, "--no-self-collision") == 0) {
+      o->self_collision = false;
     } else if (strcmp(a, "--profile") == 0) {
       o->profile = true;
     } else if (strcmp(a, "--verbose") == 0) {
@@ -390,6 +394,9 @@ static piola_status add_body(const scene_options *o, const piola_tet_mesh *mesh,
   piola_tet_mesh turned = *mesh;
   turned.positions = scratch;
   piola_status st = piola_world_add_tet_body(sc->world, &turned, &o->material, at, out);
+  if (st == PIOLA_OK && !o->self_collision) {
+    st = piola_body_set_self_collision(sc->world, *out, false);
+  }
   if (st == PIOLA_OK && squash != 1.0f) {
     for (int32_t i = 0; i < mesh->vertex_count; ++i) {
       scratch[3 * i] += at[0];
