@@ -17,26 +17,27 @@ typedef enum scene_kind {
 } scene_kind;
 
 typedef struct scene_options {
-  scene_kind scene;        /* default SCENE_GRID */
-  int32_t bodies;          /* default 100 */
-  const char *mesh_path;   /* a .node file (its .ele beside it); NULL = procedural creature */
-  piola_backend backend;   /* default AUTO */
-  const char *device;      /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
-  int32_t iterations;      /* default 5 */
-  int32_t substeps;        /* default 1 */
-  float dt;                /* s; default 0.005 */
-  piola_material material; /* default: Neo-Hookean, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
-  float squash; /* initial vertical scale of every body; 0 = the scene's (grid 0.6, funnel 1) */
-  float body_height;       /* m; bodies scaled uniformly to it; 0 = the scene's (grid: the mesh as
-                              loaded, funnel 1) */
-  bool ground;             /* a ground plane at y = 0; default on */
-  float friction;          /* ground friction; default 0.5 */
-  float funnel_friction;   /* friction of the funnel's wall; default 0.2 */
-  float funnel_opening;    /* funnel: bottom opening's diameter in body widths; default 2.5 */
-  bool contacts;           /* body-body contact; default on */
-  bool self_collision;     /* contact of a body with itself (with contacts on); default on */
-  float contact_thickness; /* m; 0 = the library's default */
-  float contact_friction;  /* < 0 = the library's default */
+  scene_kind scene;              /* default SCENE_GRID */
+  int32_t bodies;                /* default 100 */
+  const char *mesh_path;         /* a .node file (its .ele beside it); NULL = procedural creature */
+  piola_backend backend;         /* default AUTO */
+  const char *device;            /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
+  int32_t iterations;            /* default 5 */
+  int32_t substeps;              /* default 1 */
+  float dt;                      /* s; default 0.005 */
+  piola_material material;       /* default: Neo-Hookean, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
+  float squash;                  /* initial vertical scale of every body; 0 = the scene's: grid 0.6,
+                                    funnel 1 */
+  float body_height;             /* m; bodies scaled uniformly to it; 0 = the scene's: grid the mesh
+                                    as loaded, funnel 1 */
+  bool ground;                   /* a ground plane at y = 0; default on */
+  float friction;                /* ground friction; default 0.5 */
+  float funnel_friction;         /* friction of the funnel's wall; default 0.2 */
+  float funnel_opening;          /* funnel: bottom opening's diameter in body widths; default 2.5 */
+  bool contacts;                 /* body-body contact; default on */
+  bool self_collision;           /* contact of a body with itself (with contacts on); default on */
+  float contact_thickness;       /* m; 0 = the library's default */
+  float contact_friction;        /* < 0 = the library's default */
   piola_iteration_scheme scheme; /* default Gauss-Seidel */
   int32_t max_colors;            /* 0 = as many as the coloring needs */
   float jacobi_omega;            /* default 1 */
