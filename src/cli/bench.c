@@ -210,11 +210,11 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   r->jacobi_tets = st.jacobi_tets;
   r->max_colors = o->max_colors;
   r->iterations = o->iterations;
-  r->substeps = o->substeps;
+  r->substeps = scene_substeps(o);
   r->dt = o->dt;
   r->steps = steps;
   r->tet_solves_per_second =
-      (double)st.tet_count * o->iterations * o->substeps / (r->ms_median * 1e-3);
+      (double)st.tet_count * o->iterations * scene_substeps(o) / (r->ms_median * 1e-3);
   r->device_bytes = st.device_bytes;
   r->active_tets = st.active_tets;
   r->inverted_tets = st.inverted_tets;

@@ -23,7 +23,7 @@ typedef struct scene_options {
   piola_backend backend;         /* default AUTO */
   const char *device;            /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
   int32_t iterations;            /* default 5 */
-  int32_t substeps;              /* default 1 */
+  int32_t substeps;              /* 0 = the scene's (scene_substeps) */
   float dt;                      /* s; default 0.005 */
   piola_material material;       /* default: Neo-Hookean, XPBD, E = 1e6 Pa, nu = 0.3, 1000 kg/m^3 */
   float squash;                  /* initial vertical scale of every body; 0 = the scene's: grid 0.6,
@@ -48,6 +48,9 @@ typedef struct scene_options {
 } scene_options;
 
 scene_options scene_default_options(void);
+
+/* The substeps of the options' scene: the option, else 1 on the grid and 4 in the funnel. */
+int32_t scene_substeps(const scene_options *o);
 
 /* Parses one scene option at argv[*i] (advancing *i past its value). Returns 1 when it was a
  * scene option, 0 when not, -1 on a bad value (message printed). */

@@ -1,0 +1,38 @@
+#!/bin/sh
+# The contact benchmarks behind bench/RESULTS.md, on one backend/device: the paper's funnel scene
+# (100 Armadillos falling through a funnel, 10 s, with its checks and surface frames for the
+# pictures), the funnel and grid scenes timed with and without contacts, and the funnel
+# cross-check against the CPU reference with its baseline. Writes logs and JSON to OUT.
+#
+#   bench/run_contact_suite.sh OUT ARMADILLO.node [piola options, e.g. --backend opencl --device gpu]
+#
+# FUNNEL_STEPS (default 2000), FUNNEL_EVERY (default 250: frames written) and CROSS_BODIES /
+# CROSS_STEPS (default 9 bodies, 400 steps: the CPU reference runs beside the device) shorten it.
+# A failing command is recorded in OUT/failures.txt and the suite goes on.
+set -u
+out=$1
+mesh=$2
+shift 2
+piola=${PIOLA:-build/piola}
+mkdir -p "$out"
+: > "$out/failures.txt"
+run() {
+  name=$1
+  shift
+  echo "== $name: $*" | tee -a "$out/suite.log"
+  start=$(date +%s)
+  if ! "$piola" "$@" > "$out/$name.txt" 2>&1; then
+    echo "$name" >> "$out/failures.txt"
+  fi
+  echo "   $(($(date +%s) - start)) s" | tee -a "$out/suite.log"
+  tail -n 4 "$out/$name.txt" | tee -a "$out/suite.log"
+}
+"$piola" devices > "$out/devices.txt" 2>&1
+run bench_grid_armadillo bench --mesh "$mesh" --steps 100 --json "$out/bench_grid_armadillo.json" "$@"
+run bench_funnel_armadillo bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_WARMUP:-600}" \
+  --steps 200 --json "$out/bench_funnel_armadillo.json" "$@"
+run funnel_armadillo run --scene funnel --mesh "$mesh" --steps "${FUNNEL_STEPS:-2000}" \
+  --every "${FUNNEL_EVERY:-250}" --surface --out "$out/funnel_frames" --check "$@"
+run crosscheck_funnel crosscheck --scene funnel --mesh "$mesh" --bodies "${CROSS_BODIES:-9}" \
+  --steps "${CROSS_STEPS:-400}" --every 20 --baseline --json "$out/crosscheck_funnel.json" "$@"
+echo "failures: $(tr '\n' ' ' < "$out/failures.txt")" | tee -a "$out/suite.log"
