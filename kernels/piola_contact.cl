@@ -123,6 +123,18 @@ PIOLA_KERNEL void piola_contact_enter(__global const float4 *tri_box, __global c
   }
 }
 
+/* Inclusive scan of sums[0 .. PIOLA_WG) in place (Hillis and Steele), every work-item of the
+ * group taking part; the barriers before and after make sums[] safe to write and to read. */
+PIOLA_FN void piola_local_scan(__local int *sums, int lid) {
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = 1; s < PIOLA_WG; s <<= 1) {
+    int add = lid >= s ? sums[lid - s] : 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    sums[lid] += add;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
 /* Exclusive scan, part 1: out[i] = sum of in[j] for j < i within the work-group's block of
  * PIOLA_SCAN_ITEMS * PIOLA_WG entries; the block's total to totals[group]. */
 PIOLA_KERNEL void piola_scan_blocks(__global const int *in, __global int *out, __global int *totals,
@@ -137,14 +149,7 @@ PIOLA_KERNEL void piola_scan_blocks(__global const int *in, __global int *out, _
     sum += own[k];
   }
   sums[lid] = sum;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  /* Hillis-Steele inclusive scan of the items' sums. */
-  for (int s = 1; s < PIOLA_WG; s <<= 1) {
-    int add = lid >= s ? sums[lid - s] : 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    sums[lid] += add;
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  piola_local_scan(sums, lid);
   int running = sums[lid] - sum;
   for (int k = 0; k < PIOLA_SCAN_ITEMS; ++k) {
     if (base + k < n) {
@@ -167,13 +172,7 @@ PIOLA_KERNEL void piola_scan_totals(__global int *totals, int block_count, __glo
   for (int base = 0; base < block_count; base += PIOLA_WG) {
     int own = base + lid < block_count ? totals[base + lid] : 0;
     sums[lid] = own;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = 1; s < PIOLA_WG; s <<= 1) {
-      int add = lid >= s ? sums[lid - s] : 0;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      sums[lid] += add;
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    piola_local_scan(sums, lid);
     if (base + lid < block_count) {
       totals[base + lid] = carry + sums[lid] - own;
     }

@@ -1127,40 +1127,36 @@ piola_status piola_body_get_velocities(const piola_world *w, piola_body_id id, f
   return body_read(w, id, xyz, count, FIELD_VELOCITY);
 }
 
+/* The body behind an id, made ready for a change of its contact data (the host arrays made
+ * current first); NULL with *status set when the id is invalid or the device cannot be read. */
+static piola_body *body_for_change(piola_world *w, piola_body_id id, piola_status *status) {
+  piola_body *b = w != NULL ? piola_world_body(w, id) : NULL;
+  *status = w == NULL   ? PIOLA_ERROR_INVALID_ARGUMENT
+            : b == NULL ? PIOLA_ERROR_INVALID_BODY
+                        : begin_topology_change(w);
+  return *status == PIOLA_OK ? b : NULL;
+}
+
 piola_status piola_body_set_collision_filter(piola_world *w, piola_body_id id, uint32_t group,
                                              uint32_t mask) {
-  if (w == NULL) {
-    return PIOLA_ERROR_INVALID_ARGUMENT;
+  piola_status s;
+  piola_body *b = body_for_change(w, id, &s);
+  if (b != NULL) {
+    b->collision_group = group;
+    b->collision_mask = mask;
+    solver_arrays_changed(w);
   }
-  piola_body *b = piola_world_body(w, id);
-  if (b == NULL) {
-    return PIOLA_ERROR_INVALID_BODY;
-  }
-  piola_status s = begin_topology_change(w);
-  if (s != PIOLA_OK) {
-    return s;
-  }
-  b->collision_group = group;
-  b->collision_mask = mask;
-  solver_arrays_changed(w);
-  return PIOLA_OK;
+  return s;
 }
 
 piola_status piola_body_set_self_collision(piola_world *w, piola_body_id id, bool enabled) {
-  if (w == NULL) {
-    return PIOLA_ERROR_INVALID_ARGUMENT;
+  piola_status s;
+  piola_body *b = body_for_change(w, id, &s);
+  if (b != NULL) {
+    b->self_collision = enabled;
+    solver_arrays_changed(w);
   }
-  piola_body *b = piola_world_body(w, id);
-  if (b == NULL) {
-    return PIOLA_ERROR_INVALID_BODY;
-  }
-  piola_status s = begin_topology_change(w);
-  if (s != PIOLA_OK) {
-    return s;
-  }
-  b->self_collision = enabled;
-  solver_arrays_changed(w);
-  return PIOLA_OK;
+  return s;
 }
 
 piola_status piola_body_get_surface(const piola_world *w, piola_body_id id, int32_t *triangles,
