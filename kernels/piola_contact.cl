@@ -240,10 +240,7 @@ PIOLA_KERNEL void piola_contact_narrow(
             if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
               continue;
             }
-          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
-                     !piola_contact_self_allowed(
-                         piola_v3_from4(sv_rest[sv]), piola_v3_from4(sv_rest[q.x]),
-                         piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]), thickness)) {
+          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv) {
             continue;
           }
           const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
@@ -253,7 +250,11 @@ PIOLA_KERNEL void piola_contact_narrow(
                                       piola_v3_from4(xc), piola_position(xa, d[a]),
                                       piola_position(xb, d[b]), piola_position(xc, d[c]), thickness,
                                       piola_contact_was_listed(previous, previous_n, t),
-                                      q.w == body, &key)) {
+                                      q.w == body, &key) &&
+              (q.w != body ||
+               piola_contact_self_allowed(piola_v3_from4(sv_rest[sv]), piola_v3_from4(sv_rest[q.x]),
+                                          piola_v3_from4(sv_rest[q.y]),
+                                          piola_v3_from4(sv_rest[q.z]), thickness))) {
             found++;
             piola_contact_keep(keys, tris, &kept, key, t);
           }

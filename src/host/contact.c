@@ -196,20 +196,17 @@ void piola_cpu_broad_phase(piola_world *w) {
   }
 }
 
-/* Whether surface vertex sv may touch triangle t (bodies' filters, self-collision). */
-static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t, double thickness) {
+/* Whether surface vertex sv may touch triangle t by the bodies' filters and self-collision
+ * (the rest-distance rule of a body with itself is checked after the geometric test, which
+ * rejects most such pairs more cheaply). */
+static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t) {
   const int32_t ba = c->vertex_body[sv], bb = c->triangle_body[t];
   const int32_t *q = c->triangle + 3 * (size_t)t;
   if (ba != bb) {
     const uint32_t *fa = c->body_filter + 3 * (size_t)ba, *fb = c->body_filter + 3 * (size_t)bb;
     return piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1]);
   }
-  if (c->body_filter[3 * (size_t)ba + 2] == 0u || q[0] == sv || q[1] == sv || q[2] == sv) {
-    return false;
-  }
-  return piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
-                                    at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                    thickness);
+  return c->body_filter[3 * (size_t)ba + 2] != 0u && q[0] != sv && q[1] != sv && q[2] != sv;
 }
 
 void piola_cpu_narrow_phase(piola_world *w) {
@@ -242,18 +239,22 @@ void piola_cpu_narrow_phase(piola_world *w) {
             const int32_t t = c->bucket_triangles[e];
             const piola_box tb = load_box(c->triangle_box, t);
             if (!piola_boxes_overlap(vb, tb) || !piola_pair_cell(vb, tb, inv_cell, ci, cj, ck) ||
-                !pair_allowed(c, sv, t, thickness)) {
+                !pair_allowed(c, sv, t)) {
               continue;
             }
             const int32_t *q = c->triangle + 3 * (size_t)t;
             const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
             const int persistent = piola_contact_was_listed(c->previous_triangle + K * (size_t)sv,
                                                             c->previous_count[sv], t);
+            const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
             double key;
             if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d),
                                         at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness,
-                                        persistent, c->triangle_body[t] == c->vertex_body[sv],
-                                        &key)) {
+                                        persistent, same_body, &key) &&
+                (!same_body ||
+                 piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
+                                            at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
+                                            thickness))) {
               found++;
               piola_contact_keep(keys, tris, &kept, key, t);
             }
