@@ -16,17 +16,7 @@ shift 2
 piola=${PIOLA:-build/piola}
 mkdir -p "$out"
 : > "$out/failures.txt"
-run() {
-  name=$1
-  shift
-  echo "== $name: $*" | tee -a "$out/suite.log"
-  start=$(date +%s)
-  if ! "$piola" "$@" > "$out/$name.txt" 2>&1; then
-    echo "$name" >> "$out/failures.txt"
-  fi
-  echo "   $(($(date +%s) - start)) s" | tee -a "$out/suite.log"
-  tail -n 4 "$out/$name.txt" | tee -a "$out/suite.log"
-}
+. "$(dirname "$0")/suite_run.sh"
 "$piola" devices > "$out/devices.txt" 2>&1
 run bench_grid_armadillo bench --mesh "$mesh" --steps 100 --json "$out/bench_grid_armadillo.json" "$@"
 run bench_funnel_armadillo bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_WARMUP:-600}" \

@@ -14,17 +14,7 @@ shift 2
 piola=${PIOLA:-build/piola}
 mkdir -p "$out"
 : > "$out/failures.txt"
-run() {
-  name=$1
-  shift
-  echo "== $name: $*" | tee -a "$out/suite.log"
-  start=$(date +%s)
-  if ! "$piola" "$@" > "$out/$name.txt" 2>&1; then
-    echo "$name" >> "$out/failures.txt"
-  fi
-  echo "   $(($(date +%s) - start)) s" | tee -a "$out/suite.log"
-  tail -n 3 "$out/$name.txt" | tee -a "$out/suite.log"
-}
+. "$(dirname "$0")/suite_run.sh"
 "$piola" devices > "$out/devices.txt" 2>&1
 run crosscheck_default crosscheck --steps 100 --every 20 --json "$out/crosscheck_default.json" "$@"
 run crosscheck_armadillo crosscheck --mesh "$mesh" --steps 100 --every 20 \
