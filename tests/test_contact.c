@@ -170,18 +170,6 @@ static ct_extent ct_extent_of(const float *xyz, int32_t n) {
 
 /* ---- Scenes ---------------------------------------------------------------------------- */
 
-/* A box mesh of cx x cy x cz cells spanning [0, s] on each axis, or an empty mesh on failure. */
-static piola_tet_mesh ct_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz) {
-  piola_tet_mesh m;
-  memset(&m, 0, sizeof m);
-  const int32_t cells[3] = {cx, cy, cz};
-  const float size[3] = {sx, sy, sz};
-  if (piola_mesh_make_box(cells, size, &m) != PIOLA_OK) {
-    memset(&m, 0, sizeof m);
-  }
-  return m;
-}
-
 /* A world of bodies: the world, its bodies and their meshes (owned by the test). */
 typedef struct ct_scene {
   piola_world *w;
@@ -374,7 +362,7 @@ static piola_status ct_two_boxes(ct_scene *sc, piola_backend backend, const piol
 /* Two seconds of the two boxes on `backend`: no vertex of either ever inside the other; at the
  * end B rests on A, held one contact thickness above it. */
 static void ct_two_boxes_rest(piola_test *t, piola_backend backend) {
-  piola_tet_mesh box = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
+  piola_tet_mesh box = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
   REQUIRE(t, box.vertex_count == 125);
   ct_scene sc;
   memset(&sc, 0, sizeof sc);
@@ -460,7 +448,7 @@ void test_contact_two_boxes_rest(piola_test *t) {
  * relative to the bounding-box diagonal of the first (the cross-check of `piola crosscheck`). */
 static double ct_two_boxes_deviation(piola_test *t, piola_backend backend, float friction,
                                      piola_schedule schedule, int32_t steps, int32_t *worst_step) {
-  piola_tet_mesh box = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
+  piola_tet_mesh box = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
   ct_scene ref, cand;
   memset(&ref, 0, sizeof ref);
   memset(&cand, 0, sizeof cand);
@@ -566,7 +554,7 @@ static piola_status ct_thrown(ct_scene *sc, piola_backend backend, const piola_t
  * 8 of A's inside B, 1.0 mm deep. While a contact counted a triangle corner it did not move in
  * that corner's mean, the same impact left all 25 inside, 7.4 mm deep. */
 static void ct_thrown_box(piola_test *t, piola_backend backend) {
-  piola_tet_mesh box = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
+  piola_tet_mesh box = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
   REQUIRE(t, box.vertex_count == 125);
   ct_scene sc;
   memset(&sc, 0, sizeof sc);
@@ -645,7 +633,7 @@ void test_opencl_contact_thrown_box(piola_test *t) {
 static piola_tet_mesh ct_hairpin(float arm, int32_t cells) {
   const double th = 0.1, rc = 0.1, pi = WT_PI;
   const double length = 2.0 * arm + pi * rc;
-  piola_tet_mesh m = ct_box(cells, 2, 2, (float)length, (float)th, (float)th);
+  piola_tet_mesh m = wt_box(cells, 2, 2, (float)length, (float)th, (float)th);
   for (int32_t i = 0; i < m.vertex_count; ++i) {
     float *p = m.positions + 3 * (size_t)i;
     const double s = p[0], u = (double)p[1] - th / 2; /* u along the inward normal */
@@ -855,7 +843,7 @@ static ct_filter_result ct_filter_run(piola_test *t, piola_backend backend,
  * any step), each that does with none inside. Then a filter changed while B rests on A: B
  * sinks into it within 0.5 s. */
 static void ct_filter_cases(piola_test *t, piola_backend backend) {
-  piola_tet_mesh box = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
+  piola_tet_mesh box = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
   REQUIRE(t, box.vertex_count == 125);
   const uint32_t all = 0xFFFFFFFFu;
   const struct {
@@ -979,7 +967,7 @@ static uint64_t ct_state_hash(const ct_scene *sc) {
 
 static ct_stack_run ct_stack(piola_test *t, piola_backend backend, piola_schedule schedule) {
   ct_stack_run r = {0, PIOLA_TEST_FNV_OFFSET, 0, -1};
-  piola_tet_mesh big = ct_box(3, 3, 3, 0.6f, 0.6f, 0.6f), small = ct_box(2, 2, 2, 0.4f, 0.4f, 0.4f);
+  piola_tet_mesh big = wt_box(3, 3, 3, 0.6f, 0.6f, 0.6f), small = wt_box(2, 2, 2, 0.4f, 0.4f, 0.4f);
   ct_scene sc;
   memset(&sc, 0, sizeof sc);
   piola_world_def def = ct_def(&sc, backend);
@@ -1112,7 +1100,7 @@ void test_contact_bad_input(piola_test *t) {
   CHECK(t, misuse == 0);
 
   /* A world with two boxes in contact (after 60 steps) and a removed body. */
-  piola_tet_mesh box = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
+  piola_tet_mesh box = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
   REQUIRE(t, box.vertex_count == 125);
   ct_scene sc;
   memset(&sc, 0, sizeof sc);
@@ -1316,7 +1304,7 @@ void test_contact_stats_and_stages(piola_test *t) {
                 "stages %d and %d are both '%s'", i, j, piola_stage_name(i));
     }
   }
-  piola_tet_mesh a = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f), b = ct_box(3, 2, 2, 0.6f, 0.4f, 0.4f);
+  piola_tet_mesh a = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f), b = wt_box(3, 2, 2, 0.6f, 0.4f, 0.4f);
   piola_tet_mesh c = ct_hairpin(0.8f, 38);
   REQUIRE(t, a.vertex_count > 0 && b.vertex_count > 0 && c.vertex_count > 0);
   for (int contacts = 1; contacts >= 0; --contacts) {
@@ -1392,7 +1380,7 @@ void test_opencl_contact_stats_and_stages(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
   }
-  piola_tet_mesh a = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f), b = ct_box(3, 2, 2, 0.6f, 0.4f, 0.4f);
+  piola_tet_mesh a = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f), b = wt_box(3, 2, 2, 0.6f, 0.4f, 0.4f);
   piola_tet_mesh c = ct_hairpin(0.8f, 38);
   REQUIRE(t, a.vertex_count > 0 && b.vertex_count > 0 && c.vertex_count > 0);
   piola_stats reference;
@@ -1497,7 +1485,7 @@ static piola_tet_mesh ct_tip_tet(float *xyz, int32_t *tets) {
  * no tet of the slab inverts. Returns the first step's counts. */
 static void ct_overflow(piola_test *t, piola_backend backend, piola_stats *first) {
   memset(first, 0, sizeof *first);
-  piola_tet_mesh slab = ct_box(8, 1, 8, 0.16f, 0.1f, 0.16f);
+  piola_tet_mesh slab = wt_box(8, 1, 8, 0.16f, 0.1f, 0.16f);
   REQUIRE(t, slab.vertex_count > 0);
   float xyz[12];
   int32_t tets[4];
@@ -1560,7 +1548,7 @@ static void ct_overflow(piola_test *t, piola_backend backend, piola_stats *first
 void test_contact_overflow_reported(piola_test *t) {
   piola_stats first;
   ct_overflow(t, PIOLA_BACKEND_CPU_REFERENCE, &first);
-  piola_tet_mesh box = ct_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
+  piola_tet_mesh box = wt_box(4, 4, 4, 1.0f, 1.0f, 1.0f);
   REQUIRE(t, box.vertex_count > 0);
   ct_scene sc;
   memset(&sc, 0, sizeof sc);

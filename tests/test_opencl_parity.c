@@ -21,6 +21,7 @@
 #include "piola_internal.h" /* the CPU world's plastic strain, piola_opencl_pull() */
 #include "piola_test.h"
 #include "test_opencl_common.h"
+#include "world_helpers.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -401,18 +402,6 @@ static parity_result parity_check(piola_test *t, const parity_scene *sc, double 
 
 /* ---- Meshes --------------------------------------------------------------------------- */
 
-/* A box of cells[0..2] cells of the given size, or an empty mesh on failure. */
-static piola_tet_mesh parity_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz) {
-  piola_tet_mesh m;
-  memset(&m, 0, sizeof m);
-  const int32_t cells[3] = {cx, cy, cz};
-  const float size[3] = {sx, sy, sz};
-  if (piola_mesh_make_box(cells, size, &m) != PIOLA_OK) {
-    memset(&m, 0, sizeof m);
-  }
-  return m;
-}
-
 static piola_tet_mesh parity_creature(void) {
   piola_tet_mesh m;
   memset(&m, 0, sizeof m);
@@ -509,7 +498,7 @@ void test_opencl_parity_pbd(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
   }
-  piola_tet_mesh bar = parity_box(6, 3, 3, 1.2f, 0.6f, 0.6f);
+  piola_tet_mesh bar = wt_box(6, 3, 3, 1.2f, 0.6f, 0.6f);
   REQUIRE(t, bar.vertex_count > 0);
   parity_scene sc = parity_scene_make("pbd");
   sc.material.solver = PIOLA_SOLVER_PBD;
@@ -535,7 +524,7 @@ static void parity_inversion(piola_test *t, piola_inversion mode, const char *na
   if (!opencl_test_ready(t)) {
     return;
   }
-  piola_tet_mesh bar = parity_box(6, 3, 3, 1.2f, 0.6f, 0.6f);
+  piola_tet_mesh bar = wt_box(6, 3, 3, 1.2f, 0.6f, 0.6f);
   REQUIRE(t, bar.vertex_count > 0);
   parity_scene sc = parity_scene_make(name);
   sc.material.handle_inversion = mode;
@@ -628,8 +617,8 @@ void test_opencl_parity_colliders(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
   }
-  piola_tet_mesh block = parity_box(3, 3, 3, 0.45f, 0.45f, 0.45f);
-  piola_tet_mesh small = parity_box(3, 3, 3, 0.3f, 0.3f, 0.3f);
+  piola_tet_mesh block = wt_box(3, 3, 3, 0.45f, 0.45f, 0.45f);
+  piola_tet_mesh small = wt_box(3, 3, 3, 0.3f, 0.3f, 0.3f);
   REQUIRE(t, block.vertex_count > 0 && small.vertex_count > 0);
   parity_scene sc = parity_scene_make("colliders");
   parity_add_ground(&sc, 0.6f);
@@ -720,7 +709,7 @@ void test_opencl_parity_pinned(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
   }
-  piola_tet_mesh beam = parity_box(8, 2, 2, 1.6f, 0.4f, 0.4f);
+  piola_tet_mesh beam = wt_box(8, 2, 2, 1.6f, 0.4f, 0.4f);
   REQUIRE(t, beam.vertex_count > 0);
   parity_scene sc = parity_scene_make("pinned");
   parity_body *b = parity_add_body(&sc, &beam, -0.8f, 1.0f, -0.2f);
@@ -852,7 +841,7 @@ void test_opencl_parity_funnel_contact(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
   }
-  piola_tet_mesh block = parity_box(3, 3, 3, 0.45f, 0.45f, 0.45f);
+  piola_tet_mesh block = wt_box(3, 3, 3, 0.45f, 0.45f, 0.45f);
   REQUIRE(t, block.vertex_count > 0);
   parity_scene sc = parity_scene_make("funnel contact");
   parity_add_ground(&sc, 0.6f);

@@ -200,3 +200,14 @@ bool wt_load_armadillo(piola_tet_mesh *out) {
   snprintf(ele, sizeof ele, "%s/armadillo/armadillo_4k.ele", dir);
   return piola_mesh_load_tetgen(node, ele, out) == PIOLA_OK;
 }
+
+piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz) {
+  piola_tet_mesh m;
+  memset(&m, 0, sizeof m);
+  const int32_t cells[3] = {cx, cy, cz};
+  const float size[3] = {sx, sy, sz};
+  if (piola_mesh_make_box(cells, size, &m) != PIOLA_OK) {
+    memset(&m, 0, sizeof m);
+  }
+  return m;
+}
