@@ -254,7 +254,8 @@ PIOLA_KERNEL void piola_contact_narrow(
               (q.w != body ||
                piola_contact_self_allowed(piola_v3_from4(sv_rest[sv]), piola_v3_from4(sv_rest[q.x]),
                                           piola_v3_from4(sv_rest[q.y]),
-                                          piola_v3_from4(sv_rest[q.z]), thickness))) {
+                                          piola_v3_from4(sv_rest[q.z]), sv_rest[sv].w,
+                                          thickness))) {
             found++;
             piola_contact_keep(keys, tris, &kept, key, t);
           }

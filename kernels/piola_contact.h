@@ -229,18 +229,24 @@ PIOLA_FN int piola_contact_frame(piola_v3 p, piola_v3 a, piola_v3 b, piola_v3 c,
 /* ---- Narrow phase -------------------------------------------------------------------- */
 
 /* Whether a surface vertex of body A may touch a surface triangle of body B. Bodies collide
- * when each one's group has a bit in the other's mask; a body with itself when its
- * self-collision is on, the vertex is not a corner of the triangle, and the two were at least
- * two thicknesses apart in the rest shape (closer pairs, in creases and thin parts, would push
- * the rest shape apart). rest_distance is only evaluated by the caller for such pairs. */
+ * when each one's group has a bit in the other's mask. */
 PIOLA_FN int piola_contact_bodies_collide(unsigned int group_a, unsigned int mask_a,
                                           unsigned int group_b, unsigned int mask_b) {
   return (group_a & mask_b) != 0u && (group_b & mask_a) != 0u;
 }
 
+/* Whether a surface vertex may touch a triangle of its own body (with self-collision on and
+ * the vertex not a corner of the triangle): their rest distance must reach both two
+ * thicknesses (closer pairs, in creases and thin parts, would push the rest shape apart) and
+ * the vertex's reach, its longest rest tet edge. A vertex within its reach of a triangle may
+ * share a tet with the triangle or be joined by a tet edge to a corner: such a pair meets when
+ * a tet between them inverts, and a contact would then hold the tet inverted (the elastic
+ * solve, with inversion handling, is what restores it; Irving et al. 2004). Only evaluated
+ * after the geometric test, which rejects most pairs more cheaply. */
 PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3 rest_b,
-                                        piola_v3 rest_c, piola_real thickness) {
-  return piola_point_triangle_distance(rest, rest_a, rest_b, rest_c) >= PIOLA_R(2.0) * thickness;
+                                        piola_v3 rest_c, piola_real reach, piola_real thickness) {
+  return piola_point_triangle_distance(rest, rest_a, rest_b, rest_c) >=
+         fmax(PIOLA_R(2.0) * thickness, reach);
 }
 
 /* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)

@@ -143,8 +143,10 @@ PIOLA_API piola_status piola_body_set_collision_filter(piola_world *world, piola
                                                        uint32_t group, uint32_t mask);
 
 /** Turns collisions of a body with itself on or off (default on): a surface vertex against a
- * surface triangle of its own body that does not contain it and that was at least
- * 2 * contact_thickness away from it in the rest shape. */
+ * surface triangle of its own body that does not contain it and that was, in the rest shape,
+ * at least 2 * contact_thickness away from it and farther than the vertex's longest tet edge
+ * (nearer pairs are the elastic solve's to keep apart: a contact between them would hold an
+ * inverted tet inverted). */
 PIOLA_API piola_status piola_body_set_self_collision(piola_world *world, piola_body_id body,
                                                      bool enabled);
 

@@ -24,6 +24,7 @@ void piola_contacts_free(piola_solver_contacts *c) {
   free(c->vertex);
   free(c->vertex_body);
   free(c->vertex_rest);
+  free(c->vertex_reach);
   free(c->triangle);
   free(c->triangle_body);
   free(c->body_filter);
@@ -67,6 +68,7 @@ piola_status piola_contacts_build(piola_world *w) {
   c.vertex = malloc(sizeof *c.vertex * nv);
   c.vertex_body = malloc(sizeof *c.vertex_body * nv);
   c.vertex_rest = malloc(sizeof *c.vertex_rest * 3 * nv);
+  c.vertex_reach = malloc(sizeof *c.vertex_reach * nv);
   c.triangle = malloc(sizeof *c.triangle * 3 * nt);
   c.triangle_body = malloc(sizeof *c.triangle_body * nt);
   c.body_filter = malloc(sizeof *c.body_filter * 3 * (size_t)(c.body_count > 0 ? c.body_count : 1));
@@ -84,11 +86,11 @@ piola_status piola_contacts_build(piola_world *w) {
   c.corner_entry = malloc(sizeof *c.corner_entry * 3 * K * nv);
   int32_t *local_to_sv =
       malloc(sizeof *local_to_sv * (size_t)(w->vertex_count > 0 ? w->vertex_count : 1));
-  if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.triangle || !c.triangle_body ||
-      !c.body_filter || !c.triangle_box || !c.bucket_start || !c.bucket_triangles ||
-      !c.bucket_cursor || !c.vertex_cursor || !c.contact_count || !c.contact_triangle ||
-      !c.previous_count || !c.previous_triangle || !c.delta || !c.corner_start || !c.corner_entry ||
-      !local_to_sv) {
+  if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.vertex_reach || !c.triangle ||
+      !c.triangle_body || !c.body_filter || !c.triangle_box || !c.bucket_start ||
+      !c.bucket_triangles || !c.bucket_cursor || !c.vertex_cursor || !c.contact_count ||
+      !c.contact_triangle || !c.previous_count || !c.previous_triangle || !c.delta ||
+      !c.corner_start || !c.corner_entry || !local_to_sv) {
     free(local_to_sv);
     piola_contacts_free(&c);
     return PIOLA_ERROR_OUT_OF_MEMORY;
@@ -103,6 +105,7 @@ piola_status piola_contacts_build(piola_world *w) {
       c.vertex[sv] = b->vertex_offset + b->surface_vertices[k];
       c.vertex_body[sv] = dense;
       memcpy(c.vertex_rest + 3 * (size_t)sv, b->surface_rest + 3 * (size_t)k, 3 * sizeof(double));
+      c.vertex_reach[sv] = b->surface_reach[k];
       local_to_sv[b->surface_vertices[k]] = sv;
     }
     for (int32_t t = 0; t < b->surface_count; ++t, ++tri) {
@@ -254,7 +257,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
                 (!same_body ||
                  piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
                                             at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                            thickness))) {
+                                            c->vertex_reach[sv], thickness))) {
               found++;
               piola_contact_keep(keys, tris, &kept, key, t);
             }

@@ -859,7 +859,7 @@ static piola_status upload_contacts(piola_world *w) {
       for (int k = 0; k < 3; ++k) {
         tmp[4 * i + (size_t)k] = (float)c->vertex_rest[3 * i + (size_t)k];
       }
-      tmp[4 * i + 3] = 0.0f;
+      tmp[4 * i + 3] = (float)c->vertex_reach[i];
     }
     s = write_buffer(w, BUF_SV_REST, 0, 16 * nsv, tmp);
   }

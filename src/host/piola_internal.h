@@ -94,6 +94,7 @@ typedef struct piola_body {
   int32_t surface_vertex_count;
   int32_t *surface_vertices;
   double *surface_rest; /* 3 per surface vertex: its rest position (as added), m */
+  double *surface_reach; /* per surface vertex: its longest rest tet edge, m */
   uint32_t collision_group, collision_mask;
   bool self_collision;
 } piola_body;
@@ -146,6 +147,7 @@ typedef struct piola_solver_contacts {
   int32_t *vertex;        /* world vertex index of each */
   int32_t *vertex_body;   /* dense body index of each */
   double *vertex_rest;    /* 3 each: rest position */
+  double *vertex_reach;   /* each: longest rest tet edge at the vertex (self-contact rule) */
   int32_t triangle_count; /* surface triangles */
   int32_t *triangle;      /* 3 surface-vertex indices each, outward */
   int32_t *triangle_body; /* dense body index of each */

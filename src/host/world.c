@@ -86,6 +86,7 @@ static void free_body(piola_body *b) {
   free(b->surface);
   free(b->surface_vertices);
   free(b->surface_rest);
+  free(b->surface_reach);
   uint32_t generation = b->generation;
   memset(b, 0, sizeof *b);
   b->generation = generation;
@@ -621,18 +622,38 @@ static piola_status build_surface(piola_body *b, const double *rest) {
   }
   b->surface_vertices = malloc(sizeof *b->surface_vertices * (size_t)(nsv > 0 ? nsv : 1));
   b->surface_rest = malloc(sizeof *b->surface_rest * 3 * (size_t)(nsv > 0 ? nsv : 1));
-  if (b->surface_vertices == NULL || b->surface_rest == NULL) {
+  b->surface_reach = malloc(sizeof *b->surface_reach * (size_t)(nsv > 0 ? nsv : 1));
+  double *reach = calloc((size_t)b->vertex_count, sizeof *reach);
+  if (b->surface_vertices == NULL || b->surface_rest == NULL || b->surface_reach == NULL ||
+      reach == NULL) {
     free(on_surface);
+    free(reach);
     return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  /* Each vertex's longest rest edge: every vertex joined by a tet edge to a triangle's corner
+   * lies within it of the triangle (see piola_contact_self_allowed). */
+  for (int32_t t = 0; t < b->tet_count; ++t) {
+    const int32_t *q = b->tets + 4 * (size_t)t;
+    for (int i = 0; i < 4; ++i) {
+      for (int j = i + 1; j < 4; ++j) {
+        const double *a = rest + 3 * (size_t)q[i], *c = rest + 3 * (size_t)q[j];
+        const double len = sqrt((a[0] - c[0]) * (a[0] - c[0]) + (a[1] - c[1]) * (a[1] - c[1]) +
+                                (a[2] - c[2]) * (a[2] - c[2]));
+        reach[q[i]] = fmax(reach[q[i]], len);
+        reach[q[j]] = fmax(reach[q[j]], len);
+      }
+    }
   }
   b->surface_vertex_count = nsv;
   for (int32_t i = 0, k = 0; i < b->vertex_count; ++i) {
     if (on_surface[i]) {
       memcpy(b->surface_rest + 3 * (size_t)k, rest + 3 * (size_t)i, 3 * sizeof(double));
+      b->surface_reach[k] = reach[i];
       b->surface_vertices[k++] = i;
     }
   }
   free(on_surface);
+  free(reach);
   return PIOLA_OK;
 }
 
