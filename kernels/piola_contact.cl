@@ -216,6 +216,7 @@ PIOLA_KERNEL void piola_contact_narrow(
   int lo[3], hi[3];
   piola_cell_range(vb, inv_cell, 2, lo, hi);
   const uint4 own = body_filter[body];
+  const float4 rest = sv_rest[sv];
   int previous[PIOLA_K];
   const int previous_n = previous_count[sv];
   for (int k = 0; k < previous_n; ++k) {
@@ -240,7 +241,10 @@ PIOLA_KERNEL void piola_contact_narrow(
             if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
               continue;
             }
-          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv) {
+          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+                     piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                             piola_v3_from4(sv_rest[q.y]),
+                                             piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
             continue;
           }
           const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
@@ -252,10 +256,9 @@ PIOLA_KERNEL void piola_contact_narrow(
                                       piola_contact_was_listed(previous, previous_n, t),
                                       q.w == body, &key) &&
               (q.w != body ||
-               piola_contact_self_allowed(piola_v3_from4(sv_rest[sv]), piola_v3_from4(sv_rest[q.x]),
+               piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
                                           piola_v3_from4(sv_rest[q.y]),
-                                          piola_v3_from4(sv_rest[q.z]), sv_rest[sv].w,
-                                          thickness))) {
+                                          piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
             found++;
             piola_contact_keep(keys, tris, &kept, key, t);
           }

@@ -200,16 +200,19 @@ void piola_cpu_broad_phase(piola_world *w) {
 }
 
 /* Whether surface vertex sv may touch triangle t by the bodies' filters and self-collision
- * (the rest-distance rule of a body with itself is checked after the geometric test, which
- * rejects most such pairs more cheaply). */
-static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t) {
+ * (of a body's pairs with itself, those with a corner near the vertex in the rest shape are
+ * rejected here; the full rest-distance rule is checked after the geometric test). */
+static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t, double thickness) {
   const int32_t ba = c->vertex_body[sv], bb = c->triangle_body[t];
   const int32_t *q = c->triangle + 3 * (size_t)t;
   if (ba != bb) {
     const uint32_t *fa = c->body_filter + 3 * (size_t)ba, *fb = c->body_filter + 3 * (size_t)bb;
     return piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1]);
   }
-  return c->body_filter[3 * (size_t)ba + 2] != 0u && q[0] != sv && q[1] != sv && q[2] != sv;
+  return c->body_filter[3 * (size_t)ba + 2] != 0u && q[0] != sv && q[1] != sv && q[2] != sv &&
+         !piola_contact_self_near(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
+                                  at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
+                                  c->vertex_reach[sv], thickness);
 }
 
 void piola_cpu_narrow_phase(piola_world *w) {
@@ -242,7 +245,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
             const int32_t t = c->bucket_triangles[e];
             const piola_box tb = load_box(c->triangle_box, t);
             if (!piola_boxes_overlap(vb, tb) || !piola_pair_cell(vb, tb, inv_cell, ci, cj, ck) ||
-                !pair_allowed(c, sv, t)) {
+                !pair_allowed(c, sv, t, thickness)) {
               continue;
             }
             const int32_t *q = c->triangle + 3 * (size_t)t;
