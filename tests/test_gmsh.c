@@ -6,6 +6,7 @@
  * (tests/data/gmsh_box*.msh, from tests/data/gmsh_box.geo) load with positive tets, the box's
  * volume and a closed surface, and go into a world without repairs. */
 #include "piola_test.h"
+#include "scene.h"
 #include "scratch.h"
 
 #include <locale.h>
@@ -20,6 +21,7 @@ void test_gmsh_quadratic_tets(piola_test *t);
 void test_gmsh_load_errors(piola_test *t);
 void test_gmsh_missing_file(piola_test *t);
 void test_gmsh_real_files(piola_test *t);
+void test_gmsh_scene_mesh_option(piola_test *t);
 
 /* ---- Writing a mesh as .msh text ------------------------------------------------------------ */
 
@@ -623,6 +625,52 @@ void test_gmsh_real_files(piola_test *t) {
   piola_world_destroy(w);
   piola_mesh_free(&m);
   piola_mesh_free(&m2);
+#else
+  CHECK_MSG(t, false, "PIOLA_TEST_SOURCE_DIR is not defined");
+#endif
+}
+
+/* The programs' --mesh option: a .msh path goes to the Gmsh loader (any case of the extension),
+ * anything else to the TetGen loader. */
+void test_gmsh_scene_mesh_option(piola_test *t) {
+#if defined(PIOLA_TEST_SOURCE_DIR)
+  char path[1024];
+  snprintf(path, sizeof path, "%s/data/gmsh_box.msh", PIOLA_TEST_SOURCE_DIR);
+  scene_options o = scene_default_options();
+  o.mesh_path = path;
+  piola_tet_mesh m = {NULL, 0, NULL, 0}, direct = {NULL, 0, NULL, 0};
+  char name[64];
+  REQUIRE_OK(t, scene_load_mesh(&o, &m, name, sizeof name));
+  CHECK_MSG(t, strcmp(name, "gmsh_box") == 0, "name '%s'", name);
+  REQUIRE_OK(t, piola_mesh_load_gmsh(path, &direct));
+  REQUIRE(t, m.vertex_count == direct.vertex_count && m.tet_count == direct.tet_count);
+  CHECK(t, memcmp(m.tets, direct.tets, 4 * sizeof(int32_t) * (size_t)m.tet_count) == 0);
+  /* Centred like every scene mesh: x and z about 0, the lowest point at y = 0. */
+  for (int32_t v = 0; v < m.vertex_count; ++v) {
+    CHECK_NEAR(t, m.positions[3 * v + 0], direct.positions[3 * v + 0] - 0.5f, 1e-6);
+    CHECK_NEAR(t, m.positions[3 * v + 1], direct.positions[3 * v + 1], 1e-6);
+    CHECK_NEAR(t, m.positions[3 * v + 2], direct.positions[3 * v + 2] - 0.125f, 1e-6);
+  }
+  piola_mesh_free(&m);
+  piola_mesh_free(&direct);
+  /* The loader is chosen by the extension (any case), not by trying both: TetGen content in a
+   * .msh or .MSH file is refused as Gmsh (the TetGen loader would look for a missing .node
+   * file: an I/O error); a .node path goes to TetGen. */
+  scratch s;
+  REQUIRE(t, scratch_open(&s));
+  static const char *const names[2] = {"fake.msh", "fake.MSH"};
+  for (int i = 0; i < 2; ++i) {
+    o.mesh_path = scratch_write(&s, names[i], "4 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n", 0);
+    REQUIRE(t, o.mesh_path != NULL);
+    CHECK_STATUS(t, scene_load_mesh(&o, &m, name, sizeof name), PIOLA_ERROR_PARSE);
+    CHECK(t, m.positions == NULL && m.tets == NULL);
+  }
+  o.mesh_path = scratch_write(&s, "tet.node", "4 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n", 0);
+  REQUIRE(t, o.mesh_path != NULL && scratch_write(&s, "tet.ele", "1 4 0\n0 0 1 2 3\n", 0) != NULL);
+  CHECK_STATUS(t, scene_load_mesh(&o, &m, name, sizeof name), PIOLA_OK);
+  CHECK(t, m.vertex_count == 4 && m.tet_count == 1);
+  piola_mesh_free(&m);
+  scratch_close(&s);
 #else
   CHECK_MSG(t, false, "PIOLA_TEST_SOURCE_DIR is not defined");
 #endif
