@@ -1,24 +1,14 @@
 /* Tests of the mesh module: the TetGen loader and writer (valid files, every kind of broken
  * file with its status and "file:line:" message, round trips, the Armadillo) and the
  * procedural box and creature (counts, orientation, conformity, connectivity, bounds,
- * determinism, bad arguments). Files go to a fresh temporary folder (mkdtemp on POSIX). */
-#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, rmdir */
-#endif
-
+ * determinism, bad arguments). Files go to a fresh temporary folder (scratch.h). */
 #include "piola_test.h"
+#include "scratch.h"
 
 #include <locale.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(_WIN32)
-#include <direct.h>
-#include <io.h>
-#else
-#include <unistd.h>
-#endif
 
 void test_mesh_load_zero_based(piola_test *t);
 void test_mesh_load_one_based(piola_test *t);
@@ -36,83 +26,6 @@ void test_mesh_creature(piola_test *t);
 void test_mesh_creature_deterministic(piola_test *t);
 void test_mesh_creature_bad_arguments(piola_test *t);
 void test_mesh_free(piola_test *t);
-
-/* ---- A temporary folder with a few files -------------------------------------------------- */
-
-#define SCRATCH_FILES 8
-
-typedef struct scratch {
-  char dir[512];
-  char names[SCRATCH_FILES][64];
-  char paths[SCRATCH_FILES][640];
-  int count;
-} scratch;
-
-static bool scratch_open(scratch *s) {
-  memset(s, 0, sizeof *s);
-#if defined(_WIN32)
-  const char *tmp = getenv("TEMP");
-  snprintf(s->dir, sizeof s->dir, "%s\\piola_mesh_XXXXXX", tmp != NULL ? tmp : ".");
-  if (_mktemp_s(s->dir, strlen(s->dir) + 1) != 0 || _mkdir(s->dir) != 0) {
-    return false;
-  }
-#else
-  const char *tmp = getenv("TMPDIR");
-  snprintf(s->dir, sizeof s->dir, "%s/piola_mesh_XXXXXX",
-           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-  if (mkdtemp(s->dir) == NULL) {
-    return false;
-  }
-#endif
-  return true;
-}
-
-/* The path of `name` in the folder (remembered, so scratch_close() removes it). */
-static const char *scratch_path(scratch *s, const char *name) {
-  for (int i = 0; i < s->count; ++i) {
-    if (strcmp(s->names[i], name) == 0) {
-      return s->paths[i];
-    }
-  }
-  if (s->count == SCRATCH_FILES) {
-    return NULL;
-  }
-  char path[sizeof s->paths[0]];
-  snprintf(path, sizeof path, "%s/%s", s->dir, name);
-  snprintf(s->names[s->count], sizeof s->names[0], "%s", name);
-  memcpy(s->paths[s->count], path, sizeof path);
-  return s->paths[s->count++];
-}
-
-/* Writes `len` bytes (strlen(text) when len is 0) to `name` in the folder; its path or NULL. */
-static const char *scratch_write(scratch *s, const char *name, const char *text, size_t len) {
-  const char *path = scratch_path(s, name);
-  if (path == NULL) {
-    return NULL;
-  }
-  FILE *f = fopen(path, "wb");
-  if (f == NULL) {
-    return NULL;
-  }
-  if (len == 0) {
-    len = strlen(text);
-  }
-  bool ok = fwrite(text, 1, len, f) == len;
-  ok = fclose(f) == 0 && ok;
-  return ok ? path : NULL;
-}
-
-static void scratch_close(scratch *s) {
-  for (int i = 0; i < s->count; ++i) {
-    remove(s->paths[i]);
-  }
-#if defined(_WIN32)
-  _rmdir(s->dir);
-#else
-  rmdir(s->dir);
-#endif
-  s->count = 0;
-}
 
 /* ---- Mesh checks ------------------------------------------------------------------------------
  */

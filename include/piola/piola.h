@@ -184,6 +184,24 @@ PIOLA_API piola_status piola_mesh_load_tetgen_logged(const char *node_path, cons
 PIOLA_API piola_status piola_mesh_load_tetgen(const char *node_path, const char *ele_path,
                                               piola_tet_mesh *out);
 
+/** Loads the tetrahedra of a Gmsh .msh file, ASCII format 2.2 or 4.1 (as written by
+ * `gmsh -3 -format msh41` or `-format msh22`). 4-node tets (element type 4) are kept;
+ * 10-node tets (type 11) contribute their 4 corner nodes; points, lines, triangles and other
+ * elements are ignored (other volume elements with a warning to `logger`); physical groups,
+ * entities, partitions and unknown sections are skipped. The nodes used by tets are numbered
+ * 0, 1, ... in ascending tag order (tags may be sparse and unordered); nodes in no tet are
+ * dropped. Tets keep Gmsh's corner order, which is Piola's positive orientation. Malformed or
+ * truncated files, missing $End markers and unknown node tags return PIOLA_ERROR_PARSE,
+ * non-finite coordinates PIOLA_ERROR_NON_FINITE, a tet using a node twice or a file without
+ * tets PIOLA_ERROR_INVALID_MESH, binary files and other format versions
+ * PIOLA_ERROR_UNSUPPORTED, unreadable files PIOLA_ERROR_IO; the message with the file and line
+ * number goes to `logger` (may be NULL). *out is untouched on failure. */
+PIOLA_API piola_status piola_mesh_load_gmsh_logged(const char *path, const piola_logger *logger,
+                                                   piola_tet_mesh *out);
+
+/** piola_mesh_load_gmsh_logged() without a logger. */
+PIOLA_API piola_status piola_mesh_load_gmsh(const char *path, piola_tet_mesh *out);
+
 /** Writes a mesh as a TetGen .node/.ele pair (0-based). */
 PIOLA_API piola_status piola_mesh_save_tetgen(const piola_tet_mesh *mesh, const char *node_path,
                                               const char *ele_path);

@@ -3,6 +3,7 @@
  * (a column of bodies falling through a funnel onto the ground). */
 #include "scene.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -102,8 +103,10 @@ void scene_print_help(void) {
          "                      or funnel (the paper's Sec. 6: a column of layers of up to 3x3\n"
          "                      bodies above a funnel, falling through it onto the ground)\n"
          "  --bodies N          bodies (default 100; `run` on the grid: 4)\n"
-         "  --mesh PATH.node    TetGen mesh (its .ele beside it) instead of the procedural\n"
-         "                      creature, e.g. ../shared/data/armadillo/armadillo_4k.node\n"
+         "  --mesh PATH         a tet mesh instead of the procedural creature: PATH.msh is a\n"
+         "                      Gmsh file (ASCII 2.2 or 4.1), any other path a TetGen mesh\n"
+         "                      (PATH.node and the .ele beside it), e.g.\n"
+         "                      ../shared/data/armadillo/armadillo_4k.node\n"
          "  --backend B         cpu (the double-precision reference), opencl or auto (default)\n"
          "  --device SPEC       OpenCL device: P:D, gpu, cpu or a name substring\n"
          "  --iterations N      solver iterations per substep (default 5)\n"
@@ -291,6 +294,17 @@ static bool mesh_paths(const char *path, char *node, char *ele, size_t n) {
   return true;
 }
 
+/* Whether a path names a Gmsh file: it ends in ".msh" (any case). */
+static bool is_gmsh_path(const char *path) {
+  size_t len = strlen(path);
+  if (len < 4 || path[len - 4] != '.') {
+    return false;
+  }
+  const char *ext = path + len - 3;
+  return tolower((unsigned char)ext[0]) == 'm' && tolower((unsigned char)ext[1]) == 's' &&
+         tolower((unsigned char)ext[2]) == 'h';
+}
+
 piola_status scene_load_mesh(const scene_options *o, piola_tet_mesh *mesh, char *name,
                              size_t name_size) {
   piola_status s;
@@ -298,14 +312,18 @@ piola_status scene_load_mesh(const scene_options *o, piola_tet_mesh *mesh, char 
     s = piola_mesh_make_creature(3.0f, mesh);
     snprintf(name, name_size, "creature");
   } else {
-    char node[4096], ele[4096];
-    if (!mesh_paths(o->mesh_path, node, ele, sizeof node)) {
-      fprintf(stderr, "piola: mesh path too long\n");
-      return PIOLA_ERROR_INVALID_ARGUMENT;
-    }
     bool verbose = o->verbose;
     piola_logger log = {cli_log, &verbose};
-    s = piola_mesh_load_tetgen_logged(node, ele, &log, mesh);
+    if (is_gmsh_path(o->mesh_path)) {
+      s = piola_mesh_load_gmsh_logged(o->mesh_path, &log, mesh);
+    } else {
+      char node[4096], ele[4096];
+      if (!mesh_paths(o->mesh_path, node, ele, sizeof node)) {
+        fprintf(stderr, "piola: mesh path too long\n");
+        return PIOLA_ERROR_INVALID_ARGUMENT;
+      }
+      s = piola_mesh_load_tetgen_logged(node, ele, &log, mesh);
+    }
     const char *base = strrchr(o->mesh_path, '/');
     snprintf(name, name_size, "%s", base != NULL ? base + 1 : o->mesh_path);
     char *dot = strrchr(name, '.');

@@ -19,7 +19,8 @@ typedef enum scene_kind {
 typedef struct scene_options {
   scene_kind scene;              /* default SCENE_GRID */
   int32_t bodies;                /* default 100 */
-  const char *mesh_path;         /* a .node file (its .ele beside it); NULL = procedural creature */
+  const char *mesh_path;         /* a Gmsh .msh file, or a TetGen .node (its .ele beside it); NULL =
+                                    the procedural creature */
   piola_backend backend;         /* default AUTO */
   const char *device;            /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
   int32_t iterations;            /* default 5 */

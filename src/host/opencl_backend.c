@@ -7,140 +7,11 @@
  * whatever was created is released. Nothing waits on the device inside a step: a step is a
  * sequence of enqueues on one in-order queue and a flush. Read-backs happen only when the
  * user asks for data (piola_body_get_positions, piola_world_get_stats).
+ *
+ * Compiled only with PIOLA_OPENCL=ON (PIOLA_WITH_OPENCL); without it, opencl_stub.c provides the
+ * same entry points, each answering PIOLA_ERROR_UNSUPPORTED or "nothing on the device".
  */
 #include "piola_internal.h"
-
-#ifndef PIOLA_WITH_OPENCL
-
-/* Built without OpenCL: every entry point says so. */
-piola_status piola_opencl_create(piola_world *w) {
-  piola_log(&w->def.logger, PIOLA_LOG_ERROR,
-            "this build of Piola has no OpenCL backend (configure with -DPIOLA_OPENCL=ON)");
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-void piola_opencl_destroy(piola_world *w) {
-  (void)w;
-}
-piola_status piola_opencl_begin_step(piola_world *w) {
-  (void)w;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
-  (void)w;
-  (void)stage;
-  (void)h;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-piola_status piola_opencl_end_step(piola_world *w) {
-  (void)w;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-bool piola_opencl_per_body(const piola_world *w) {
-  (void)w;
-  return false;
-}
-piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part) {
-  (void)w;
-  (void)h;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-piola_status piola_opencl_finish(piola_world *w) {
-  (void)w;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-bool piola_opencl_live(const piola_world *w) {
-  (void)w;
-  return false;
-}
-piola_status piola_opencl_pull(piola_world *w) {
-  (void)w;
-  return PIOLA_OK;
-}
-void piola_opencl_invalidate(piola_world *w) {
-  (void)w;
-}
-void piola_opencl_colliders_changed(piola_world *w) {
-  (void)w;
-}
-piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count) {
-  (void)w;
-  (void)first;
-  (void)count;
-  return PIOLA_OK;
-}
-piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count) {
-  (void)w;
-  (void)first;
-  (void)count;
-  return PIOLA_OK;
-}
-piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count) {
-  (void)w;
-  (void)first;
-  (void)count;
-  return PIOLA_OK;
-}
-piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
-                                     float *vel) {
-  (void)w;
-  (void)first;
-  (void)count;
-  (void)xyz;
-  (void)vel;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, double *tet_m,
-                                   double *lambda) {
-  (void)w;
-  (void)x;
-  (void)v;
-  (void)tet_m;
-  (void)lambda;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-int64_t piola_opencl_device_bytes(const piola_world *w) {
-  (void)w;
-  return 0;
-}
-piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]) {
-  (void)w;
-  out[0] = out[1] = 0;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-const char *piola_opencl_device_name(const piola_world *w) {
-  (void)w;
-  return "";
-}
-void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) {
-  (void)w;
-  for (int i = 0; i < PIOLA_STAGE_COUNT; ++i) {
-    out[i] = 0.0;
-  }
-}
-piola_status piola_list_devices(piola_device_info *devices, int32_t capacity, int32_t *count) {
-  (void)devices;
-  if (count == NULL || capacity < 0) {
-    return PIOLA_ERROR_INVALID_ARGUMENT;
-  }
-  *count = 0;
-  return PIOLA_OK;
-}
-piola_status piola_opencl_try_build(const char *device_spec, const char *source,
-                                    const piola_logger *logger) {
-  (void)device_spec;
-  (void)source;
-  (void)logger;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
-                                       const piola_logger *logger) {
-  (void)device_spec;
-  (void)out;
-  (void)logger;
-  return PIOLA_ERROR_UNSUPPORTED;
-}
-
-#else /* PIOLA_WITH_OPENCL */
 
 #ifdef __APPLE__
 #include <OpenCL/opencl.h>
@@ -1780,5 +1651,3 @@ piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
   }
   return s;
 }
-
-#endif /* PIOLA_WITH_OPENCL */

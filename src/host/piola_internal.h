@@ -248,7 +248,7 @@ double piola_tets_energy(const piola_world *w, const double *positions, const do
 /* The same from the bodies' own rest data, before the solver arrays exist. */
 double piola_bodies_energy(const piola_world *w, const double *positions, int32_t *inverted);
 
-/* OpenCL backend (opencl_backend.c; without PIOLA_WITH_OPENCL, stubs) --------------------
+/* OpenCL backend (opencl_backend.c; built without OpenCL, the stubs of opencl_stub.c) ------
  * The device holds the live vertex and tet state once a step has uploaded it ("live"); the
  * host arrays are then brought up to date only when asked. */
 
