@@ -1,7 +1,9 @@
 /* The shared math compiled in float on the host (PIOLA_SHARED_FLOAT), as the kernels run it:
  * the float pitfalls of 3x3 SVDs (identity with noise, repeated values, scaled rotations,
- * reflections) and the rounding behaviour of Neo-Hookean near rest. */
+ * reflections), the rounding behaviour of Neo-Hookean near rest, and the cloth constraints at
+ * rest under rounding. */
 #define PIOLA_SHARED_FLOAT 1
+#include "piola_cloth.h"
 #include "piola_test.h"
 #include "piola_tet.h"
 
@@ -116,4 +118,58 @@ void test_float_neohookean_rest_noise(piola_test *t) {
   int flags = piola_tet_project(&m, piola_m3_identity(), 1.0f / 6.0f, 0.0f, &x0, &x1, &x2, &x3, 1,
                                 1, 1, 1, &lambda);
   CHECK(t, !(flags & PIOLA_TET_WORKED));
+}
+
+void test_float_cloth_rest_noise(piola_test *t) {
+  /* Rigidly moved rest triangles and flat bending stencils, rounded to float: the rounding
+   * stays below the constraints' energy thresholds (membrane: second order in the strain
+   * noise; bending: the hinge sum K_i (x_i - x0) is taken on differences), so the projections
+   * do nothing. */
+  piola_cloth_tri_material m;
+  REQUIRE(
+      t, piola_cloth_tri_material_make(2000.0f, 1000.0f, 150.0f, 0.3f, PIOLA_CLOTH_SOLVER_PBD, &m));
+  piola_cloth_bend_material b;
+  REQUIRE(t, piola_cloth_bend_material_make(1e-4f, PIOLA_CLOTH_SOLVER_PBD, &b));
+  const piola_v3 tri[3] = {piola_v3_make(0, 0, 0), piola_v3_make(1.0f, 0, 0),
+                           piola_v3_make(0.3f, 0.9f, 0)};
+  const piola_v3 hinge[4] = {piola_v3_make(0, 0, 0), piola_v3_make(1.0f, 0, 0),
+                             piola_v3_make(0.4f, 0.8f, 0), piola_v3_make(0.6f, -0.9f, 0)};
+  piola_m2 dm_inv;
+  float area;
+  piola_cloth_bend_rest rest;
+  REQUIRE(t, piola_cloth_tri_init(tri[0], tri[1], tri[2], &dm_inv, &area));
+  REQUIRE(t, piola_cloth_bend_init(hinge[0], hinge[1], hinge[2], hinge[3], &rest));
+  CHECK(t, rest.rest == 0.0f);
+  uint64_t rng = 77;
+  int worked = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    piola_m3 r = rotation_about(
+        piola_v3_make((float)piola_test_rand(&rng), 1.0f, (float)piola_test_rand(&rng)),
+        3.0f * (float)piola_test_rand(&rng));
+    piola_v3 shift = piola_v3_make(0.5f * (float)piola_test_rand(&rng),
+                                   0.5f * (float)piola_test_rand(&rng), 0.0f);
+    piola_v3 x[4];
+    for (int a = 0; a < 4; ++a) {
+      piola_v3 p = a < 3 ? tri[a] : hinge[3];
+      x[a] = piola_v3_add(piola_v3_make(r.m[0] * p.x + r.m[1] * p.y + r.m[2] * p.z,
+                                        r.m[3] * p.x + r.m[4] * p.y + r.m[5] * p.z,
+                                        r.m[6] * p.x + r.m[7] * p.y + r.m[8] * p.z),
+                          shift);
+    }
+    float lambda = 0.0f;
+    piola_v3 dx[4];
+    worked +=
+        piola_cloth_tri_correction(&m, dm_inv, area, 0.0f, x[0], x[1], x[2], 1, 1, 1, &lambda, dx);
+    for (int a = 0; a < 4; ++a) {
+      piola_v3 p = hinge[a];
+      x[a] = piola_v3_add(piola_v3_make(r.m[0] * p.x + r.m[1] * p.y + r.m[2] * p.z,
+                                        r.m[3] * p.x + r.m[4] * p.y + r.m[5] * p.z,
+                                        r.m[6] * p.x + r.m[7] * p.y + r.m[8] * p.z),
+                          shift);
+    }
+    worked += piola_cloth_bend_correction(&b, &rest, 0.0f, x[0], x[1], x[2], x[3], 1, 1, 1, 1,
+                                          &lambda, dx);
+    CHECK(t, lambda == 0.0f);
+  }
+  CHECK_MSG(t, worked == 0, "%d projections worked on rounding noise", worked);
 }
