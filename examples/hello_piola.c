@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
   /* Ground plane y = 0 and a ball for the second body to land on. */
   const float up[3] = {0.0f, 1.0f, 0.0f};
   if (s == PIOLA_OK) {
-    s = piola_world_add_plane(world, up, 0.0f, 0.6f);
+    s = piola_world_add_plane(world, up, 0.0f, 0.6f, NULL);
   }
   piola_collider_def ball = piola_default_collider_def();
   ball.type = PIOLA_COLLIDER_SPHERE;

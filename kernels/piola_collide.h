@@ -1,5 +1,7 @@
-/* Piola static colliders: per-particle projection out of planes, spheres, boxes, capsules and
- * open funnels, with position-based Coulomb friction; shared by C and OpenCL C.
+/* Piola colliders: per-particle projection out of planes, spheres, boxes, capsules and open
+ * funnels, with position-based Coulomb friction; shared by C and OpenCL C. A collider is a
+ * kinematic rigid shape: its pose (position, unit quaternion) and velocities move it during the
+ * step, and friction acts on the particle's motion relative to the collider's surface.
  *
  * Contacts follow Mueller, Heidelberger, Hennix, Ratcliff 2007 ("Position Based Dynamics",
  * Sec. 3.5: collision constraints projected with the particle's position) and friction follows
@@ -30,6 +32,13 @@
  *   box:     a = (center, 0), b = (half extents, 0), c = rotation quaternion (x, y, z, w)
  *   capsule: a = (end A, radius), b = (end B, 0)
  *   funnel:  a = (base center, base radius), b = (unit axis, height), c = (top radius, 0, 0, 0)
+ * in the collider's own frame, then its pose at the start of the step (128 bytes in all):
+ *   posed:            0 for the identity pose at rest (the shape is in world coordinates and
+ *                     nothing is transformed), 1 otherwise
+ *   position:         m, the frame's origin in the world (w unused)
+ *   rotation:         unit quaternion (x, y, z, w), frame to world
+ *   velocity:         m/s of the origin (w unused)
+ *   angular_velocity: rad/s about the origin, world axes (w unused)
  */
 typedef struct piola_collider_data {
   piola_f32 a[4];
@@ -38,8 +47,19 @@ typedef struct piola_collider_data {
   piola_i32 kind;
   piola_f32 static_friction;
   piola_f32 dynamic_friction;
-  piola_i32 reserved;
+  piola_i32 posed;
+  piola_f32 position[4];
+  piola_f32 rotation[4];
+  piola_f32 velocity[4];
+  piola_f32 angular_velocity[4];
 } piola_collider_data;
+
+/* A rigid transform: x_world = position + R(q, qw) x_local. */
+typedef struct piola_rigid_pose {
+  piola_v3 position;
+  piola_v3 q;
+  piola_real qw;
+} piola_rigid_pose;
 
 PIOLA_FN piola_v3 piola_f32x3(const piola_f32 *v) {
   return piola_v3_make((piola_real)v[0], (piola_real)v[1], (piola_real)v[2]);
@@ -49,6 +69,38 @@ PIOLA_FN piola_v3 piola_f32x3(const piola_f32 *v) {
 PIOLA_FN piola_v3 piola_quat_rotate(piola_v3 q, piola_real qw, piola_v3 v) {
   piola_v3 t = piola_v3_scale(piola_v3_cross(q, v), PIOLA_R(2.0));
   return piola_v3_add(piola_v3_add(v, piola_v3_scale(t, qw)), piola_v3_cross(q, t));
+}
+
+/* The collider's pose t seconds after the start of the step: the origin moved by velocity t,
+ * the frame turned by |w| t about w (world axes) after the start rotation:
+ * q(t) = (sin(|w| t / 2) w / |w|, cos(|w| t / 2)) * q(0), renormalised. */
+PIOLA_FN piola_rigid_pose piola_collider_pose_at(const piola_collider_data *c, piola_real t) {
+  piola_rigid_pose r;
+  r.position = piola_v3_add(piola_f32x3(c->position), piola_v3_scale(piola_f32x3(c->velocity), t));
+  piola_v3 q0 = piola_f32x3(c->rotation);
+  piola_real w0 = (piola_real)c->rotation[3];
+  piola_v3 w = piola_f32x3(c->angular_velocity);
+  piola_real rate = piola_v3_length(w);
+  piola_v3 q = q0;
+  piola_real qw = w0;
+  if (rate > PIOLA_R(0.0) && t != PIOLA_R(0.0)) {
+    piola_real half_angle = PIOLA_R(0.5) * rate * t;
+    piola_v3 a = piola_v3_scale(w, sin(half_angle) / rate);
+    piola_real aw = cos(half_angle);
+    /* (a, aw) * (q0, w0) = (aw q0 + w0 a + a x q0, aw w0 - a . q0) */
+    q = piola_v3_add(piola_v3_add(piola_v3_scale(q0, aw), piola_v3_scale(a, w0)),
+                     piola_v3_cross(a, q0));
+    qw = aw * w0 - piola_v3_dot(a, q0);
+  }
+  piola_real l = sqrt(piola_v3_dot(q, q) + qw * qw);
+  r.q = piola_v3_scale(q, PIOLA_R(1.0) / l);
+  r.qw = qw / l;
+  return r;
+}
+
+/* World point -> the pose's frame, and a frame direction -> world. */
+PIOLA_FN piola_v3 piola_pose_to_local(piola_rigid_pose r, piola_v3 x) {
+  return piola_quat_rotate(piola_v3_scale(r.q, PIOLA_R(-1.0)), r.qw, piola_v3_sub(x, r.position));
 }
 
 /* A unit vector perpendicular to the unit (or zero) vector a. */
@@ -82,8 +134,9 @@ PIOLA_FN piola_real piola_round_contact(piola_v3 q, piola_real radius, piola_v3 
   return radius - dist;
 }
 
-/* Penetration depth (> 0 when in contact) of p into collider c and the outward normal. x_start
- * is the particle's position at the start of the step (the funnel keeps its side). */
+/* Penetration depth (> 0 when in contact) of p into collider c's shape and the outward normal,
+ * in the collider's own frame (the pose is not applied). x_start is the particle's position at
+ * the start of the substep (the funnel keeps its side). */
 PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v3 x_start,
                                            piola_v3 p, piola_v3 *normal) {
   piola_v3 a = piola_f32x3(c->a);
@@ -170,18 +223,47 @@ PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v
 
 /* The correction that projects p out of collider c, with friction (zero without contact);
  * returns 1 on contact. A correction, not a new position, so that a float caller can add it to
- * a small displacement and keep its precision. */
-PIOLA_FN int piola_collider_correction(const piola_collider_data *c, piola_v3 x_start, piola_v3 p,
-                                       piola_v3 *correction) {
+ * a small displacement and keep its precision.
+ *
+ * The substep of h seconds ends t_end seconds after the start of the step: p (where the
+ * particle is predicted at the end of the substep) meets the collider at its pose at t_end,
+ * x_start (where the particle started the substep) is compared with it at t_end - h (the
+ * funnel's side), and friction acts on the tangential motion of the particle over the substep
+ * relative to the surface point under it, which moved by (v + w x (q - origin)) h. An unposed
+ * collider (identity pose at rest) skips the transforms, so it computes exactly what a static
+ * collider in world coordinates does. */
+PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3 x_start,
+                                          piola_v3 p, piola_real t_end, piola_real h,
+                                          piola_v3 *correction) {
   piola_v3 n;
+  piola_real depth;
+  piola_rigid_pose end;
   *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
-  piola_real depth = piola_collider_contact(c, x_start, p, &n);
+  if (c->posed) {
+    end = piola_collider_pose_at(c, t_end);
+    piola_v3 xl = piola_pose_to_local(piola_collider_pose_at(c, t_end - h), x_start);
+    piola_v3 nl;
+    depth = piola_collider_contact(c, xl, piola_pose_to_local(end, p), &nl);
+    n = piola_quat_rotate(end.q, end.qw, nl);
+  } else {
+    end.position = x_start; /* unused */
+    end.q = x_start;
+    end.qw = PIOLA_R(1.0);
+    depth = piola_collider_contact(c, x_start, p, &n);
+  }
   if (!(depth > PIOLA_R(0.0))) {
     return 0;
   }
   piola_v3 push = piola_v3_scale(n, depth);
-  /* Tangential motion since the start of the step, after the push. */
+  /* Tangential motion since the start of the substep, after the push, relative to the
+   * surface. */
   piola_v3 dx = piola_v3_add(piola_v3_sub(p, x_start), push);
+  if (c->posed) {
+    piola_v3 arm = piola_v3_sub(piola_v3_add(p, push), end.position);
+    piola_v3 vs = piola_v3_add(piola_f32x3(c->velocity),
+                               piola_v3_cross(piola_f32x3(c->angular_velocity), arm));
+    dx = piola_v3_sub(dx, piola_v3_scale(vs, h));
+  }
   piola_v3 dt = piola_v3_sub(dx, piola_v3_scale(n, piola_v3_dot(dx, n)));
   piola_real lt = piola_v3_length(dt);
   piola_real keep = PIOLA_R(1.0); /* fraction of dt removed */
@@ -194,6 +276,13 @@ PIOLA_FN int piola_collider_correction(const piola_collider_data *c, piola_v3 x_
   }
   *correction = piola_v3_sub(push, piola_v3_scale(dt, keep));
   return 1;
+}
+
+/* piola_collider_correction_at() with the collider held at its pose at the start of the step
+ * (no motion within the substep). */
+PIOLA_FN int piola_collider_correction(const piola_collider_data *c, piola_v3 x_start, piola_v3 p,
+                                       piola_v3 *correction) {
+  return piola_collider_correction_at(c, x_start, p, PIOLA_R(0.0), PIOLA_R(0.0), correction);
 }
 
 /* piola_collider_correction() applied to *p. */

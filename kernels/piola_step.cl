@@ -144,10 +144,11 @@ PIOLA_FN void piola_jacobi_vertex(__global float4 *d, __global const int *vertic
   }
 }
 
-/* COLLIDE: vertex i projected out of every collider, in order. */
+/* COLLIDE: vertex i projected out of every collider, in order, each at its pose at the end of
+ * the substep (t_end seconds into the step; h the substep). */
 PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
                                    __constant piola_collider_data *colliders, int collider_count,
-                                   int i) {
+                                   float t_end, float h, int i) {
   float4 xi = x[i];
   if (!(xi.w > 0.0f)) {
     return;
@@ -157,7 +158,7 @@ PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
   for (int c = 0; c < collider_count; ++c) {
     piola_collider_data col = colliders[c];
     piola_v3 correction;
-    if (piola_collider_correction(&col, xs, piola_position(xi, di), &correction)) {
+    if (piola_collider_correction_at(&col, xs, piola_position(xi, di), t_end, h, &correction)) {
       di = piola_displace(di, correction);
     }
   }
@@ -222,10 +223,10 @@ PIOLA_KERNEL void piola_apply_jacobi(__global float4 *d, __global const int *ver
 
 PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
                                 __constant piola_collider_data *colliders, int collider_count,
-                                int count) {
+                                int count, float t_end, float h) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_collide_vertex(x, d, colliders, collider_count, i);
+    piola_collide_vertex(x, d, colliders, collider_count, t_end, h, i);
   }
 }
 
@@ -246,7 +247,8 @@ PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v
  * vertex list. Delta slots are indexed from the start of the tail, jacobi_first.
  * `part` (piola_bodies_part): 0 the whole substep; with contacts, which couple the bodies and
  * run as launches of their own between the parts, 1 predict and reset the multipliers only,
- * 2 one iteration over the tets only (contacts and colliders follow it). */
+ * 2 one iteration over the tets only (contacts and colliders follow it). collider_t_end: the
+ * time from the start of the step to the end of this substep (s), where the colliders stand. */
 PIOLA_KERNEL void piola_substep_bodies(
     __global float4 *x, __global float4 *v, __global float4 *d, __global const float4 *f,
     int has_forces, __global const int4 *tets, __global const float *tet_m,
@@ -256,7 +258,7 @@ PIOLA_KERNEL void piola_substep_bodies(
     __global const int *body_jacobi, __global const int *jacobi_vertices,
     __global const int *jacobi_start, __global const int *jacobi_incidence, __global float4 *delta,
     int color_count, int iterations, int stride, int jacobi_first, float4 h_gravity, float h,
-    float inv_h, float inv_h2, float damp, float omega, int part) {
+    float inv_h, float inv_h2, float damp, float omega, int part, float collider_t_end) {
   const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
   const int tail_first = body_jacobi[4 * b], tail_count = body_jacobi[4 * b + 1];
@@ -305,7 +307,7 @@ PIOLA_KERNEL void piola_substep_bodies(
     /* COLLIDE */
     if (collider_count > 0 && part == 0) {
       for (int i = lid; i < nv; i += nl) {
-        piola_collide_vertex(x, d, colliders, collider_count, v0 + i);
+        piola_collide_vertex(x, d, colliders, collider_count, collider_t_end, h, v0 + i);
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
     }

@@ -1,11 +1,22 @@
-/* Tests of the static colliders (kernels/piola_collide.h): piola_collide_particle on each
- * shape with known inputs and outputs (depth, normal, projection, static and dynamic friction
- * after Macklin et al. 2014), and bodies in worlds on the CPU reference: resting on a plane,
- * never left inside a sphere, box or capsule, and Coulomb friction on an inclined plane. */
+/* Tests of the colliders (kernels/piola_collide.h): piola_collide_particle on each shape with
+ * known inputs and outputs (depth, normal, projection, static and dynamic friction after
+ * Macklin et al. 2014), and bodies in worlds on the CPU reference: resting on a plane, never
+ * left inside a sphere, box or capsule, and Coulomb friction on an inclined plane. Then
+ * kinematic colliders (poses and velocities): every shape posed equals the shape written in
+ * world coordinates, friction carries a particle with a moving surface, a paddle pushes a box,
+ * a conveyor carries one, a removed platform lets one fall, a rotated box equals its shape, the
+ * identity pose is bitwise the static collider, and bad input is rejected; the world tests run
+ * on the CPU reference and (opencl_ variants) on OpenCL in lock-step with it, within the parity
+ * tolerance. */
+#include "crosscheck.h"
+#include "test_opencl_common.h"
 #include "world_helpers.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* OpenCL against the CPU reference: the tolerance of tests/test_opencl_parity.c. */
+#define KIN_PARITY_TOLERANCE 1e-4
 
 /* ---- piola_collide_particle ------------------------------------------------------------ */
 
@@ -265,7 +276,8 @@ void test_body_comes_to_rest_on_plane(piola_test *t) {
     piola_body_id id;
     piola_world *w = box_world(t, (const float[3]){-0.15f, 0.5f, -0.15f}, &mesh, &id);
     REQUIRE(t, w != NULL);
-    REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, frictions[f]));
+    REQUIRE_OK(
+        t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, frictions[f], NULL));
     const int32_t n = mesh.vertex_count;
     float *x = malloc(sizeof *x * 3 * (size_t)n);
     REQUIRE(t, x != NULL);
@@ -419,7 +431,7 @@ static double slide(piola_test *t, float friction, double *lowest_distance) {
     piola_body_id id;
     const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
     piola_world_add_tet_body(w, &tilted, &mat, NULL, &id);
-    piola_world_add_plane(w, normal, 0.0f, friction);
+    piola_world_add_plane(w, normal, 0.0f, friction, NULL);
     double c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
     for (int32_t i = 0; i < n; ++i) {
       for (int k = 0; k < 3; ++k) {
@@ -471,5 +483,755 @@ void test_friction_on_inclined_plane(piola_test *t) {
     } else {
       CHECK_MSG(t, d < 0.01, "friction %.2f: moved %.4f m", (double)mus[i], d);
     }
+  }
+}
+
+/* ---- Kinematic colliders: poses and velocities ---------------------------------------------- */
+
+static const float kin_identity[4] = {0.0f, 0.0f, 0.0f, 1.0f};
+static const float kin_zero[3] = {0.0f, 0.0f, 0.0f};
+
+/* A posed collider's record, as piola_world_set_collider_pose() writes it. */
+static piola_collider_data posed(piola_test *t, const piola_collider_def *def, const double pos[3],
+                                 const double rot[4], const double vel[3], const double ang[3]) {
+  piola_collider_data c = pack(t, def);
+  piola_collider_slot slot;
+  memset(&slot, 0, sizeof slot);
+  memcpy(slot.position, pos, sizeof slot.position);
+  memcpy(slot.rotation, rot, sizeof slot.rotation);
+  memcpy(slot.velocity, vel, sizeof slot.velocity);
+  memcpy(slot.angular_velocity, ang, sizeof slot.angular_velocity);
+  piola_collider_pose_pack(&slot, &c);
+  return c;
+}
+
+void test_collider_pose_particle(piola_test *t) {
+  /* Every shape, posed (moved by (0.3, -0.2, 0.5), turned 40 degrees about (1, 2, 2) / 3), meets
+   * a particle as the same shape written in world coordinates does: same correction to double
+   * round-off, at rest and with the collider's motion within a substep accounted for. */
+  const double ang = 40.0 * WT_PI / 180.0;
+  const double axis[3] = {1.0 / 3.0, 2.0 / 3.0, 2.0 / 3.0};
+  const double rot[4] = {axis[0] * sin(ang / 2), axis[1] * sin(ang / 2), axis[2] * sin(ang / 2),
+                         cos(ang / 2)};
+  const double pos[3] = {0.3, -0.2, 0.5}, zero[3] = {0.0, 0.0, 0.0};
+  const piola_v3 q = piola_v3_make(rot[0], rot[1], rot[2]);
+  const piola_v3 o = piola_v3_make(pos[0], pos[1], pos[2]);
+#define WORLD_POINT(l) piola_v3_add(o, piola_quat_rotate(q, rot[3], (l)))
+  for (int kind = 0; kind < 5; ++kind) {
+    piola_collider_def local = bare_def((piola_collider_type)kind), world = local;
+    local.static_friction = world.static_friction = 0.3f;
+    local.dynamic_friction = world.dynamic_friction = 0.2f;
+    piola_v3 v;
+    switch (kind) {
+    case PIOLA_COLLIDER_PLANE:
+      local.shape.plane.normal[1] = 1.0f;
+      local.shape.plane.offset = 0.25f;
+      v = piola_quat_rotate(q, rot[3], piola_v3_make(0, 1, 0));
+      world.shape.plane.normal[0] = (float)v.x;
+      world.shape.plane.normal[1] = (float)v.y;
+      world.shape.plane.normal[2] = (float)v.z;
+      world.shape.plane.offset = (float)(0.25 + piola_v3_dot(v, o));
+      break;
+    case PIOLA_COLLIDER_SPHERE:
+      local.shape.sphere.radius = world.shape.sphere.radius = 0.5f;
+      local.shape.sphere.center[0] = 0.25f;
+      v = WORLD_POINT(piola_v3_make(0.25, 0, 0));
+      world.shape.sphere.center[0] = (float)v.x;
+      world.shape.sphere.center[1] = (float)v.y;
+      world.shape.sphere.center[2] = (float)v.z;
+      break;
+    case PIOLA_COLLIDER_BOX:
+      for (int k = 0; k < 3; ++k) {
+        local.shape.box.half_extents[k] = world.shape.box.half_extents[k] = 0.3f + 0.1f * k;
+      }
+      local.shape.box.rotation[3] = 1.0f;
+      world.shape.box.center[0] = (float)pos[0];
+      world.shape.box.center[1] = (float)pos[1];
+      world.shape.box.center[2] = (float)pos[2];
+      for (int k = 0; k < 4; ++k) {
+        world.shape.box.rotation[k] = (float)rot[k];
+      }
+      break;
+    case PIOLA_COLLIDER_CAPSULE:
+      local.shape.capsule.radius = world.shape.capsule.radius = 0.3f;
+      local.shape.capsule.b[1] = 0.5f;
+      v = WORLD_POINT(piola_v3_make(0, 0, 0));
+      world.shape.capsule.a[0] = (float)v.x;
+      world.shape.capsule.a[1] = (float)v.y;
+      world.shape.capsule.a[2] = (float)v.z;
+      v = WORLD_POINT(piola_v3_make(0, 0.5, 0));
+      world.shape.capsule.b[0] = (float)v.x;
+      world.shape.capsule.b[1] = (float)v.y;
+      world.shape.capsule.b[2] = (float)v.z;
+      break;
+    default:
+      local.shape.funnel.axis[1] = 1.0f;
+      local.shape.funnel.base_radius = world.shape.funnel.base_radius = 0.2f;
+      local.shape.funnel.top_radius = world.shape.funnel.top_radius = 0.6f;
+      local.shape.funnel.height = world.shape.funnel.height = 1.0f;
+      v = WORLD_POINT(piola_v3_make(0, 0, 0));
+      world.shape.funnel.base[0] = (float)v.x;
+      world.shape.funnel.base[1] = (float)v.y;
+      world.shape.funnel.base[2] = (float)v.z;
+      v = piola_quat_rotate(q, rot[3], piola_v3_make(0, 1, 0));
+      world.shape.funnel.axis[0] = (float)v.x;
+      world.shape.funnel.axis[1] = (float)v.y;
+      world.shape.funnel.axis[2] = (float)v.z;
+      break;
+    }
+    piola_collider_data a = posed(t, &local, pos, rot, zero, zero), b = pack(t, &world);
+    CHECK(t, a.posed == 1 && b.posed == 0);
+    /* The shape rounded to float in the world def: compare to 1e-6 m, and count contacts. */
+    uint64_t rng = 99u + (uint64_t)kind;
+    int hits = 0, mismatched = 0;
+    double worst = 0.0;
+    for (int i = 0; i < 4000; ++i) {
+      piola_v3 l = piola_v3_make(0.8 * piola_test_rand(&rng), 0.6 + 0.6 * piola_test_rand(&rng),
+                                 0.8 * piola_test_rand(&rng));
+      if (kind == PIOLA_COLLIDER_PLANE) {
+        l.y -= 0.6;
+      }
+      piola_v3 xs = WORLD_POINT(
+          piola_v3_add(l, piola_v3_make(0.02 * piola_test_rand(&rng), 0.02 * piola_test_rand(&rng),
+                                        0.02 * piola_test_rand(&rng))));
+      piola_v3 p = WORLD_POINT(l), ca, cb;
+      int ha = piola_collider_correction_at(&a, xs, p, 0.0, 0.0, &ca);
+      int hb = piola_collider_correction_at(&b, xs, p, 0.0, 0.0, &cb);
+      hits += ha;
+      if (ha != hb) {
+        /* Only where the float-rounded world shape puts the point on the other side. */
+        mismatched += piola_v3_length(ca) + piola_v3_length(cb) > 1e-5;
+      } else {
+        worst = fmax(worst, dist3(ca, cb));
+      }
+    }
+    printf("  %s: %d of 4000 particles in contact, corrections differ by %.3g m, %d mismatched\n",
+           (const char *[]){"plane", "sphere", "box", "capsule", "funnel"}[kind], hits, worst,
+           mismatched);
+    CHECK_MSG(t, hits > (kind == PIOLA_COLLIDER_FUNNEL ? 20 : 200), "kind %d: only %d contacts",
+              kind, hits);
+    CHECK_MSG(t, worst < 2e-6 && mismatched == 0, "kind %d: differ by %.3g m (%d mismatched)", kind,
+              worst, mismatched);
+  }
+#undef WORLD_POINT
+
+  /* A plate y < 0 moving along x at 2 m/s and turning about y at 1 rad/s: over a substep of
+   * h = 1 ms ending at t = 3 ms, a particle resting on it that sticks (static friction) is
+   * carried with the surface point under it: it ends where that point goes, v_s h further,
+   * v_s = v + w x (p - origin) at the pushed-out point p, with the origin at 2 t along x. */
+  piola_collider_def plate = bare_def(PIOLA_COLLIDER_PLANE);
+  plate.shape.plane.normal[1] = 1.0f;
+  plate.static_friction = 5.0f; /* sticks: 5 * 1 mm deep > 2 mm of relative motion */
+  const double vel[3] = {2.0, 0.0, 0.0}, spin[3] = {0.0, 1.0, 0.0};
+  piola_collider_data c = posed(t, &plate, zero, (const double[4]){0, 0, 0, 1}, vel, spin);
+  const double h = 1e-3, t_end = 3e-3;
+  piola_v3 xs = piola_v3_make(0.5, 1e-4, 0.2), p = piola_v3_make(0.5, -1e-3, 0.2), corr;
+  CHECK(t, piola_collider_correction_at(&c, xs, p, t_end, h, &corr) == 1);
+  piola_v3 r = piola_v3_add(p, corr);
+  piola_v3 arm = piola_v3_sub(piola_v3_make(p.x, 0.0, p.z), piola_v3_make(2.0 * t_end, 0.0, 0.0));
+  piola_v3 vs =
+      piola_v3_add(piola_v3_make(2.0, 0.0, 0.0), piola_v3_cross(piola_v3_make(0.0, 1.0, 0.0), arm));
+  piola_v3 expect = piola_v3_add(piola_v3_make(xs.x, 0.0, xs.z), piola_v3_scale(vs, h));
+  CHECK_MSG(t, dist3(r, expect) < 1e-12, "carried to (%.9g %.9g %.9g), expected (%.9g %.9g %.9g)",
+            r.x, r.y, r.z, expect.x, expect.y, expect.z);
+  /* The same particle on the plate at rest stays where it started (tangentially). */
+  c = pack(t, &plate);
+  CHECK(t, piola_collider_correction_at(&c, xs, p, t_end, h, &corr) == 1);
+  r = piola_v3_add(p, corr);
+  CHECK(t, dist3(r, piola_v3_make(xs.x, 0.0, xs.z)) < 1e-15);
+}
+
+/* ---- Moving colliders in worlds, on the CPU reference and OpenCL ----------------------------- */
+
+/* Centre of mass (m) and its velocity (m/s) of a body, from the API. */
+static void kin_com(const piola_world *w, piola_body_id id, double com[3], double vel[3]) {
+  int32_t n = piola_body_get_vertex_count(w, id);
+  float *x = malloc(sizeof *x * 3 * (size_t)n), *v = malloc(sizeof *v * 3 * (size_t)n),
+        *inv = malloc(sizeof *inv * (size_t)n);
+  double mass = 0.0;
+  for (int k = 0; k < 3; ++k) {
+    com[k] = vel[k] = NAN;
+  }
+  if (x != NULL && v != NULL && inv != NULL && piola_body_get_positions(w, id, x, n) == PIOLA_OK &&
+      piola_body_get_velocities(w, id, v, n) == PIOLA_OK &&
+      piola_body_get_inverse_masses(w, id, inv, n) == PIOLA_OK) {
+    for (int k = 0; k < 3; ++k) {
+      com[k] = vel[k] = 0.0;
+    }
+    for (int32_t i = 0; i < n; ++i) {
+      double m = 1.0 / inv[i];
+      mass += m;
+      for (int k = 0; k < 3; ++k) {
+        com[k] += m * x[3 * i + k];
+        vel[k] += m * v[3 * i + k];
+      }
+    }
+    for (int k = 0; k < 3; ++k) {
+      com[k] /= mass;
+      vel[k] /= mass;
+    }
+  }
+  free(x);
+  free(v);
+  free(inv);
+}
+
+/* Lowest and smallest-x coordinates of a body's vertices. */
+static void kin_extent(const piola_world *w, piola_body_id id, double *min_x, double *min_y) {
+  float *x = wt_get_positions(w, id);
+  *min_x = *min_y = INFINITY;
+  for (int32_t i = 0; x != NULL && i < piola_body_get_vertex_count(w, id); ++i) {
+    *min_x = fmin(*min_x, x[3 * i]);
+    *min_y = fmin(*min_y, x[3 * i + 1]);
+  }
+  free(x);
+}
+
+/* One scene in up to two worlds run in lock-step: [0] the CPU reference, [1] OpenCL. */
+typedef struct kin_pair {
+  int count;
+  piola_world *w[2];
+  piola_body_id body[2];
+  piola_collider_id ground[2], mover[2];
+  double worst; /* largest crosscheck max_relative between the two */
+  int32_t steps;
+} kin_pair;
+
+typedef enum kin_kind { KIN_PADDLE, KIN_CONVEYOR_PLANE, KIN_CONVEYOR_BOX, KIN_PLATFORM } kin_kind;
+
+/* A 0.3 m box of 3 x 3 x 3 cells (E = 1e6 Pa) resting at (x, y, -0.15) in its corner, over a
+ * ground plane (friction 0.5/0.4) when `ground`, with 2 substeps per 5 ms step. */
+static piola_status kin_build(piola_backend backend, kin_kind kind, piola_world **out,
+                              piola_body_id *body, piola_collider_id *ground,
+                              piola_collider_id *mover) {
+  piola_world_def def = opencl_test_world_def(backend, NULL, NULL);
+  def.substeps = 2;
+  piola_world *w = NULL;
+  piola_status s = piola_world_create(&def, &w);
+  piola_tet_mesh box = wt_box(3, 3, 3, 0.3f, 0.3f, 0.3f);
+  piola_material mat = piola_default_material();
+  mat.youngs_modulus = 1e6f;
+  piola_collider_def c = piola_default_collider_def();
+  float at[3] = {0.0f, 0.0f, -0.15f};
+  memset(ground, 0, sizeof *ground);
+  if (s == PIOLA_OK && box.vertex_count == 0) {
+    s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (s == PIOLA_OK && kind == KIN_PLATFORM) {
+    /* A 1 m platform, top at y = 0.2, then the ground (added second: its record moves down
+     * when the platform goes). */
+    c.type = PIOLA_COLLIDER_BOX;
+    c.shape.box.half_extents[0] = c.shape.box.half_extents[2] = 0.5f;
+    c.shape.box.half_extents[1] = 0.1f;
+    s = piola_world_add_collider(w, &c, mover);
+    if (s == PIOLA_OK) {
+      s = piola_world_set_collider_pose(w, *mover, (const float[3]){0.15f, 0.1f, 0.0f},
+                                        kin_identity, kin_zero, kin_zero);
+    }
+    at[1] = 0.2f;
+  }
+  if (s == PIOLA_OK && kind != KIN_CONVEYOR_PLANE && kind != KIN_CONVEYOR_BOX) {
+    s = piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, ground);
+  }
+  if (s == PIOLA_OK && kind == KIN_PADDLE) {
+    /* A paddle 0.1 m thick, 0.5 m tall, 0.8 m wide, its face 5 cm from the body, coming at it
+     * at 1 m/s (friction 0.5/0.4 on it too). */
+    c.type = PIOLA_COLLIDER_BOX;
+    c.shape.box.half_extents[0] = 0.05f;
+    c.shape.box.half_extents[1] = 0.25f;
+    c.shape.box.half_extents[2] = 0.4f;
+    s = piola_world_add_collider(w, &c, mover);
+    if (s == PIOLA_OK) {
+      s = piola_world_set_collider_pose(w, *mover, (const float[3]){-0.1f, 0.26f, 0.0f},
+                                        kin_identity, (const float[3]){1.0f, 0.0f, 0.0f}, kin_zero);
+    }
+  }
+  if (s == PIOLA_OK && (kind == KIN_CONVEYOR_PLANE || kind == KIN_CONVEYOR_BOX)) {
+    /* The ground itself moves along x at 0.5 m/s: a plane y < 0 sliding along itself (only its
+     * velocity tells), or a 10 m x 0.2 m x 2 m plate. */
+    if (kind == KIN_CONVEYOR_BOX) {
+      c.type = PIOLA_COLLIDER_BOX;
+      c.shape.box.half_extents[0] = 5.0f;
+      c.shape.box.half_extents[1] = 0.1f;
+      c.shape.box.half_extents[2] = 1.0f;
+    }
+    s = piola_world_add_collider(w, &c, mover);
+    if (s == PIOLA_OK) {
+      s = piola_world_set_collider_pose(
+          w, *mover, (const float[3]){0.0f, kind == KIN_CONVEYOR_BOX ? -0.1f : 0.0f, 0.0f},
+          kin_identity, (const float[3]){0.5f, 0.0f, 0.0f}, kin_zero);
+    }
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &box, &mat, at, body);
+  }
+  piola_mesh_free(&box);
+  if (s != PIOLA_OK) {
+    piola_world_destroy(w);
+    w = NULL;
+  }
+  *out = w;
+  return s;
+}
+
+/* Builds the scene on the CPU reference, and on OpenCL too when `opencl`. */
+static bool kin_pair_make(piola_test *t, kin_kind kind, bool opencl, kin_pair *p) {
+  memset(p, 0, sizeof *p);
+  p->count = opencl ? 2 : 1;
+  for (int i = 0; i < p->count; ++i) {
+    piola_status s = kin_build(i == 0 ? PIOLA_BACKEND_CPU_REFERENCE : PIOLA_BACKEND_OPENCL, kind,
+                               &p->w[i], &p->body[i], &p->ground[i], &p->mover[i]);
+    CHECK_MSG(t, s == PIOLA_OK, "scene %d on backend %d: %s", (int)kind, i, piola_status_string(s));
+    if (s != PIOLA_OK) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Steps every world once and compares the two (the parity tests' measure). */
+static void kin_pair_step(piola_test *t, kin_pair *p) {
+  for (int i = 0; i < p->count; ++i) {
+    CHECK_STATUS(t, piola_world_step(p->w[i]), PIOLA_OK);
+  }
+  p->steps++;
+  if (p->count == 2) {
+    crosscheck_pair pair = {p->w[0], p->w[1], &p->body[0], &p->body[1], 1};
+    crosscheck_sample sample;
+    CHECK_STATUS(t, crosscheck_compare(&pair, &sample), PIOLA_OK);
+    p->worst = fmax(p->worst, sample.max_relative);
+    if (getenv("PIOLA_PARITY_TRACE") != NULL) {
+      printf("    step %4d: max %.3e of the diagonal\n", (int)p->steps, sample.max_relative);
+    }
+  }
+}
+
+static void kin_pair_free(piola_test *t, kin_pair *p) {
+  if (p->count == 2) {
+    printf("  OpenCL against the CPU reference: largest deviation %.3e of the diagonal\n",
+           p->worst);
+    CHECK_MSG(t, p->worst <= KIN_PARITY_TOLERANCE, "OpenCL deviates by %.3e (allowed %.1e)",
+              p->worst, KIN_PARITY_TOLERANCE);
+  }
+  for (int i = 0; i < p->count; ++i) {
+    piola_world_destroy(p->w[i]);
+  }
+}
+
+static const char *const kin_backend[2] = {"reference", "OpenCL"};
+
+/* A paddle moving at 1 m/s into a box resting on the ground pushes it along: once in contact
+ * the box's centre moves with the paddle at about 1 m/s, its near face against the paddle's. */
+static void paddle_pushes(piola_test *t, bool opencl) {
+  kin_pair p;
+  if (!kin_pair_make(t, KIN_PADDLE, opencl, &p)) {
+    kin_pair_free(t, &p);
+    return;
+  }
+  double vx_sum[2] = {0.0, 0.0}, vx_min[2] = {INFINITY, INFINITY}, vx_max[2] = {0.0, 0.0};
+  for (int step = 0; step < 120; ++step) {
+    kin_pair_step(t, &p);
+    for (int i = 0; i < p.count && step >= 60; ++i) { /* from 0.3 s: 0.25 s after contact */
+      double com[3], vel[3];
+      kin_com(p.w[i], p.body[i], com, vel);
+      vx_sum[i] += vel[0] / 60.0;
+      vx_min[i] = fmin(vx_min[i], vel[0]);
+      vx_max[i] = fmax(vx_max[i], vel[0]);
+    }
+  }
+  for (int i = 0; i < p.count; ++i) {
+    float pos[3];
+    double com[3], vel[3], min_x, min_y;
+    CHECK_STATUS(t, piola_world_get_collider_pose(p.w[i], p.mover[i], pos, NULL, NULL, NULL),
+                 PIOLA_OK);
+    kin_com(p.w[i], p.body[i], com, vel);
+    kin_extent(p.w[i], p.body[i], &min_x, &min_y);
+    const double face = (double)pos[0] + 0.05;
+    printf("  %s: paddle at x = %.4f m after 0.6 s; body centre %.4f m, velocity over the last "
+           "0.3 s %.4f m/s (%.4f .. %.4f), near face %.5f m from the paddle's\n",
+           kin_backend[i], (double)pos[0], com[0], vx_sum[i], vx_min[i], vx_max[i], min_x - face);
+    /* The pose advanced by 120 steps of 5 ms at 1 m/s. */
+    CHECK_NEAR(t, pos[0], -0.1 + 0.6, 1e-5);
+    CHECK_MSG(t, fabs(vx_sum[i] - 1.0) < 0.02 && vx_min[i] > 0.9 && vx_max[i] < 1.1,
+              "%s: body moves at %.4f m/s (%.4f .. %.4f), not with the paddle", kin_backend[i],
+              vx_sum[i], vx_min[i], vx_max[i]);
+    /* Against the paddle: its centre half a body (0.15 m) ahead of the face, its face on it. */
+    CHECK_MSG(t, fabs(com[0] - face - 0.15) < 0.01, "%s: centre %.4f m ahead of the paddle",
+              kin_backend[i], com[0] - face);
+    CHECK_MSG(t, min_x - face > -2e-3 && min_x - face < 5e-3, "%s: near face %.5f m from it",
+              kin_backend[i], min_x - face);
+    CHECK_MSG(t, min_y > -1e-4, "%s: below the ground (%.3g m)", kin_backend[i], min_y);
+  }
+  kin_pair_free(t, &p);
+}
+
+/* A conveyor: the ground moves sideways at 0.5 m/s under a box resting on it, and friction
+ * (dynamic 0.4: about 4 m/s^2) brings the box up to the ground's speed within about 0.15 s. */
+static void conveyor_carries(piola_test *t, bool opencl) {
+  for (int shape = 0; shape < 2; ++shape) {
+    kin_pair p;
+    if (!kin_pair_make(t, shape == 0 ? KIN_CONVEYOR_PLANE : KIN_CONVEYOR_BOX, opencl, &p)) {
+      kin_pair_free(t, &p);
+      return;
+    }
+    double start[2][3], vel0[3];
+    for (int i = 0; i < p.count; ++i) {
+      kin_com(p.w[i], p.body[i], start[i], vel0);
+    }
+    double early[2] = {0.0, 0.0};
+    for (int step = 0; step < 100; ++step) {
+      kin_pair_step(t, &p);
+      for (int i = 0; i < p.count && step == 9; ++i) {
+        double com[3], vel[3];
+        kin_com(p.w[i], p.body[i], com, vel);
+        early[i] = vel[0];
+      }
+    }
+    for (int i = 0; i < p.count; ++i) {
+      double com[3], vel[3], min_x, min_y;
+      kin_com(p.w[i], p.body[i], com, vel);
+      kin_extent(p.w[i], p.body[i], &min_x, &min_y);
+      printf("  %s, %s: velocity %.4f m/s after 0.05 s, %.4f (%.2g, %.2g) after 0.5 s; moved "
+             "%.4f m; lowest vertex %.3g m\n",
+             shape == 0 ? "plane" : "plate", kin_backend[i], early[i], vel[0], vel[1], vel[2],
+             com[0] - start[i][0], min_y);
+      /* Accelerating at first (by friction, at most mu_s g = 4.9 m/s^2: < 0.25 m/s at 0.05 s),
+       * then carried at the plate's speed, not pushed up or sideways. */
+      CHECK_MSG(t, early[i] > 0.05 && early[i] < 0.3, "%s: %.4f m/s at 0.05 s", kin_backend[i],
+                early[i]);
+      CHECK_MSG(t, fabs(vel[0] - 0.5) < 0.01, "%s: carried at %.4f m/s, not 0.5", kin_backend[i],
+                vel[0]);
+      CHECK_MSG(t, fabs(vel[1]) < 0.01 && fabs(vel[2]) < 1e-3, "%s: velocity (%.3g, %.3g)",
+                kin_backend[i], vel[1], vel[2]);
+      /* 0.5 s at 0.5 m/s less the run-up (about 0.5^2 / (2 * 4) = 3 cm). */
+      CHECK_MSG(t, com[0] - start[i][0] > 0.18 && com[0] - start[i][0] < 0.25, "%s: moved %.4f m",
+                kin_backend[i], com[0] - start[i][0]);
+      CHECK_MSG(t, min_y > -1e-4, "%s: a vertex %.3g m into the plate", kin_backend[i], min_y);
+    }
+    kin_pair_free(t, &p);
+  }
+}
+
+/* A box resting on a platform falls through where the platform was once it is removed, and
+ * lands on the ground (whose record moved down into the platform's place). */
+static void remove_drops(piola_test *t, bool opencl) {
+  kin_pair p;
+  if (!kin_pair_make(t, KIN_PLATFORM, opencl, &p)) {
+    kin_pair_free(t, &p);
+    return;
+  }
+  for (int step = 0; step < 200; ++step) {
+    if (step == 60) {
+      for (int i = 0; i < p.count; ++i) {
+        double com[3], vel[3];
+        kin_com(p.w[i], p.body[i], com, vel);
+        CHECK_MSG(t, fabs(com[1] - 0.35) < 0.01, "%s: resting at %.4f m before the removal",
+                  kin_backend[i], com[1]);
+        piola_stats st;
+        CHECK_STATUS(t, piola_world_get_stats(p.w[i], &st), PIOLA_OK);
+        CHECK(t, st.collider_count == 2);
+        CHECK_STATUS(t, piola_world_remove_collider(p.w[i], p.mover[i]), PIOLA_OK);
+        CHECK_STATUS(t, piola_world_get_stats(p.w[i], &st), PIOLA_OK);
+        CHECK(t, st.collider_count == 1);
+        CHECK(t, p.w[i]->colliders[0].kind == PIOLA_COLLIDER_KIND_PLANE);
+      }
+    }
+    kin_pair_step(t, &p);
+    for (int i = 0; i < p.count && step == 90; ++i) {
+      double com[3], vel[3];
+      kin_com(p.w[i], p.body[i], com, vel);
+      /* 0.15 s after the removal: fallen g t^2 / 2 = 0.11 m, at g t = 1.5 m/s. */
+      CHECK_MSG(t, com[1] < 0.26 && vel[1] < -1.2, "%s: at %.4f m, %.3f m/s: not falling",
+                kin_backend[i], com[1], vel[1]);
+    }
+  }
+  for (int i = 0; i < p.count; ++i) {
+    double com[3], vel[3], min_x, min_y;
+    kin_com(p.w[i], p.body[i], com, vel);
+    kin_extent(p.w[i], p.body[i], &min_x, &min_y);
+    printf("  %s: after the removal the box came to rest at %.4f m (lowest vertex %.3g m)\n",
+           kin_backend[i], com[1], min_y);
+    CHECK_MSG(t, fabs(com[1] - 0.15) < 0.01 && min_y > -1e-4,
+              "%s: not resting on the ground (centre %.4f m, lowest %.3g m)", kin_backend[i],
+              com[1], min_y);
+    /* The removed collider's id is stale. */
+    CHECK_STATUS(t, piola_world_remove_collider(p.w[i], p.mover[i]), PIOLA_ERROR_INVALID_COLLIDER);
+  }
+  kin_pair_free(t, &p);
+}
+
+void test_collider_paddle_pushes(piola_test *t) {
+  paddle_pushes(t, false);
+}
+
+void test_opencl_collider_paddle_pushes(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    paddle_pushes(t, true);
+  }
+}
+
+void test_collider_conveyor_carries(piola_test *t) {
+  conveyor_carries(t, false);
+}
+
+void test_opencl_collider_conveyor_carries(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    conveyor_carries(t, true);
+  }
+}
+
+void test_collider_remove_drops(piola_test *t) {
+  remove_drops(t, false);
+}
+
+void test_opencl_collider_remove_drops(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    remove_drops(t, true);
+  }
+}
+
+/* A box rotated 30 degrees about z, given as a shape at the identity pose or as an axis-aligned
+ * shape turned by its pose: a block dropped on the slope slides off the same way. */
+void test_collider_rotated_equals_shape(piola_test *t) {
+  const double half = 15.0 * WT_PI / 180.0;
+  const float rot[4] = {0.0f, 0.0f, (float)sin(half), (float)cos(half)};
+  piola_tet_mesh box = wt_box(3, 3, 3, 0.3f, 0.3f, 0.3f);
+  REQUIRE(t, box.vertex_count > 0);
+  piola_material mat = piola_default_material();
+  mat.youngs_modulus = 1e6f;
+  piola_world *w[2];
+  piola_body_id id[2];
+  for (int k = 0; k < 2; ++k) {
+    w[k] = wt_world(t, NULL, NULL, 0.005f, 1, 5, 0.0f, true);
+    REQUIRE(t, w[k] != NULL);
+    piola_collider_def c = piola_default_collider_def();
+    c.type = PIOLA_COLLIDER_BOX;
+    c.shape.box.half_extents[0] = 0.8f;
+    c.shape.box.half_extents[1] = 0.2f;
+    c.shape.box.half_extents[2] = 0.5f;
+    piola_collider_id cid;
+    if (k == 0) {
+      c.shape.box.center[1] = 0.3f;
+      memcpy(c.shape.box.rotation, rot, sizeof rot);
+      REQUIRE_OK(t, piola_world_add_collider(w[k], &c, &cid));
+    } else {
+      REQUIRE_OK(t, piola_world_add_collider(w[k], &c, &cid));
+      REQUIRE_OK(t, piola_world_set_collider_pose(w[k], cid, (const float[3]){0.0f, 0.3f, 0.0f},
+                                                  rot, kin_zero, kin_zero));
+      CHECK(t, w[k]->colliders[0].posed == 1);
+    }
+    REQUIRE_OK(t, piola_world_add_tet_body(w[k], &box, &mat, (const float[3]){-0.15f, 0.7f, -0.15f},
+                                           &id[k]));
+  }
+  double start[3], vel[3], end[3];
+  kin_com(w[0], id[0], start, vel);
+  double worst = 0.0;
+  for (int step = 0; step < 150; ++step) {
+    for (int k = 0; k < 2; ++k) {
+      REQUIRE_OK(t, piola_world_step(w[k]));
+    }
+    for (int32_t i = 0; i < 3 * w[0]->vertex_count; ++i) {
+      worst = fmax(worst, fabs(w[0]->x[i] - w[1]->x[i]));
+    }
+  }
+  kin_com(w[0], id[0], end, vel);
+  printf("  the block slid %.4f m down the slope; the two worlds differ by at most %.3g m\n",
+         end[0] - start[0], worst);
+  /* It landed on the slope and slid down it towards -x (the top face falls to the left). */
+  CHECK_MSG(t, end[0] - start[0] < -0.1, "moved %.4f m along x", end[0] - start[0]);
+  /* The same up to the float rounding of the two ways of writing the shape. */
+  CHECK_MSG(t, worst < 1e-5, "the two worlds differ by %.3g m", worst);
+  for (int k = 0; k < 2; ++k) {
+    piola_world_destroy(w[k]);
+  }
+  piola_mesh_free(&box);
+}
+
+/* A hash of the world's state (float and double positions, velocities) after n steps. */
+static uint64_t kin_hash(piola_world *w, piola_body_id id, int n) {
+  for (int s = 0; s < n; ++s) {
+    piola_world_step(w);
+  }
+  uint64_t h = wt_positions_hash(w, &id, 1);
+  h = piola_test_fnv1a(h, w->x, sizeof *w->x * 3 * (size_t)w->vertex_count);
+  return piola_test_fnv1a(h, w->v, sizeof *w->v * 3 * (size_t)w->vertex_count);
+}
+
+/* The identity pose is exactly the collider as added: every shape, at rest, gives bitwise the
+ * results it gave before colliders had poses, whether never posed, posed and put back, or run
+ * through the moving-collider path (transforms and relative friction) at the identity pose. */
+void test_collider_identity_pose_bitwise(piola_test *t) {
+  piola_tet_mesh box = wt_box(3, 3, 3, 0.3f, 0.3f, 0.3f);
+  REQUIRE(t, box.vertex_count > 0);
+  piola_material mat = piola_default_material();
+  mat.youngs_modulus = 1e6f;
+  uint64_t hash[3];
+  for (int mode = 0; mode < 3; ++mode) {
+    piola_world *w = wt_world(t, NULL, NULL, 0.005f, 2, 5, 0.0f, true);
+    REQUIRE(t, w != NULL);
+    piola_collider_def c[5];
+    for (int k = 0; k < 5; ++k) {
+      c[k] = piola_default_collider_def();
+      c[k].type = (piola_collider_type)k;
+    }
+    c[1].shape.sphere.center[0] = 0.35f;
+    c[1].shape.sphere.center[1] = 0.2f;
+    c[2].shape.box.center[0] = -0.4f;
+    c[2].shape.box.rotation[2] = 0.2f; /* normalised on add */
+    c[2].shape.box.rotation[3] = 1.0f;
+    c[3].shape.capsule.a[0] = 0.1f;
+    c[3].shape.capsule.b[0] = 0.2f;
+    c[3].shape.capsule.a[1] = c[3].shape.capsule.b[1] = 0.1f;
+    c[3].shape.capsule.a[2] = -0.5f;
+    c[3].shape.capsule.b[2] = 0.5f;
+    c[3].shape.capsule.radius = 0.1f;
+    c[4].shape.funnel.base[1] = 0.4f;
+    c[4].shape.funnel.base_radius = 0.5f;
+    for (int k = 0; k < 5; ++k) {
+      piola_collider_id cid;
+      REQUIRE_OK(t, piola_world_add_collider(w, &c[k], &cid));
+      if (mode == 1) { /* moved and turned, then put back */
+        REQUIRE_OK(t, piola_world_set_collider_pose(w, cid, (const float[3]){1.0f, 2.0f, 3.0f},
+                                                    (const float[4]){0.3f, 0.0f, 0.0f, 1.0f},
+                                                    (const float[3]){1.0f, 0.0f, 0.0f}, kin_zero));
+        REQUIRE_OK(t, piola_world_set_collider_pose(w, cid, kin_zero,
+                                                    (const float[4]){0.0f, 0.0f, 0.0f, 3.0f},
+                                                    kin_zero, kin_zero));
+        CHECK(t, w->colliders[k].posed == 0);
+      } else if (mode == 2) {
+        w->colliders[k].posed = 1; /* the moving-collider path, at the identity pose */
+      }
+    }
+    piola_body_id id;
+    REQUIRE_OK(t,
+               piola_world_add_tet_body(w, &box, &mat, (const float[3]){-0.2f, 0.6f, -0.15f}, &id));
+    hash[mode] = kin_hash(w, id, 200);
+    piola_world_destroy(w);
+  }
+  printf("  hashes %016llx %016llx %016llx\n", (unsigned long long)hash[0],
+         (unsigned long long)hash[1], (unsigned long long)hash[2]);
+  CHECK(t, hash[0] == hash[1]);
+  CHECK(t, hash[0] == hash[2]);
+  piola_mesh_free(&box);
+}
+
+/* Every new collider call rejects bad ids (never issued, null, stale after a removal, a NULL
+ * world), NULL and non-finite vectors and zero quaternions with a status, and changes nothing. */
+static void pose_bad_input(piola_test *t, piola_backend backend) {
+  capture_log log;
+  int misuse = 0;
+  piola_world_def def = opencl_test_world_def(backend, &log, &misuse);
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
+  piola_material mat = piola_default_material();
+  piola_body_id body;
+  piola_collider_id plane, ball, gone;
+  piola_collider_def c = piola_default_collider_def();
+  c.type = PIOLA_COLLIDER_SPHERE;
+  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, (const float[3]){0.0f, 0.1f, 0.0f}, &body));
+  REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, &plane));
+  REQUIRE_OK(t, piola_world_add_collider(w, &c, &gone));
+  REQUIRE_OK(t, piola_world_add_collider(w, &c, &ball));
+  REQUIRE_OK(t, piola_world_remove_collider(w, gone));
+  REQUIRE_OK(t, piola_world_step(w)); /* the device holds the state */
+  /* A new collider takes the freed slot with a new generation: the old id stays stale. */
+  piola_collider_id again;
+  REQUIRE_OK(t, piola_world_add_collider(w, &c, &again));
+  CHECK(t, again.index1 == gone.index1 && again.generation != gone.generation);
+  REQUIRE_OK(t, piola_world_remove_collider(w, again));
+  const float pos[3] = {0.1f, 0.2f, 0.3f}, vel[3] = {0.5f, 0.0f, 0.0f};
+  const float one = 1.0f;
+  const float nan3[3] = {0.0f, NAN, 0.0f}, inf3[3] = {INFINITY, 0.0f, 0.0f};
+  const float nan4[4] = {0.0f, 0.0f, 0.0f, NAN}, inf4[4] = {0.0f, INFINITY, 0.0f, 1.0f};
+  const float zero4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, tiny4[4] = {1e-30f, 0.0f, 0.0f, 0.0f};
+  const piola_collider_id bad[4] = {gone, {0, 0}, {17, 0}, {ball.index1, ball.generation + 1}};
+  float out[4] = {7.0f, 7.0f, 7.0f, 7.0f};
+  for (int i = 0; i < 4; ++i) {
+    wt_snapshot before = wt_snapshot_take(w, &body, 1);
+    int m = misuse;
+    CHECK_STATUS(t, piola_world_set_collider_pose(w, bad[i], pos, kin_identity, vel, kin_zero),
+                 PIOLA_ERROR_INVALID_COLLIDER);
+    CHECK_STATUS(t, piola_world_remove_collider(w, bad[i]), PIOLA_ERROR_INVALID_COLLIDER);
+    CHECK_STATUS(t, piola_world_get_collider_pose(w, bad[i], out, out, out, out),
+                 PIOLA_ERROR_INVALID_COLLIDER);
+    wt_snapshot after = wt_snapshot_take(w, &body, 1);
+    CHECK_MSG(t, wt_snapshot_equal(&before, &after), "bad id %d changed the world", i);
+    CHECK_MSG(t, misuse == m + 3, "bad id %d: %d misuse reports, expected 3", i, misuse - m);
+  }
+  CHECK(t, out[0] == 7.0f && out[3] == 7.0f);
+  CHECK_STATUS(t, piola_world_set_collider_pose(NULL, ball, pos, kin_identity, vel, kin_zero),
+               PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_world_remove_collider(NULL, ball), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_world_get_collider_pose(NULL, ball, out, out, out, out),
+               PIOLA_ERROR_INVALID_ARGUMENT);
+  /* NULL vectors (misuse), non-finite ones, zero quaternions. */
+  struct {
+    const float *p, *q, *v, *a;
+    piola_status expected;
+    bool misuse;
+  } cases[] = {
+      {NULL, kin_identity, vel, kin_zero, PIOLA_ERROR_INVALID_ARGUMENT, true},
+      {pos, NULL, vel, kin_zero, PIOLA_ERROR_INVALID_ARGUMENT, true},
+      {pos, kin_identity, NULL, kin_zero, PIOLA_ERROR_INVALID_ARGUMENT, true},
+      {pos, kin_identity, vel, NULL, PIOLA_ERROR_INVALID_ARGUMENT, true},
+      {nan3, kin_identity, vel, kin_zero, PIOLA_ERROR_NON_FINITE, false},
+      {inf3, kin_identity, vel, kin_zero, PIOLA_ERROR_NON_FINITE, false},
+      {pos, nan4, vel, kin_zero, PIOLA_ERROR_NON_FINITE, false},
+      {pos, inf4, vel, kin_zero, PIOLA_ERROR_NON_FINITE, false},
+      {pos, kin_identity, nan3, kin_zero, PIOLA_ERROR_NON_FINITE, false},
+      {pos, kin_identity, vel, inf3, PIOLA_ERROR_NON_FINITE, false},
+      {pos, zero4, vel, kin_zero, PIOLA_ERROR_INVALID_ARGUMENT, false},
+      {pos, tiny4, vel, kin_zero, PIOLA_ERROR_INVALID_ARGUMENT, false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    wt_snapshot before = wt_snapshot_take(w, &body, 1);
+    int m = misuse, errors = log.count[PIOLA_LOG_ERROR];
+    CHECK_STATUS(
+        t, piola_world_set_collider_pose(w, ball, cases[i].p, cases[i].q, cases[i].v, cases[i].a),
+        cases[i].expected);
+    wt_snapshot after = wt_snapshot_take(w, &body, 1);
+    CHECK_MSG(t, wt_snapshot_equal(&before, &after), "pose case %d changed the world", (int)i);
+    CHECK_MSG(t, misuse == m + (cases[i].misuse ? 1 : 0), "pose case %d: misuse %d", (int)i,
+              misuse - m);
+    CHECK_MSG(t, cases[i].misuse || log.count[PIOLA_LOG_ERROR] == errors + 1,
+              "pose case %d was not logged", (int)i);
+  }
+  /* A good call goes in (the snapshot sees it), normalised; get takes NULL outputs. */
+  wt_snapshot before = wt_snapshot_take(w, &body, 1);
+  REQUIRE_OK(t, piola_world_set_collider_pose(w, ball, pos,
+                                              (const float[4]){0.0f, 3.0f * one, 0.0f, 4.0f}, vel,
+                                              (const float[3]){0.0f, 2.0f, 0.0f}));
+  wt_snapshot after = wt_snapshot_take(w, &body, 1);
+  CHECK(t, !wt_snapshot_equal(&before, &after));
+  float q[4], p[3], v[3], a[3];
+  REQUIRE_OK(t, piola_world_get_collider_pose(w, ball, p, q, v, a));
+  CHECK(t, p[0] == pos[0] && p[1] == pos[1] && p[2] == pos[2] && v[0] == 0.5f && a[1] == 2.0f);
+  CHECK_NEAR(t, q[1], 0.6, 1e-7);
+  CHECK_NEAR(t, q[3], 0.8, 1e-7);
+  REQUIRE_OK(t, piola_world_get_collider_pose(w, ball, NULL, NULL, NULL, NULL));
+  /* One step advances the pose by dt along the velocities: x by 0.5 dt, turned by 2 dt about y
+   * after the set rotation. */
+  REQUIRE_OK(t, piola_world_step(w));
+  REQUIRE_OK(t, piola_world_get_collider_pose(w, ball, p, q, v, a));
+  const double dt = (double)def.dt, th = 2.0 * atan2(0.6, 0.8) + 2.0 * dt;
+  CHECK_NEAR(t, p[0], 0.1 + 0.5 * dt, 1e-7);
+  CHECK_NEAR(t, q[1], sin(th / 2.0), 1e-7);
+  CHECK_NEAR(t, q[3], cos(th / 2.0), 1e-7);
+  CHECK(t, v[0] == 0.5f && a[1] == 2.0f);
+  piola_stats st;
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK(t, st.collider_count == 2);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+}
+
+void test_collider_pose_bad_input(piola_test *t) {
+  pose_bad_input(t, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_collider_pose_bad_input(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    pose_bad_input(t, PIOLA_BACKEND_OPENCL);
   }
 }

@@ -196,7 +196,7 @@ static piola_status ct_scene_create(ct_scene *sc, const piola_world_def *def, bo
   sc->count = 0;
   piola_status s = piola_world_create(def, &sc->w);
   if (s == PIOLA_OK && ground) {
-    s = piola_world_add_plane(sc->w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f);
+    s = piola_world_add_plane(sc->w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL);
   }
   return s;
 }

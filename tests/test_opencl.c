@@ -224,7 +224,7 @@ void test_opencl_struct_layout(piola_test *t) {
   }
   /* The sizes the kernels' comments promise, and the host buffers' strides (16 bytes per
    * vertex and per tet index set). */
-  CHECK(t, host[0] == 64 && host[7] == 40 && host[14] == 16 && host[15] == 16);
+  CHECK(t, host[0] == 128 && host[7] == 40 && host[14] == 16 && host[15] == 16);
   /* A device that does not exist: its status, and nothing written. */
   int32_t untouched[16];
   memcpy(untouched, device, sizeof untouched);
@@ -555,7 +555,7 @@ void test_opencl_body_arrays(piola_test *t) {
               at_b[3] = {1.0f, 0.3f, 0.0f};
   piola_body_id a = {0, 0}, b = {0, 0};
   for (int k = 0; k < 2; ++k) {
-    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f, NULL), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at_a, &a), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at_b, &b), PIOLA_OK);
   }
@@ -662,7 +662,7 @@ void test_opencl_add_body_after_step(piola_test *t) {
               at_b[3] = {0.5f, 0.6f, 0.0f};
   piola_body_id ids[2] = {{0, 0}, {0, 0}};
   for (int k = 0; k < 2; ++k) {
-    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f, NULL), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &stvk, at_a, &ids[0]), PIOLA_OK);
   }
   REQUIRE_OK(t, twin_step(&tw, 15));
@@ -724,7 +724,7 @@ void test_opencl_remove_body_after_step(piola_test *t) {
   piola_body_id ids[4];
   memset(ids, 0, sizeof ids);
   for (int k = 0; k < 2; ++k) {
-    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f, NULL), PIOLA_OK);
     for (int i = 0; i < 3; ++i) {
       const float at[3] = {-1.6f + 1.1f * (float)i, 0.2f + 0.1f * (float)i, 0.0f};
       CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &material, at, &ids[i]), PIOLA_OK);
@@ -828,9 +828,9 @@ void test_opencl_add_collider_after_step(piola_test *t) {
   REQUIRE(t, p != NULL && zero != NULL);
   for (int c = 0; c < 3; ++c) {
     for (int k = 0; k < 2; ++k) {
-      int32_t index = -1;
+      piola_collider_id index = {-1, 0};
       CHECK_STATUS(t, piola_world_add_collider(tw.w[k], &defs[c], &index), PIOLA_OK);
-      CHECK(t, index == c);
+      CHECK(t, index.index1 == c + 1);
       if (c > 0) { /* put the bar 0.1 m above the new collider, at rest */
         for (int32_t v = 0; v < n; ++v) {
           p[3 * v] = bar->positions[3 * v] + drop_x[c] - 0.4f;
@@ -904,7 +904,7 @@ void test_opencl_stats(piola_test *t) {
     squashed[3 * i + 2] = creature.positions[3 * i + 2] + at_c[2];
   }
   for (int k = 0; k < 2; ++k) {
-    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_plane(tw.w[k], up, 0.0f, 0.5f, NULL), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_collider(tw.w[k], &sphere, NULL), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], &creature, &stvk, at_c, &ids[0]), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(tw.w[k], bar, &neo, at_b, &ids[1]), PIOLA_OK);
@@ -1040,7 +1040,7 @@ void test_opencl_profile_stage_times(piola_test *t) {
     piola_world *w = NULL;
     REQUIRE_OK(t, piola_world_create(&def, &w));
     piola_body_id id;
-    CHECK_STATUS(t, piola_world_add_plane(w, up, 0.0f, 0.5f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(w, &bar, &plastic, at, &id), PIOLA_OK);
     double ms[PIOLA_STAGE_COUNT];
     for (int i = 0; i < 3; ++i) {
@@ -1110,7 +1110,7 @@ void test_opencl_schedules_agree(piola_test *t) {
     CHECK_STATUS(t, piola_world_add_tet_body(w, &box, &m, at[1], &ids[1]), PIOLA_OK);
     CHECK_STATUS(t, piola_world_add_tet_body(w, &creature, &m, at[2], &ids[2]), PIOLA_OK);
     const float up[3] = {0.0f, 1.0f, 0.0f};
-    CHECK_STATUS(t, piola_world_add_plane(w, up, 0.0f, 0.6f), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_plane(w, up, 0.0f, 0.6f, NULL), PIOLA_OK);
     piola_collider_def ball = piola_default_collider_def();
     ball.type = PIOLA_COLLIDER_SPHERE;
     ball.shape.sphere.center[0] = 1.7f;

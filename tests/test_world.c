@@ -41,7 +41,8 @@ static bool busy_world_fill(busy_world *b) {
   const float t0[3] = {0.0f, 0.5f, 0.0f}, t1[3] = {1.0f, 0.8f, 0.0f};
   if (piola_world_add_tet_body(b->w, &b->box, &m, t0, &b->bodies[0]) != PIOLA_OK ||
       piola_world_add_tet_body(b->w, &b->box, &m, t1, &b->bodies[1]) != PIOLA_OK ||
-      piola_world_add_plane(b->w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f) != PIOLA_OK) {
+      piola_world_add_plane(b->w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL) !=
+          PIOLA_OK) {
     return false;
   }
   for (int i = 0; i < 10; ++i) {
@@ -654,24 +655,27 @@ void test_collider_defs_rejected(piola_test *t) {
       break;
     }
     wt_snapshot before = wt_snapshot_take(b.w, b.bodies, 2);
-    int32_t index = -5;
+    piola_collider_id index = {-5, 7};
     piola_status s = piola_world_add_collider(b.w, &c, &index);
     wt_snapshot after = wt_snapshot_take(b.w, b.bodies, 2);
     CHECK_MSG(t, s == expected, "collider case %d: got '%s', expected '%s'", i,
               piola_status_string(s), piola_status_string(expected));
     CHECK_MSG(t, wt_snapshot_equal(&before, &after), "collider case %d changed the world", i);
-    CHECK_MSG(t, index == -5, "collider case %d wrote the index", i);
+    CHECK_MSG(t, index.index1 == -5 && index.generation == 7, "collider case %d wrote the id", i);
   }
   /* The plane shortcut: zero normal, NaN offset, negative friction, NULL normal (misuse). */
-  CHECK_REJECTED(t, &b, piola_world_add_plane(b.w, (const float[3]){0.0f, 0.0f, 0.0f}, 0.0f, 0.5f),
+  CHECK_REJECTED(t, &b,
+                 piola_world_add_plane(b.w, (const float[3]){0.0f, 0.0f, 0.0f}, 0.0f, 0.5f, NULL),
                  PIOLA_ERROR_INVALID_ARGUMENT, true);
-  CHECK_REJECTED(t, &b, piola_world_add_plane(b.w, (const float[3]){0.0f, 1.0f, 0.0f}, NAN, 0.5f),
+  CHECK_REJECTED(t, &b,
+                 piola_world_add_plane(b.w, (const float[3]){0.0f, 1.0f, 0.0f}, NAN, 0.5f, NULL),
                  PIOLA_ERROR_NON_FINITE, true);
-  CHECK_REJECTED(t, &b, piola_world_add_plane(b.w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, -0.5f),
+  CHECK_REJECTED(t, &b,
+                 piola_world_add_plane(b.w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, -0.5f, NULL),
                  PIOLA_ERROR_INVALID_ARGUMENT, true);
   int misuse = b.misuse;
-  CHECK_REJECTED(t, &b, piola_world_add_plane(b.w, NULL, 0.0f, 0.5f), PIOLA_ERROR_INVALID_ARGUMENT,
-                 false);
+  CHECK_REJECTED(t, &b, piola_world_add_plane(b.w, NULL, 0.0f, 0.5f, NULL),
+                 PIOLA_ERROR_INVALID_ARGUMENT, false);
   CHECK_REJECTED(t, &b, piola_world_add_collider(b.w, NULL, NULL), PIOLA_ERROR_INVALID_ARGUMENT,
                  false);
   CHECK(t, b.misuse == misuse + 2);
@@ -679,9 +683,9 @@ void test_collider_defs_rejected(piola_test *t) {
   /* A valid one goes in, with the next index and a normalised normal. */
   piola_collider_def ok = piola_default_collider_def();
   ok.shape.plane.normal[1] = 5.0f;
-  int32_t index = -1;
+  piola_collider_id index = {-1, 0};
   REQUIRE_OK(t, piola_world_add_collider(b.w, &ok, &index));
-  CHECK(t, index == 1);
+  CHECK(t, index.index1 == 2 && index.generation == 0);
   CHECK_NEAR(t, b.w->colliders[1].a[1], 1.0, 1e-7);
   busy_world_free(&b);
 }
@@ -833,7 +837,7 @@ void test_remove_body(piola_test *t) {
   REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, (const float[3]){0.0f, 0.2f, 0.0f}, &a));
   REQUIRE_OK(t, piola_world_add_tet_body(w, &small, &soft, (const float[3]){2.0f, 0.5f, 0.0f}, &b));
   REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, (const float[3]){4.0f, 0.8f, 0.0f}, &c));
-  REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f));
+  REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL));
   for (int i = 0; i < 30; ++i) {
     REQUIRE_OK(t, piola_world_step(w));
   }
@@ -884,7 +888,7 @@ void test_remove_body(piola_test *t) {
   piola_body_id ra, rc;
   REQUIRE_OK(t, piola_world_add_tet_body(ref, &box, &mat, (const float[3]){0.0f, 0.2f, 0.0f}, &ra));
   REQUIRE_OK(t, piola_world_add_tet_body(ref, &box, &mat, (const float[3]){4.0f, 0.8f, 0.0f}, &rc));
-  REQUIRE_OK(t, piola_world_add_plane(ref, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f));
+  REQUIRE_OK(t, piola_world_add_plane(ref, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL));
   for (int i = 0; i < 30; ++i) {
     REQUIRE_OK(t, piola_world_step(ref));
   }
@@ -954,7 +958,7 @@ void test_stats(piola_test *t) {
   /* No translation (bodies do not collide with each other), so that the rest positions are
    * exactly the mesh's floats and can be set back through the float API below. */
   REQUIRE_OK(t, piola_world_add_tet_body(w, &creature, &mat, NULL, &b));
-  REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, -1.0f, 0.5f));
+  REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, -1.0f, 0.5f, NULL));
   REQUIRE_OK(t, piola_world_get_stats(w, &st));
   CHECK(t, st.body_count == 2);
   CHECK(t, st.vertex_count == box.vertex_count + creature.vertex_count);
@@ -1306,7 +1310,7 @@ static uint64_t creature_scene_hash(piola_test *t, float nudge, uint64_t *after_
     const float at[3] = {3.0f * (float)i + (i == 1 ? nudge : 0.0f), 0.3f + 0.2f * (float)i, 0.0f};
     piola_world_add_tet_body(w, &m, i == 1 ? &soft : &stiff, at, &ids[i]);
   }
-  piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f);
+  piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL);
   /* Start squashed so that the bodies deform from the first step. */
   float *p = wt_get_positions(w, ids[0]);
   if (p != NULL) {
@@ -1526,7 +1530,7 @@ static float *dropped_box(piola_test *t, float dt, int32_t substeps, int steps, 
   piola_body_id id;
   piola_world_add_tet_body(w, &box, &mat, (const float[3]){0.0f, 0.05f, 0.0f}, &id);
   /* A tilted plane so that friction and contact both act. */
-  piola_world_add_plane(w, (const float[3]){0.1f, 1.0f, 0.0f}, 0.0f, 0.3f);
+  piola_world_add_plane(w, (const float[3]){0.1f, 1.0f, 0.0f}, 0.0f, 0.3f, NULL);
   for (int s = 0; s < steps; ++s) {
     piola_world_step(w);
   }

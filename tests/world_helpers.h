@@ -28,8 +28,8 @@ piola_world *wt_world(piola_test *t, piola_test_log *log, int *misuse, float dt,
 piola_material wt_material(piola_model model, piola_solver solver, float youngs_modulus);
 
 /* Everything a failed call must leave alone: counts, settings and a hash of the host state
- * (x, p, v, w, and the solver's tet arrays when built), plus a hash of what the public API
- * reads back (positions, velocities, inverse masses) for the given bodies. */
+ * (x, p, v, w, the solver's tet arrays when built, the collider records and slots), plus a hash of
+ * what the public API reads back (positions, velocities, inverse masses) for the given bodies. */
 typedef struct wt_snapshot {
   piola_stats stats; /* counts only are compared */
   int32_t material_count;

@@ -1,7 +1,7 @@
 /* Piola: position-based simulation of continuous materials on any OpenCL device.
  *
  * The one header a user includes. A world holds bodies (tetrahedral meshes with a material),
- * static colliders and the solver settings; piola_world_step() advances it by dt with XPBD
+ * kinematic colliders and the solver settings; piola_world_step() advances it by dt with XPBD
  * (Macklin, Mueller, Chentanez 2016) over the continuum energy constraints of Bender,
  * Koschier, Charrier and Weber 2014, "Position-Based Simulation of Continuous Materials".
  *
@@ -159,15 +159,58 @@ PIOLA_API piola_status piola_body_get_surface(const piola_world *world, piola_bo
 
 /* ---- Colliders ---------------------------------------------------------------------- */
 
-/** Adds a static collider. Rejects non-finite values, non-positive sizes, a zero normal or
- * axis, negative friction. `out_index` (may be NULL) receives its index. */
+/** Adds a collider at the identity pose (its shape's coordinates are world coordinates, at
+ * rest, until piola_world_set_collider_pose() moves it). Rejects non-finite values,
+ * non-positive sizes, a zero normal or axis, negative friction. `out` (may be NULL) receives
+ * its id. Colliders act on the particles in the order they were added. */
 PIOLA_API piola_status piola_world_add_collider(piola_world *world, const piola_collider_def *def,
-                                                int32_t *out_index);
+                                                piola_collider_id *out);
 
-/** Adds the half-space dot(normal, x) < offset as solid ground, with one friction
- * coefficient used for both static and dynamic friction. */
+/** Adds the half-space dot(normal, x) < offset (offset in m) as solid ground, with one friction
+ * coefficient used for both static and dynamic friction. `out` (may be NULL) receives its id. */
 PIOLA_API piola_status piola_world_add_plane(piola_world *world, const float normal[3],
-                                             float offset, float friction);
+                                             float offset, float friction, piola_collider_id *out);
+
+/** Removes a collider; its id and copies of it go stale, and bodies no longer meet it from the
+ * next step on. The other colliders keep their ids and order. */
+PIOLA_API piola_status piola_world_remove_collider(piola_world *world, piola_collider_id id);
+
+/** Moves a collider kinematically (any type): sets its pose at the start of the next step and
+ * its velocities over the steps that follow.
+ *
+ * `position` (m) is where the origin of the collider's own frame (the frame its def's shape is
+ * given in) lies in the world; `rotation` is the unit quaternion (x, y, z, w), w the scalar
+ * part, that turns the collider's frame into the world's: a shape point s is at
+ * position + R(rotation) s. The quaternion is normalised; a zero or non-finite one is rejected.
+ * The identity pose (position 0, rotation (0, 0, 0, 1), velocities 0) is the collider as added.
+ * `linear_velocity` (m/s) is the velocity of the frame's origin and `angular_velocity` (rad/s,
+ * world axes) the rotation about it.
+ *
+ * During piola_world_step() the collider moves along its velocities: t seconds after the
+ * step's start it is at position + linear_velocity t, turned by |angular_velocity| t about
+ * angular_velocity's direction (through its origin) after `rotation`. Each substep (of h =
+ * dt / substeps) meets particles with the collider at its pose at the end of that substep,
+ * and friction acts on a particle's motion relative to the collider's surface point, whose
+ * velocity is linear_velocity + angular_velocity x (p - origin), so a moving plate carries what
+ * rests on it. After the step the collider keeps the advanced pose and its velocities (it
+ * keeps moving until they are changed): an engine may set the velocities once and let the
+ * pose follow, or set the pose every frame with the velocities that lead to the next frame's
+ * pose ((next - current) / dt). Setting a pose that jumps without matching velocities
+ * teleports the collider: particles it lands on are pushed out, without that motion for
+ * friction. All vectors must be non-NULL and finite; on failure nothing changes. */
+PIOLA_API piola_status piola_world_set_collider_pose(piola_world *world, piola_collider_id id,
+                                                     const float position[3],
+                                                     const float rotation[4],
+                                                     const float linear_velocity[3],
+                                                     const float angular_velocity[3]);
+
+/** Reads a collider's pose at the start of the next step and its velocities, in the units and
+ * conventions of piola_world_set_collider_pose() (rotation normalised). Any output may be
+ * NULL. */
+PIOLA_API piola_status piola_world_get_collider_pose(const piola_world *world, piola_collider_id id,
+                                                     float position[3], float rotation[4],
+                                                     float linear_velocity[3],
+                                                     float angular_velocity[3]);
 
 /* ---- Meshes ------------------------------------------------------------------------- */
 

@@ -37,7 +37,8 @@ typedef enum piola_status {
   PIOLA_ERROR_BUILD_FAILED,     /**< the OpenCL program did not build (log goes to the logger) */
   PIOLA_ERROR_DEVICE,           /**< an OpenCL call failed (the code goes to the logger) */
   PIOLA_ERROR_OUT_OF_DEVICE_MEMORY, /**< the device could not allocate or ran out of resources */
-  PIOLA_ERROR_DEVICE_LOST, /**< the device stopped answering; the world must be destroyed */
+  PIOLA_ERROR_DEVICE_LOST,      /**< the device stopped answering; the world must be destroyed */
+  PIOLA_ERROR_INVALID_COLLIDER, /**< an unknown or stale collider id */
   PIOLA_STATUS_COUNT
 } piola_status;
 
@@ -82,7 +83,7 @@ typedef enum piola_stage {
   PIOLA_STAGE_NARROW_PHASE,
   PIOLA_STAGE_SOLVE_TETS, /**< one pass over the colors per iteration */
   PIOLA_STAGE_CONTACT,    /**< vertex-triangle contacts projected with friction, per iteration */
-  PIOLA_STAGE_COLLIDE,    /**< particles projected out of static colliders */
+  PIOLA_STAGE_COLLIDE,    /**< particles projected out of the colliders */
   PIOLA_STAGE_UPDATE_VELOCITIES, /**< v = (p - x) / h, x = p, damping */
   PIOLA_STAGE_PLASTICITY,        /**< plastic flow per tet, once per substep */
   PIOLA_STAGE_COUNT
@@ -223,7 +224,16 @@ typedef struct piola_body_id {
   uint32_t generation; /**< bumped when the slot is reused */
 } piola_body_id;
 
-/** Shapes of static colliders. Particles are projected out of them every iteration. */
+/** A collider's handle, generational like piola_body_id. Zero-initialised means "no collider";
+ * a removed collider's id goes stale. */
+typedef struct piola_collider_id {
+  int32_t index1;      /**< collider slot + 1; 0 is the null id */
+  uint32_t generation; /**< bumped when the slot is freed */
+} piola_collider_id;
+
+/** Shapes of colliders. Particles are projected out of them every iteration. Each shape is given
+ * in the collider's own frame; the collider's pose (piola_world_set_collider_pose(), identity
+ * when it is added) places that frame in the world. */
 typedef enum piola_collider_type {
   PIOLA_COLLIDER_PLANE = 0,   /**< half-space dot(normal, x) < offset is solid */
   PIOLA_COLLIDER_SPHERE = 1,  /**< solid ball */
@@ -263,11 +273,13 @@ typedef struct piola_funnel_shape {
   float height;      /**< m, > 0; distance between the openings along axis */
 } piola_funnel_shape;
 
-/** A static collider. Make it with piola_default_collider_def(), then set `type` and that
- * type's shape (the other shapes are ignored). Every shape has its own defaults: plane y = 0
- * with normal +y; unit-diameter sphere and box (identity rotation) at the origin; capsule from
- * the origin to (0, 1, 0) of radius 0.25; funnel from radius 0.25 at the origin to radius 1 at
- * height 1 along +y. */
+/** A collider: a kinematic rigid shape that pushes particles out (it is never pushed back).
+ * Make it with piola_default_collider_def(), then set `type` and that type's shape (the other
+ * shapes are ignored); the shape's coordinates are in the collider's own frame, which is the
+ * world frame until piola_world_set_collider_pose() moves it. Every shape has its own defaults:
+ * plane y = 0 with normal +y; unit-diameter sphere and box (identity rotation) at the origin;
+ * capsule from the origin to (0, 1, 0) of radius 0.25; funnel from radius 0.25 at the origin to
+ * radius 1 at height 1 along +y. */
 typedef struct piola_collider_def {
   piola_collider_type type;
   struct {

@@ -587,7 +587,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
     g->ground.normal[1] = 1.0f;
     g->ground.offset = 0.0f;
     g->ground_friction = o->friction;
-    s = piola_world_add_plane(out->world, g->ground.normal, g->ground.offset, o->friction);
+    s = piola_world_add_plane(out->world, g->ground.normal, g->ground.offset, o->friction, NULL);
   }
   if (s == PIOLA_OK) {
     s = o->scene == SCENE_FUNNEL ? build_funnel(o, &mesh, &e, scratch, out)

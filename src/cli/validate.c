@@ -1279,7 +1279,7 @@ static piola_status loaded_cube(const validate_options *o, validate_report *r, p
     return st;
   }
   const float up[3] = {0.0f, 1.0f, 0.0f};
-  st = piola_world_add_plane(s.world, up, 0.0f, 0.5f);
+  st = piola_world_add_plane(s.world, up, 0.0f, 0.5f, NULL);
   vset top = select_vertices(&s.mesh, 1, size, -1, 0.0);
   const double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {size, size, size};
   const double total[3] = {0.0, -pressure * size * size, 0.0};

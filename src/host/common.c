@@ -48,6 +48,8 @@ const char *piola_status_string(piola_status status) {
     return "out of device memory or resources";
   case PIOLA_ERROR_DEVICE_LOST:
     return "device lost";
+  case PIOLA_ERROR_INVALID_COLLIDER:
+    return "invalid collider id";
   case PIOLA_STATUS_COUNT:
     break;
   }
@@ -347,6 +349,24 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
     snprintf(reason, n, "unknown collider type %d", (int)def->type);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
+  c.rotation[3] = 1.0f; /* the identity pose, at rest (posed = 0) */
   *out = c;
   return PIOLA_OK;
+}
+
+void piola_collider_pose_pack(const piola_collider_slot *slot, piola_collider_data *c) {
+  bool identity = slot->rotation[0] == 0.0 && slot->rotation[1] == 0.0 &&
+                  slot->rotation[2] == 0.0 && slot->rotation[3] == 1.0;
+  for (int k = 0; k < 3; ++k) {
+    c->position[k] = (float)slot->position[k];
+    c->velocity[k] = (float)slot->velocity[k];
+    c->angular_velocity[k] = (float)slot->angular_velocity[k];
+    identity = identity && slot->position[k] == 0.0 && slot->velocity[k] == 0.0 &&
+               slot->angular_velocity[k] == 0.0;
+  }
+  for (int k = 0; k < 4; ++k) {
+    c->rotation[k] = (float)slot->rotation[k];
+  }
+  c->position[3] = c->velocity[3] = c->angular_velocity[3] = 0.0f;
+  c->posed = identity ? 0 : 1;
 }

@@ -125,14 +125,18 @@ static void solve_tets(piola_world *w, double h) {
   }
 }
 
-static void collide(piola_world *w) {
+/* Every free vertex projected out of every collider, in order, each at its pose at the end of
+ * the substep (w->collider_time into the step). */
+static void collide(piola_world *w, double h) {
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     if (!(w->w[i] > 0.0)) {
       continue;
     }
     piola_v3 x = load3(w->x, i), p = load3(w->p, i);
     for (int32_t c = 0; c < w->collider_count; ++c) {
-      piola_collide_particle(&w->colliders[c], x, &p);
+      piola_v3 d;
+      piola_collider_correction_at(&w->colliders[c], x, p, w->collider_time, h, &d);
+      p = piola_v3_add(p, d);
     }
     store3(w->p, i, p);
   }
@@ -183,7 +187,7 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
     solve_tets(w, h);
     break;
   case PIOLA_STAGE_COLLIDE:
-    collide(w);
+    collide(w, h);
     break;
   case PIOLA_STAGE_UPDATE_VELOCITIES:
     update_velocities(w, h);

@@ -141,8 +141,9 @@ struct piola_opencl {
   size_t buffer_bytes[BUF_COUNT];
   char device_name[128];
   size_t wg;
-  bool live;            /* the device holds the current vertex and tet state */
-  bool colliders_dirty; /* colliders changed since the upload */
+  bool live; /* the device holds the current vertex and tet state */
+  /* Collider records [first, end) changed since the upload (empty when first >= end). */
+  int32_t colliders_dirty_first, colliders_dirty_end;
   int32_t vertex_count; /* sizes of the uploaded state */
   int32_t tet_count;
   int32_t plastic_count;
@@ -583,7 +584,8 @@ piola_status piola_opencl_create(piola_world *w) {
     release_all(cl);
     return s;
   }
-  cl->colliders_dirty = true;
+  cl->colliders_dirty_first = 0;
+  cl->colliders_dirty_end = INT32_MAX;
   w->cl = cl;
   piola_log(log, PIOLA_LOG_INFO, "OpenCL: %s on %s (work-group size %zu)", d.info.name,
             d.info.platform_name, cl->wg);
@@ -697,15 +699,26 @@ static piola_status upload_forces(piola_world *w, int32_t first, int32_t count) 
   return s;
 }
 
+/* Writes the collider records that changed (all of them when the buffer had to grow). */
 static piola_status upload_colliders(piola_world *w) {
   piola_opencl *cl = w->cl;
-  size_t bytes = sizeof(piola_collider_data) * (size_t)w->collider_count;
+  const size_t record = sizeof(piola_collider_data);
+  size_t bytes = record * (size_t)w->collider_count;
+  int32_t first = cl->colliders_dirty_first;
+  int32_t end =
+      cl->colliders_dirty_end < w->collider_count ? cl->colliders_dirty_end : w->collider_count;
+  if (cl->buffers[BUF_COLLIDERS] == NULL || cl->buffer_bytes[BUF_COLLIDERS] < bytes) {
+    first = 0; /* a new buffer */
+    end = w->collider_count;
+  }
   piola_status s = ensure_buffer(w, BUF_COLLIDERS, bytes, CL_MEM_READ_ONLY);
-  if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_COLLIDERS, 0, bytes, w->colliders);
+  if (s == PIOLA_OK && first < end) {
+    s = write_buffer(w, BUF_COLLIDERS, record * (size_t)first, record * (size_t)(end - first),
+                     w->colliders + first);
   }
   if (s == PIOLA_OK) {
-    cl->colliders_dirty = false;
+    cl->colliders_dirty_first = INT32_MAX;
+    cl->colliders_dirty_end = 0;
   }
   return s;
 }
@@ -967,8 +980,10 @@ void piola_opencl_invalidate(piola_world *w) {
   w->cl->live = false;
 }
 
-void piola_opencl_colliders_changed(piola_world *w) {
-  w->cl->colliders_dirty = true;
+void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end) {
+  piola_opencl *cl = w->cl;
+  cl->colliders_dirty_first = first < cl->colliders_dirty_first ? first : cl->colliders_dirty_first;
+  cl->colliders_dirty_end = end > cl->colliders_dirty_end ? end : cl->colliders_dirty_end;
 }
 
 piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]) {
@@ -1129,7 +1144,7 @@ piola_status piola_opencl_begin_step(piola_world *w) {
   piola_status s = PIOLA_OK;
   if (!cl->live) {
     s = upload_all(w);
-  } else if (cl->colliders_dirty) {
+  } else if (cl->colliders_dirty_first < cl->colliders_dirty_end) {
     s = upload_colliders(w);
   }
   return s;
@@ -1455,6 +1470,9 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(KERNEL_COLLIDE, 2, b[BUF_COLLIDERS]);
     SET_ARG(KERNEL_COLLIDE, 3, nc);
     SET_ARG(KERNEL_COLLIDE, 4, nv);
+    cl_float t_end = (cl_float)w->collider_time, hf = (cl_float)h;
+    SET_ARG(KERNEL_COLLIDE, 5, t_end);
+    SET_ARG(KERNEL_COLLIDE, 6, hf);
     return launch(w, KERNEL_COLLIDE, nv, stage);
   }
   case PIOLA_STAGE_UPDATE_VELOCITIES: {
@@ -1551,6 +1569,8 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   SET_ARG(k, 29, omega);
   cl_int part_arg = (cl_int)part;
   SET_ARG(k, 30, part_arg);
+  cl_float collider_t_end = (cl_float)w->collider_time;
+  SET_ARG(k, 31, collider_t_end);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(log, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global, &local, 0, NULL,

@@ -55,8 +55,10 @@ piola_status piola_opencl_pull(piola_world *w) {
 void piola_opencl_invalidate(piola_world *w) {
   (void)w;
 }
-void piola_opencl_colliders_changed(piola_world *w) {
+void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end) {
   (void)w;
+  (void)first;
+  (void)end;
 }
 piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count) {
   (void)w;

@@ -50,9 +50,24 @@ piola_tet_material piola_material_constants(const piola_material *m);
 
 /* Colliders ---------------------------------------------------------------------------- */
 
-/* Checks a collider def and packs it for the solver (normals and axes normalised). */
+/* Checks a collider def and packs it for the solver (normals and axes normalised), at the
+ * identity pose at rest. */
 piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_data *out,
                                  char *reason, size_t n);
+
+/* A collider's handle slot and its pose in double (the pose at the start of the next step). */
+typedef struct piola_collider_slot {
+  uint32_t generation;
+  int32_t dense;              /* index into world->colliders; -1 while the slot is free */
+  double position[3];         /* m */
+  double rotation[4];         /* unit quaternion (x, y, z, w) */
+  double velocity[3];         /* m/s */
+  double angular_velocity[3]; /* rad/s */
+} piola_collider_slot;
+
+/* Writes a slot's pose into the solver's record (as floats; `posed` unless it is the identity
+ * pose at rest). */
+void piola_collider_pose_pack(const piola_collider_slot *slot, piola_collider_data *c);
 
 /* Coloring ----------------------------------------------------------------------------- */
 
@@ -93,7 +108,7 @@ typedef struct piola_body {
   int32_t *surface;
   int32_t surface_vertex_count;
   int32_t *surface_vertices;
-  double *surface_rest; /* 3 per surface vertex: its rest position (as added), m */
+  double *surface_rest;  /* 3 per surface vertex: its rest position (as added), m */
   double *surface_reach; /* per surface vertex: its longest rest tet edge, m */
   uint32_t collision_group, collision_mask;
   bool self_collision;
@@ -186,8 +201,16 @@ struct piola_world {
   piola_material_entry *materials;
   int32_t material_count, material_capacity;
 
+  /* Colliders: the solver's records, dense in the order they were added (collider_count of
+   * them), the slot behind each record, and the slots the ids name. */
   piola_collider_data *colliders;
+  int32_t *collider_slot;
   int32_t collider_count, collider_capacity;
+  piola_collider_slot *collider_slots;
+  int32_t collider_slot_count, collider_slot_capacity;
+  /* Time from the start of the step to the end of the current substep (s): where the colliders
+   * stand for the COLLIDE stage. */
+  double collider_time;
 
   /* Vertices (double): x, p, v are 3 per vertex. */
   int32_t vertex_count, vertex_capacity;
@@ -279,7 +302,9 @@ bool piola_opencl_live(const piola_world *w);
 piola_status piola_opencl_pull(piola_world *w);
 /* The topology changed: the device state is dropped (after a pull) and re-uploaded. */
 void piola_opencl_invalidate(piola_world *w);
-void piola_opencl_colliders_changed(piola_world *w);
+/* Collider records [first, end) changed (added, moved or shifted by a removal): they are
+ * written to the device before the next step. */
+void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end);
 /* Reads vertices [first, first + count) into the host arrays x, v. */
 piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count);
 /* Writes the host forces of vertices [first, first + count) to the device. */

@@ -7,8 +7,10 @@
  *   h = dt / substeps; repeat substeps times:
  *     predict; reset multipliers;
  *     broad phase; narrow phase (contacts: once per substep, from x to the predicted p);
- *     repeat iterations times: solve tets (color by color); contacts; collide;
+ *     repeat iterations times: solve tets (color by color); contacts; collide (each collider
+ *       at its pose at the end of the substep);
  *     update velocities (and damp); plasticity (plastic bodies only)
+ *   colliders advance along their velocities by dt
  *
  * Each backend runs a stage its own way (cpu_reference.c on host doubles, opencl_backend.c as
  * kernel launches). Every call validates all of its input before it changes anything, so a
@@ -245,6 +247,8 @@ void piola_world_destroy(piola_world *w) {
   free(w->bodies);
   free(w->materials);
   free(w->colliders);
+  free(w->collider_slot);
+  free(w->collider_slots);
   free(w->x);
   free(w->p);
   free(w->v);
@@ -254,6 +258,8 @@ void piola_world_destroy(piola_world *w) {
   piola_contacts_free(&w->contacts);
   free(w);
 }
+
+static void advance_colliders(piola_world *w);
 
 /* Runs one backend stage, timing it on the host for the CPU reference. */
 static piola_status run_stage(piola_world *w, piola_stage stage, double h) {
@@ -287,6 +293,7 @@ piola_status piola_world_step(piola_world *w) {
   const bool per_body = w->cl != NULL && piola_opencl_per_body(w);
   const bool contacts = piola_contacts_active(w);
   for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
+    w->collider_time = (double)(sub + 1) * h; /* colliders stand at the end of the substep */
     if (per_body && !contacts) {
       s = piola_opencl_substep_bodies(w, h, PIOLA_BODIES_WHOLE_SUBSTEP);
     } else {
@@ -328,6 +335,7 @@ piola_status piola_world_step(piola_world *w) {
   if (s != PIOLA_OK) {
     return s;
   }
+  advance_colliders(w);
   w->step_count++;
   w->simulated_time += (double)w->def.dt;
   w->last_step_ms = piola_now_ms() - t0;
@@ -1205,8 +1213,25 @@ piola_status piola_body_get_surface(const piola_world *w, piola_body_id id, int3
 
 /* ---- Colliders ----------------------------------------------------------------------- */
 
+/* The slot behind an id, or NULL (with a misuse report) when the id is invalid. */
+static piola_collider_slot *collider_slot(const piola_world *w, piola_collider_id id) {
+  int32_t slot = id.index1 - 1;
+  if (slot < 0 || slot >= w->collider_slot_count || w->collider_slots[slot].dense < 0 ||
+      w->collider_slots[slot].generation != id.generation) {
+    PIOLA_MISUSE(w, "collider id is valid");
+    return NULL;
+  }
+  return &w->collider_slots[slot];
+}
+
+static void colliders_changed(piola_world *w, int32_t first, int32_t end) {
+  if (w->cl != NULL && first < end) {
+    piola_opencl_colliders_changed(w, first, end);
+  }
+}
+
 piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *def,
-                                      int32_t *out_index) {
+                                      piola_collider_id *out) {
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1221,23 +1246,40 @@ piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *
     piola_log(&w->def.logger, PIOLA_LOG_ERROR, "piola_world_add_collider: %s", reason);
     return s;
   }
-  if (!grow((void **)&w->colliders, sizeof *w->colliders, w->collider_count + 1,
-            &w->collider_capacity)) {
+  int32_t slot = 0;
+  while (slot < w->collider_slot_count && w->collider_slots[slot].dense >= 0) {
+    ++slot;
+  }
+  int32_t cap = w->collider_capacity, n = w->collider_count + 1;
+  if (!grow((void **)&w->collider_slots, sizeof *w->collider_slots, slot + 1,
+            &w->collider_slot_capacity) ||
+      !grow((void **)&w->colliders, sizeof *w->colliders, n, &cap) ||
+      !grow((void **)&w->collider_slot, sizeof *w->collider_slot, n, &w->collider_capacity)) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  w->colliders[w->collider_count] = c;
-  if (out_index != NULL) {
-    *out_index = w->collider_count;
+  if (slot == w->collider_slot_count) {
+    memset(&w->collider_slots[slot], 0, sizeof w->collider_slots[slot]);
+    w->collider_slot_count++;
   }
+  piola_collider_slot *cs = &w->collider_slots[slot];
+  uint32_t generation = cs->generation;
+  memset(cs, 0, sizeof *cs);
+  cs->generation = generation;
+  cs->dense = w->collider_count;
+  cs->rotation[3] = 1.0;
+  w->colliders[w->collider_count] = c;
+  w->collider_slot[w->collider_count] = slot;
   w->collider_count++;
-  if (w->cl != NULL) {
-    piola_opencl_colliders_changed(w);
+  colliders_changed(w, w->collider_count - 1, w->collider_count);
+  if (out != NULL) {
+    out->index1 = slot + 1;
+    out->generation = generation;
   }
   return PIOLA_OK;
 }
 
 piola_status piola_world_add_plane(piola_world *w, const float normal[3], float offset,
-                                   float friction) {
+                                   float friction, piola_collider_id *out) {
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1251,7 +1293,136 @@ piola_status piola_world_add_plane(piola_world *w, const float normal[3], float 
   def.shape.plane.offset = offset;
   def.static_friction = friction;
   def.dynamic_friction = friction;
-  return piola_world_add_collider(w, &def, NULL);
+  return piola_world_add_collider(w, &def, out);
+}
+
+piola_status piola_world_remove_collider(piola_world *w, piola_collider_id id) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_collider_slot *cs = collider_slot(w, id);
+  if (cs == NULL) {
+    return PIOLA_ERROR_INVALID_COLLIDER;
+  }
+  /* The records after it move down one place: the colliders keep their order. */
+  const int32_t d = cs->dense, tail = w->collider_count - d - 1;
+  memmove(w->colliders + d, w->colliders + d + 1, sizeof *w->colliders * (size_t)tail);
+  memmove(w->collider_slot + d, w->collider_slot + d + 1, sizeof *w->collider_slot * (size_t)tail);
+  w->collider_count--;
+  for (int32_t i = d; i < w->collider_count; ++i) {
+    w->collider_slots[w->collider_slot[i]].dense = i;
+  }
+  cs->dense = -1;
+  cs->generation++;
+  colliders_changed(w, d, w->collider_count);
+  return PIOLA_OK;
+}
+
+piola_status piola_world_set_collider_pose(piola_world *w, piola_collider_id id,
+                                           const float position[3], const float rotation[4],
+                                           const float linear_velocity[3],
+                                           const float angular_velocity[3]) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_collider_slot *cs = collider_slot(w, id);
+  if (cs == NULL) {
+    return PIOLA_ERROR_INVALID_COLLIDER;
+  }
+  if (position == NULL || rotation == NULL || linear_velocity == NULL || angular_velocity == NULL) {
+    PIOLA_MISUSE(w, "position, rotation and velocities != NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (!finite3(position) || !finite3(rotation) || !isfinite(rotation[3]) ||
+      !finite3(linear_velocity) || !finite3(angular_velocity)) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+              "piola_world_set_collider_pose: the pose and velocities must be finite");
+    return PIOLA_ERROR_NON_FINITE;
+  }
+  double ql = 0.0;
+  for (int k = 0; k < 4; ++k) {
+    ql += (double)rotation[k] * rotation[k];
+  }
+  ql = sqrt(ql);
+  if (!(ql > 1e-20)) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+              "piola_world_set_collider_pose: the rotation quaternion is zero");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  for (int k = 0; k < 3; ++k) {
+    cs->position[k] = position[k];
+    cs->velocity[k] = linear_velocity[k];
+    cs->angular_velocity[k] = angular_velocity[k];
+  }
+  for (int k = 0; k < 4; ++k) {
+    cs->rotation[k] = rotation[k] / ql;
+  }
+  piola_collider_pose_pack(cs, &w->colliders[cs->dense]);
+  colliders_changed(w, cs->dense, cs->dense + 1);
+  return PIOLA_OK;
+}
+
+piola_status piola_world_get_collider_pose(const piola_world *w, piola_collider_id id,
+                                           float position[3], float rotation[4],
+                                           float linear_velocity[3], float angular_velocity[3]) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const piola_collider_slot *cs = collider_slot(w, id);
+  if (cs == NULL) {
+    return PIOLA_ERROR_INVALID_COLLIDER;
+  }
+  for (int k = 0; k < 4; ++k) {
+    if (position != NULL && k < 3) {
+      position[k] = (float)cs->position[k];
+    }
+    if (rotation != NULL) {
+      rotation[k] = (float)cs->rotation[k];
+    }
+    if (linear_velocity != NULL && k < 3) {
+      linear_velocity[k] = (float)cs->velocity[k];
+    }
+    if (angular_velocity != NULL && k < 3) {
+      angular_velocity[k] = (float)cs->angular_velocity[k];
+    }
+  }
+  return PIOLA_OK;
+}
+
+/* After a step: every moving collider takes the pose its velocities led it to over dt, the
+ * pose the step's last substep used (see piola_collider_pose_at). */
+static void advance_colliders(piola_world *w) {
+  const double dt = (double)w->def.dt;
+  int32_t first = w->collider_count, end = 0;
+  for (int32_t i = 0; i < w->collider_count; ++i) {
+    piola_collider_slot *cs = &w->collider_slots[w->collider_slot[i]];
+    const double *v = cs->velocity, *av = cs->angular_velocity;
+    if (v[0] == 0.0 && v[1] == 0.0 && v[2] == 0.0 && av[0] == 0.0 && av[1] == 0.0 && av[2] == 0.0) {
+      continue;
+    }
+    for (int k = 0; k < 3; ++k) {
+      cs->position[k] += v[k] * dt;
+    }
+    const double rate = sqrt(av[0] * av[0] + av[1] * av[1] + av[2] * av[2]);
+    if (rate > 0.0) {
+      /* (a, aw) * q with (a, aw) the turn by rate dt about av */
+      const double half = 0.5 * rate * dt, sn = sin(half) / rate, aw = cos(half);
+      const double a[3] = {av[0] * sn, av[1] * sn, av[2] * sn};
+      const double *q = cs->rotation;
+      double r[4] = {aw * q[0] + q[3] * a[0] + a[1] * q[2] - a[2] * q[1],
+                     aw * q[1] + q[3] * a[1] + a[2] * q[0] - a[0] * q[2],
+                     aw * q[2] + q[3] * a[2] + a[0] * q[1] - a[1] * q[0],
+                     aw * q[3] - a[0] * q[0] - a[1] * q[1] - a[2] * q[2]};
+      const double l = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + r[3] * r[3]);
+      for (int k = 0; k < 4; ++k) {
+        cs->rotation[k] = r[k] / l;
+      }
+    }
+    piola_collider_pose_pack(cs, &w->colliders[i]);
+    first = i < first ? i : first;
+    end = i + 1;
+  }
+  colliders_changed(w, first, end);
 }
 
 double piola_world_damping_factor(const piola_world *w, double h) {
