@@ -1,12 +1,19 @@
 /* Piola common host services: version, status and stage names, logging, misuse reports, the
- * default def constructors and the checks of materials and colliders. */
+ * default def constructors, the checks of materials and colliders, and the text-file reading
+ * shared by the mesh loaders. */
 #include "piola_internal.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define READ_CHUNK_BYTES ((size_t)1 << 16) /* bytes the line reader reads at a time */
+#define INITIAL_RECORDS ((int64_t)1 << 14) /* first capacity of piola_grow_records() */
 
 const char *piola_version_string(void) {
   return "0.1.0";
@@ -349,4 +356,292 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
   }
   *out = c;
   return PIOLA_OK;
+}
+
+/* ---- Text files: lines, fields, numbers ----------------------------------------------------
+ * The line reader and number parsing of the mesh loaders (mesh_io.c, mesh_obj.c): lines of up
+ * to 16 MiB read in chunks, "path:line: what" messages, and numbers read with '.' as the decimal
+ * point whatever the C locale of the process is. */
+
+static void reader_fail_v(const piola_line_reader *r, long line, const char *format, va_list args) {
+  char what[768];
+  vsnprintf(what, sizeof what, format, args);
+  if (line > 0) {
+    piola_log(r->logger, PIOLA_LOG_ERROR, "%s:%ld: %s", r->path, line, what);
+  } else {
+    piola_log(r->logger, PIOLA_LOG_ERROR, "%s: %s", r->path, what);
+  }
+}
+
+/* Logs "path:line: message" and returns `status`. */
+piola_status piola_reader_fail(const piola_line_reader *r, piola_status status, long line,
+                               const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  reader_fail_v(r, line, format, args);
+  va_end(args);
+  return status;
+}
+
+bool piola_is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+piola_status piola_reader_open(piola_line_reader *r, const char *path, const piola_logger *logger) {
+  memset(r, 0, sizeof *r);
+  r->path = path;
+  r->logger = logger;
+  errno = 0;
+  r->file = fopen(path, "rb");
+  if (r->file == NULL) {
+    int code = errno;
+    return piola_reader_fail(r, PIOLA_ERROR_IO, 0, "cannot open for reading (%s)",
+                             code != 0 ? strerror(code) : "unknown reason");
+  }
+  r->chunk = malloc(READ_CHUNK_BYTES);
+  if (r->chunk == NULL) {
+    fclose(r->file);
+    r->file = NULL;
+    return piola_reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, 0, "out of memory for a read buffer");
+  }
+  return PIOLA_OK;
+}
+
+void piola_reader_close(piola_line_reader *r) {
+  if (r->file != NULL) {
+    fclose(r->file);
+  }
+  free(r->chunk);
+  free(r->line);
+  memset(r, 0, sizeof *r);
+}
+
+/* Reads the next line into r->line (without its '\n'); *got is false at the end of the file. */
+piola_status piola_read_line(piola_line_reader *r, bool *got) {
+  size_t len = 0;
+  bool any = false;
+  *got = false;
+  for (;;) {
+    if (r->chunk_pos == r->chunk_len) {
+      if (r->at_end) {
+        break;
+      }
+      errno = 0;
+      r->chunk_len = fread(r->chunk, 1, READ_CHUNK_BYTES, r->file);
+      r->chunk_pos = 0;
+      if (r->chunk_len == 0) {
+        if (ferror(r->file)) {
+          int code = errno;
+          return piola_reader_fail(r, PIOLA_ERROR_IO, r->line_number + 1, "read error (%s)",
+                                   code != 0 ? strerror(code) : "unknown reason");
+        }
+        r->at_end = true;
+        break;
+      }
+    }
+    const char *start = r->chunk + r->chunk_pos;
+    size_t avail = r->chunk_len - r->chunk_pos;
+    const char *newline = memchr(start, '\n', avail);
+    size_t take = newline != NULL ? (size_t)(newline - start) : avail;
+    any = true;
+    if (take >= PIOLA_LINE_LIMIT_BYTES - len) {
+      return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
+                               "line longer than %zu bytes", PIOLA_LINE_LIMIT_BYTES - 1);
+    }
+    if (len + take + 1 > r->line_cap) {
+      size_t cap = r->line_cap > 0 ? r->line_cap : 256;
+      while (cap < len + take + 1) {
+        cap *= 2;
+      }
+      char *grown = realloc(r->line, cap);
+      if (grown == NULL) {
+        return piola_reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, r->line_number + 1,
+                                 "out of memory for a line of %zu bytes", len + take);
+      }
+      r->line = grown;
+      r->line_cap = cap;
+    }
+    memcpy(r->line + len, start, take);
+    len += take;
+    r->chunk_pos += take + (newline != NULL ? 1 : 0);
+    if (newline != NULL) {
+      break;
+    }
+  }
+  if (!any) {
+    return PIOLA_OK;
+  }
+  r->line[len] = '\0';
+  r->line_number++;
+  if (memchr(r->line, '\0', len) != NULL) {
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "NUL byte in the line (not a text file?)");
+  }
+  if (r->line_number == 1 && len >= 3 && memcmp(r->line, "\xEF\xBB\xBF", 3) == 0) {
+    memmove(r->line, r->line + 3, len - 2); /* UTF-8 byte order mark */
+  }
+  *got = true;
+  return PIOLA_OK;
+}
+
+/* Reads up to the next line holding something other than blanks and a comment; the comment is
+ * cut off. *got is false at the end of the file. */
+piola_status piola_next_record(piola_line_reader *r, bool *got) {
+  for (;;) {
+    piola_status s = piola_read_line(r, got);
+    if (s != PIOLA_OK || !*got) {
+      return s;
+    }
+    char *hash = strchr(r->line, '#');
+    if (hash != NULL) {
+      *hash = '\0';
+    }
+    for (const char *c = r->line; *c != '\0'; ++c) {
+      if (!piola_is_blank(*c)) {
+        return PIOLA_OK;
+      }
+    }
+  }
+}
+
+int64_t piola_count_fields(const char *s) {
+  int64_t n = 0;
+  while (*s != '\0') {
+    while (piola_is_blank(*s)) {
+      ++s;
+    }
+    if (*s == '\0') {
+      break;
+    }
+    ++n;
+    while (*s != '\0' && !piola_is_blank(*s)) {
+      ++s;
+    }
+  }
+  return n;
+}
+
+/* The next field after *cursor (which must have one: piola_count_fields() said so). */
+piola_field piola_next_field(const char **cursor) {
+  const char *s = *cursor;
+  while (piola_is_blank(*s)) {
+    ++s;
+  }
+  const char *start = s;
+  while (*s != '\0' && !piola_is_blank(*s)) {
+    ++s;
+  }
+  *cursor = s;
+  /* Lines are shorter than PIOLA_LINE_LIMIT_BYTES, so the length fits an int. */
+  piola_field f = {start, (int)(s - start)};
+  return f;
+}
+
+/* Copies a number field into buf (NUL-terminated), '.' replaced by the locale's decimal point
+ * so that strtod() reads it in any locale. False for a field too long or with characters no
+ * number has (so "1,5" is rejected in every locale). */
+static bool copy_number(piola_field f, bool real, char buf[2 * PIOLA_NUMBER_CHARS + 8]) {
+  if (f.len <= 0 || f.len > PIOLA_NUMBER_CHARS) {
+    return false;
+  }
+  const char *point = ".";
+  if (real) {
+    const struct lconv *conv = localeconv();
+    if (conv != NULL && conv->decimal_point != NULL && conv->decimal_point[0] != '\0' &&
+        strlen(conv->decimal_point) <= 4) {
+      point = conv->decimal_point;
+    }
+  }
+  size_t point_len = strlen(point);
+  size_t n = 0;
+  for (int i = 0; i < f.len; ++i) {
+    char c = f.text[i];
+    bool digit = c >= '0' && c <= '9';
+    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (digit || c == '+' || c == '-') {
+      buf[n++] = c;
+    } else if (real && letter) {
+      buf[n++] = c; /* exponents, hex digits, inf, nan */
+    } else if (real && c == '.') {
+      memcpy(buf + n, point, point_len);
+      n += point_len;
+    } else {
+      return false;
+    }
+  }
+  buf[n] = '\0';
+  return true;
+}
+
+/* A base-10 integer filling the whole field; one beyond 64 bits saturates (range checks then
+ * reject it, and messages quote the field itself). */
+bool piola_parse_integer(piola_field f, int64_t *out) {
+  char buf[2 * PIOLA_NUMBER_CHARS + 8];
+  if (!copy_number(f, false, buf)) {
+    return false;
+  }
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(buf, &end, 10);
+  if (end == buf || *end != '\0') {
+    return false;
+  }
+  *out = (int64_t)v;
+  return true;
+}
+
+/* A real number filling the whole field; it may be non-finite (inf, nan, 1e999). */
+bool piola_parse_real(piola_field f, double *out) {
+  char buf[2 * PIOLA_NUMBER_CHARS + 8];
+  if (!copy_number(f, true, buf)) {
+    return false;
+  }
+  char *end = NULL;
+  double v = strtod(buf, &end);
+  if (end == buf || *end != '\0') {
+    return false;
+  }
+  *out = v; /* overflow gives +-HUGE_VAL, caught by the finiteness check; underflow is fine */
+  return true;
+}
+
+/* Grows an array of records of `size` bytes so it holds at least `need` of them (need <=
+ * limit), doubling up to `limit`. */
+bool piola_grow_records(void **array, int64_t *cap, int64_t need, int64_t limit, size_t size) {
+  if (need <= *cap) {
+    return true;
+  }
+  int64_t next = *cap > 0 ? *cap : INITIAL_RECORDS;
+  while (next < need) {
+    next *= 2;
+  }
+  if (next > limit) {
+    next = limit;
+  }
+  if ((uint64_t)next > (uint64_t)(SIZE_MAX / size)) {
+    return false;
+  }
+  void *grown = realloc(*array, (size_t)next * size);
+  if (grown == NULL) {
+    return false;
+  }
+  *array = grown;
+  *cap = next;
+  return true;
+}
+
+/* Formats v with "%.9g" (exact for a float) and '.' as the decimal point in every locale. */
+void piola_format_real(char *buf, size_t size, float v) {
+  snprintf(buf, size, "%.9g", (double)v);
+  const struct lconv *conv = localeconv();
+  const char *point = conv != NULL ? conv->decimal_point : NULL;
+  if (point == NULL || point[0] == '\0' || strcmp(point, ".") == 0) {
+    return;
+  }
+  char *at = strstr(buf, point);
+  if (at != NULL) {
+    size_t point_len = strlen(point);
+    *at = '.';
+    memmove(at + 1, at + point_len, strlen(at + point_len) + 1);
+  }
 }

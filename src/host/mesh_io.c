@@ -34,334 +34,38 @@
 
 #define MESH_COUNT_LIMIT ((int64_t)1 << 30)     /* counts must be below this */
 #define MESH_ATTRIBUTE_LIMIT ((int64_t)1 << 20) /* attributes per record below this */
-#define READ_CHUNK_BYTES ((size_t)1 << 16)
-#define LINE_LIMIT_BYTES ((size_t)1 << 24)
-#define NUMBER_CHARS 256 /* longest number token accepted, in characters */
-#define INITIAL_RECORDS ((int64_t)1 << 14)
-
-/* ---- Lines and records ------------------------------------------------------------------ */
-
-typedef struct line_reader {
-  FILE *file;
-  const char *path;
-  const piola_logger *logger;
-  char *chunk; /* READ_CHUNK_BYTES read ahead */
-  size_t chunk_len, chunk_pos;
-  bool at_end;
-  char *line; /* the current line, NUL-terminated, comment cut off */
-  size_t line_cap;
-  long line_number; /* 1-based number of the current line; 0 before the first */
-} line_reader;
-
-static void reader_fail_v(const line_reader *r, long line, const char *format, va_list args) {
-  char what[768];
-  vsnprintf(what, sizeof what, format, args);
-  if (line > 0) {
-    piola_log(r->logger, PIOLA_LOG_ERROR, "%s:%ld: %s", r->path, line, what);
-  } else {
-    piola_log(r->logger, PIOLA_LOG_ERROR, "%s: %s", r->path, what);
-  }
-}
-
-/* Logs "path:line: message" and returns `status`. */
-static piola_status reader_fail(const line_reader *r, piola_status status, long line,
-                                const char *format, ...) PIOLA_PRINTF(4, 5);
-static piola_status reader_fail(const line_reader *r, piola_status status, long line,
-                                const char *format, ...) {
-  va_list args;
-  va_start(args, format);
-  reader_fail_v(r, line, format, args);
-  va_end(args);
-  return status;
-}
-
-static bool is_blank(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-}
-
-static piola_status reader_open(line_reader *r, const char *path, const piola_logger *logger) {
-  memset(r, 0, sizeof *r);
-  r->path = path;
-  r->logger = logger;
-  errno = 0;
-  r->file = fopen(path, "rb");
-  if (r->file == NULL) {
-    int code = errno;
-    return reader_fail(r, PIOLA_ERROR_IO, 0, "cannot open for reading (%s)",
-                       code != 0 ? strerror(code) : "unknown reason");
-  }
-  r->chunk = malloc(READ_CHUNK_BYTES);
-  if (r->chunk == NULL) {
-    fclose(r->file);
-    r->file = NULL;
-    return reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, 0, "out of memory for a read buffer");
-  }
-  return PIOLA_OK;
-}
-
-static void reader_close(line_reader *r) {
-  if (r->file != NULL) {
-    fclose(r->file);
-  }
-  free(r->chunk);
-  free(r->line);
-  memset(r, 0, sizeof *r);
-}
-
-/* Reads the next line into r->line (without its '\n'); *got is false at the end of the file. */
-static piola_status read_line(line_reader *r, bool *got) {
-  size_t len = 0;
-  bool any = false;
-  *got = false;
-  for (;;) {
-    if (r->chunk_pos == r->chunk_len) {
-      if (r->at_end) {
-        break;
-      }
-      errno = 0;
-      r->chunk_len = fread(r->chunk, 1, READ_CHUNK_BYTES, r->file);
-      r->chunk_pos = 0;
-      if (r->chunk_len == 0) {
-        if (ferror(r->file)) {
-          int code = errno;
-          return reader_fail(r, PIOLA_ERROR_IO, r->line_number + 1, "read error (%s)",
-                             code != 0 ? strerror(code) : "unknown reason");
-        }
-        r->at_end = true;
-        break;
-      }
-    }
-    const char *start = r->chunk + r->chunk_pos;
-    size_t avail = r->chunk_len - r->chunk_pos;
-    const char *newline = memchr(start, '\n', avail);
-    size_t take = newline != NULL ? (size_t)(newline - start) : avail;
-    any = true;
-    if (take >= LINE_LIMIT_BYTES - len) {
-      return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1, "line longer than %zu bytes",
-                         LINE_LIMIT_BYTES - 1);
-    }
-    if (len + take + 1 > r->line_cap) {
-      size_t cap = r->line_cap > 0 ? r->line_cap : 256;
-      while (cap < len + take + 1) {
-        cap *= 2;
-      }
-      char *grown = realloc(r->line, cap);
-      if (grown == NULL) {
-        return reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, r->line_number + 1,
-                           "out of memory for a line of %zu bytes", len + take);
-      }
-      r->line = grown;
-      r->line_cap = cap;
-    }
-    memcpy(r->line + len, start, take);
-    len += take;
-    r->chunk_pos += take + (newline != NULL ? 1 : 0);
-    if (newline != NULL) {
-      break;
-    }
-  }
-  if (!any) {
-    return PIOLA_OK;
-  }
-  r->line[len] = '\0';
-  r->line_number++;
-  if (memchr(r->line, '\0', len) != NULL) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "NUL byte in the line (not a text file?)");
-  }
-  if (r->line_number == 1 && len >= 3 && memcmp(r->line, "\xEF\xBB\xBF", 3) == 0) {
-    memmove(r->line, r->line + 3, len - 2); /* UTF-8 byte order mark */
-  }
-  *got = true;
-  return PIOLA_OK;
-}
-
-/* Reads up to the next line holding something other than blanks and a comment; the comment is
- * cut off. *got is false at the end of the file. */
-static piola_status next_record(line_reader *r, bool *got) {
-  for (;;) {
-    piola_status s = read_line(r, got);
-    if (s != PIOLA_OK || !*got) {
-      return s;
-    }
-    char *hash = strchr(r->line, '#');
-    if (hash != NULL) {
-      *hash = '\0';
-    }
-    for (const char *c = r->line; *c != '\0'; ++c) {
-      if (!is_blank(*c)) {
-        return PIOLA_OK;
-      }
-    }
-  }
-}
-
-/* ---- Fields and numbers ----------------------------------------------------------------- */
-
-typedef struct field {
-  const char *text; /* not NUL-terminated */
-  int len;          /* characters; at most NUMBER_CHARS is shown in messages */
-} field;
-
-static int64_t count_fields(const char *s) {
-  int64_t n = 0;
-  while (*s != '\0') {
-    while (is_blank(*s)) {
-      ++s;
-    }
-    if (*s == '\0') {
-      break;
-    }
-    ++n;
-    while (*s != '\0' && !is_blank(*s)) {
-      ++s;
-    }
-  }
-  return n;
-}
-
-/* The next field after *cursor (which must have one: count_fields() said so). */
-static field next_field(const char **cursor) {
-  const char *s = *cursor;
-  while (is_blank(*s)) {
-    ++s;
-  }
-  const char *start = s;
-  while (*s != '\0' && !is_blank(*s)) {
-    ++s;
-  }
-  *cursor = s;
-  size_t len = (size_t)(s - start);
-  field f = {start, len > NUMBER_CHARS ? NUMBER_CHARS + 1 : (int)len};
-  return f;
-}
-
-/* Field text for messages: at most 40 characters of it. */
-#define FIELD_SHOWN(f) ((f).len > 40 ? 40 : (f).len), (f).text
-
-/* Copies a number field into buf (NUL-terminated), '.' replaced by the locale's decimal point
- * so that strtod() reads it in any locale. False for a field too long or with characters no
- * number has (so "1,5" is rejected in every locale). */
-static bool copy_number(field f, bool real, char buf[2 * NUMBER_CHARS + 8]) {
-  if (f.len <= 0 || f.len > NUMBER_CHARS) {
-    return false;
-  }
-  const char *point = ".";
-  if (real) {
-    const struct lconv *conv = localeconv();
-    if (conv != NULL && conv->decimal_point != NULL && conv->decimal_point[0] != '\0' &&
-        strlen(conv->decimal_point) <= 4) {
-      point = conv->decimal_point;
-    }
-  }
-  size_t point_len = strlen(point);
-  size_t n = 0;
-  for (int i = 0; i < f.len; ++i) {
-    char c = f.text[i];
-    bool digit = c >= '0' && c <= '9';
-    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (digit || c == '+' || c == '-') {
-      buf[n++] = c;
-    } else if (real && letter) {
-      buf[n++] = c; /* exponents, hex digits, inf, nan */
-    } else if (real && c == '.') {
-      memcpy(buf + n, point, point_len);
-      n += point_len;
-    } else {
-      return false;
-    }
-  }
-  buf[n] = '\0';
-  return true;
-}
-
-/* A base-10 integer filling the whole field; one beyond 64 bits saturates (range checks then
- * reject it, and messages quote the field itself). */
-static bool parse_integer(field f, int64_t *out) {
-  char buf[2 * NUMBER_CHARS + 8];
-  if (!copy_number(f, false, buf)) {
-    return false;
-  }
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(buf, &end, 10);
-  if (end == buf || *end != '\0') {
-    return false;
-  }
-  *out = (int64_t)v;
-  return true;
-}
-
-/* A real number filling the whole field; it may be non-finite (inf, nan, 1e999). */
-static bool parse_real(field f, double *out) {
-  char buf[2 * NUMBER_CHARS + 8];
-  if (!copy_number(f, true, buf)) {
-    return false;
-  }
-  char *end = NULL;
-  double v = strtod(buf, &end);
-  if (end == buf || *end != '\0') {
-    return false;
-  }
-  *out = v; /* overflow gives +-HUGE_VAL, caught by the finiteness check; underflow is fine */
-  return true;
-}
 
 /* ---- Loading ------------------------------------------------------------------------------ */
 
-/* Grows an array of records of `size` bytes so it holds at least `need` of them (need <=
- * limit), doubling up to `limit`. */
-static bool grow_records(void **array, int64_t *cap, int64_t need, int64_t limit, size_t size) {
-  if (need <= *cap) {
-    return true;
-  }
-  int64_t next = *cap > 0 ? *cap : INITIAL_RECORDS;
-  while (next < need) {
-    next *= 2;
-  }
-  if (next > limit) {
-    next = limit;
-  }
-  if ((uint64_t)next > (uint64_t)(SIZE_MAX / size)) {
-    return false;
-  }
-  void *grown = realloc(*array, (size_t)next * size);
-  if (grown == NULL) {
-    return false;
-  }
-  *array = grown;
-  *cap = next;
-  return true;
-}
-
 /* Parses a count field of a header: an integer in [0, limit). */
-static piola_status header_count(const line_reader *r, field f, const char *what, int64_t limit,
-                                 int64_t *out) {
+static piola_status header_count(const piola_line_reader *r, piola_field f, const char *what,
+                                 int64_t limit, int64_t *out) {
   int64_t v = 0;
-  if (!parse_integer(f, &v)) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed %s '%.*s'", what,
-                       FIELD_SHOWN(f));
+  if (!piola_parse_integer(f, &v)) {
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed %s '%.*s'", what,
+                             PIOLA_FIELD_SHOWN(f));
   }
   if (v < 0 || v >= limit) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "%s '%.*s' out of range (0 to %lld)",
-                       what, FIELD_SHOWN(f), (long long)(limit - 1));
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "%s '%.*s' out of range (0 to %lld)", what, PIOLA_FIELD_SHOWN(f),
+                             (long long)(limit - 1));
   }
   *out = v;
   return PIOLA_OK;
 }
 
 /* Checks that the file has nothing but blanks and comments after its last record. */
-static piola_status expect_end(line_reader *r, int64_t records, const char *what,
+static piola_status expect_end(piola_line_reader *r, int64_t records, const char *what,
                                long header_line) {
   bool got = false;
-  piola_status s = next_record(r, &got);
+  piola_status s = piola_next_record(r, &got);
   if (s != PIOLA_OK) {
     return s;
   }
   if (got) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "unexpected content after the %lld %s declared on line %ld",
-                       (long long)records, what, header_line);
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "unexpected content after the %lld %s declared on line %ld",
+                             (long long)records, what, header_line);
   }
   return PIOLA_OK;
 }
@@ -378,139 +82,144 @@ typedef struct node_layout {
   long header_line;
 } node_layout;
 
-static piola_status read_node_header(line_reader *r, int64_t *count, node_layout *layout) {
+static piola_status read_node_header(piola_line_reader *r, int64_t *count, node_layout *layout) {
   bool got = false;
-  piola_status s = next_record(r, &got);
+  piola_status s = piola_next_record(r, &got);
   if (s != PIOLA_OK) {
     return s;
   }
   if (!got) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
-                       "%s: expected the header '<#points> 3 <#attributes> <0|1>'",
-                       r->line_number == 0 ? "empty file" : "only comments and blank lines");
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
+                             "%s: expected the header '<#points> 3 <#attributes> <0|1>'",
+                             r->line_number == 0 ? "empty file" : "only comments and blank lines");
   }
   layout->header_line = r->line_number;
-  int64_t n = count_fields(r->line);
+  int64_t n = piola_count_fields(r->line);
   if (n > 4) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "header has %lld fields, expected '<#points> 3 <#attributes> <0|1>'",
-                       (long long)n);
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "header has %lld fields, expected '<#points> 3 <#attributes> <0|1>'",
+                             (long long)n);
   }
   const char *cursor = r->line;
   int64_t dimension = 3, attributes = 0, markers = 0;
-  s = header_count(r, next_field(&cursor), "point count", MESH_COUNT_LIMIT, count);
+  s = header_count(r, piola_next_field(&cursor), "point count", MESH_COUNT_LIMIT, count);
   if (s == PIOLA_OK && n > 1) {
-    field f = next_field(&cursor);
-    if (!parse_integer(f, &dimension)) {
-      s = reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed dimension '%.*s'",
-                      FIELD_SHOWN(f));
+    piola_field f = piola_next_field(&cursor);
+    if (!piola_parse_integer(f, &dimension)) {
+      s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed dimension '%.*s'",
+                            PIOLA_FIELD_SHOWN(f));
     } else if (dimension != 3) {
-      s = reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "dimension must be 3, found %lld",
-                      (long long)dimension);
+      s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "dimension must be 3, found %lld",
+                            (long long)dimension);
     }
   }
   if (s == PIOLA_OK && n > 2) {
-    s = header_count(r, next_field(&cursor), "attribute count", MESH_ATTRIBUTE_LIMIT, &attributes);
+    s = header_count(r, piola_next_field(&cursor), "attribute count", MESH_ATTRIBUTE_LIMIT,
+                     &attributes);
   }
   if (s == PIOLA_OK && n > 3) {
-    field f = next_field(&cursor);
-    if (!parse_integer(f, &markers) || (markers != 0 && markers != 1)) {
-      s = reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                      "boundary marker flag must be 0 or 1, found '%.*s'", FIELD_SHOWN(f));
+    piola_field f = piola_next_field(&cursor);
+    if (!piola_parse_integer(f, &markers) || (markers != 0 && markers != 1)) {
+      s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                            "boundary marker flag must be 0 or 1, found '%.*s'",
+                            PIOLA_FIELD_SHOWN(f));
     }
   }
   if (s == PIOLA_OK && *count == 0) {
-    s = reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number, "the file declares no points");
+    s = piola_reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number,
+                          "the file declares no points");
   }
   layout->attributes = attributes;
   layout->markers = markers;
   return s;
 }
 
-static piola_status read_node_record(line_reader *r, node_file *nodes, int64_t i,
+static piola_status read_node_record(piola_line_reader *r, node_file *nodes, int64_t i,
                                      const node_layout *layout) {
   static const char axis_name[3] = {'x', 'y', 'z'};
-  int64_t n = count_fields(r->line);
+  int64_t n = piola_count_fields(r->line);
   int64_t fields = 4 + layout->attributes + layout->markers;
   if (n < 4) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "expected 3 coordinates after the point index, found %lld",
-                       (long long)(n - 1));
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "expected 3 coordinates after the point index, found %lld",
+                             (long long)(n - 1));
   }
   if (n != fields) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "expected %lld fields (index, x, y, z, then %lld attribute(s) and %lld "
-                       "boundary marker(s) as the header on line %ld says), found %lld",
-                       (long long)fields, (long long)layout->attributes, (long long)layout->markers,
-                       layout->header_line, (long long)n);
+    return piola_reader_fail(
+        r, PIOLA_ERROR_PARSE, r->line_number,
+        "expected %lld fields (index, x, y, z, then %lld attribute(s) and %lld "
+        "boundary marker(s) as the header on line %ld says), found %lld",
+        (long long)fields, (long long)layout->attributes, (long long)layout->markers,
+        layout->header_line, (long long)n);
   }
   const char *cursor = r->line;
-  field f = next_field(&cursor);
+  piola_field f = piola_next_field(&cursor);
   int64_t index = 0;
-  if (!parse_integer(f, &index)) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed point index '%.*s'",
-                       FIELD_SHOWN(f));
+  if (!piola_parse_integer(f, &index)) {
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed point index '%.*s'",
+                             PIOLA_FIELD_SHOWN(f));
   }
   if (i == 0) {
     if (index != 0 && index != 1) {
-      return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                         "the first point index must be 0 or 1, found '%.*s'", FIELD_SHOWN(f));
+      return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                               "the first point index must be 0 or 1, found '%.*s'",
+                               PIOLA_FIELD_SHOWN(f));
     }
     nodes->base = index;
   } else if (index != nodes->base + i) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "point index '%.*s' out of sequence, expected %lld", FIELD_SHOWN(f),
-                       (long long)(nodes->base + i));
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "point index '%.*s' out of sequence, expected %lld",
+                             PIOLA_FIELD_SHOWN(f), (long long)(nodes->base + i));
   }
   for (int k = 0; k < 3; ++k) {
     double v = 0.0;
-    f = next_field(&cursor);
-    if (!parse_real(f, &v)) {
-      return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                         "malformed %c coordinate '%.*s' of point %lld", axis_name[k],
-                         FIELD_SHOWN(f), (long long)index);
+    f = piola_next_field(&cursor);
+    if (!piola_parse_real(f, &v)) {
+      return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                               "malformed %c coordinate '%.*s' of point %lld", axis_name[k],
+                               PIOLA_FIELD_SHOWN(f), (long long)index);
     }
     if (!isfinite(v) || fabs(v) > FLT_MAX) {
-      return reader_fail(r, PIOLA_ERROR_NON_FINITE, r->line_number,
-                         "%c coordinate '%.*s' of point %lld is not a finite float", axis_name[k],
-                         FIELD_SHOWN(f), (long long)index);
+      return piola_reader_fail(r, PIOLA_ERROR_NON_FINITE, r->line_number,
+                               "%c coordinate '%.*s' of point %lld is not a finite float",
+                               axis_name[k], PIOLA_FIELD_SHOWN(f), (long long)index);
     }
     nodes->positions[3 * i + k] = (float)v;
   }
   for (int64_t a = 4; a < n; ++a) {
     double v = 0.0;
-    f = next_field(&cursor);
-    if (!parse_real(f, &v)) {
-      return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                         "malformed attribute or boundary marker '%.*s' of point %lld",
-                         FIELD_SHOWN(f), (long long)index);
+    f = piola_next_field(&cursor);
+    if (!piola_parse_real(f, &v)) {
+      return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                               "malformed attribute or boundary marker '%.*s' of point %lld",
+                               PIOLA_FIELD_SHOWN(f), (long long)index);
     }
   }
   return PIOLA_OK;
 }
 
-static piola_status read_node_file(line_reader *r, node_file *nodes) {
+static piola_status read_node_file(piola_line_reader *r, node_file *nodes) {
   int64_t cap = 0;
   node_layout layout = {0, 0, 0};
   piola_status s = read_node_header(r, &nodes->count, &layout);
   for (int64_t i = 0; s == PIOLA_OK && i < nodes->count; ++i) {
     bool got = false;
-    s = next_record(r, &got);
+    s = piola_next_record(r, &got);
     if (s != PIOLA_OK) {
       break;
     }
     if (!got) {
-      s = reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
-                      "unexpected end of file: point %lld of %lld is missing (the header on "
-                      "line %ld declares %lld points)",
-                      (long long)(i + 1), (long long)nodes->count, layout.header_line,
-                      (long long)nodes->count);
+      s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
+                            "unexpected end of file: point %lld of %lld is missing (the header on "
+                            "line %ld declares %lld points)",
+                            (long long)(i + 1), (long long)nodes->count, layout.header_line,
+                            (long long)nodes->count);
       break;
     }
     void *array = nodes->positions;
-    if (!grow_records(&array, &cap, i + 1, nodes->count, 3 * sizeof(float))) {
-      s = reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, r->line_number, "out of memory for %lld points",
-                      (long long)nodes->count);
+    if (!piola_grow_records(&array, &cap, i + 1, nodes->count, 3 * sizeof(float))) {
+      s = piola_reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, r->line_number,
+                            "out of memory for %lld points", (long long)nodes->count);
       break;
     }
     nodes->positions = array;
@@ -527,136 +236,140 @@ typedef struct ele_file {
   int64_t count;
 } ele_file;
 
-static piola_status read_ele_header(line_reader *r, int64_t *count, int64_t *fields,
+static piola_status read_ele_header(piola_line_reader *r, int64_t *count, int64_t *fields,
                                     long *header_line) {
   bool got = false;
-  piola_status s = next_record(r, &got);
+  piola_status s = piola_next_record(r, &got);
   if (s != PIOLA_OK) {
     return s;
   }
   if (!got) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
-                       "%s: expected the header '<#tets> 4 <#attributes>'",
-                       r->line_number == 0 ? "empty file" : "only comments and blank lines");
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
+                             "%s: expected the header '<#tets> 4 <#attributes>'",
+                             r->line_number == 0 ? "empty file" : "only comments and blank lines");
   }
   *header_line = r->line_number;
-  int64_t n = count_fields(r->line);
+  int64_t n = piola_count_fields(r->line);
   if (n > 3) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "header has %lld fields, expected '<#tets> 4 <#attributes>'", (long long)n);
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "header has %lld fields, expected '<#tets> 4 <#attributes>'",
+                             (long long)n);
   }
   const char *cursor = r->line;
   int64_t corners = 4, attributes = 0;
-  s = header_count(r, next_field(&cursor), "tet count", MESH_COUNT_LIMIT, count);
+  s = header_count(r, piola_next_field(&cursor), "tet count", MESH_COUNT_LIMIT, count);
   if (s == PIOLA_OK && n > 1) {
-    field f = next_field(&cursor);
-    if (!parse_integer(f, &corners)) {
-      s = reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                      "malformed number of nodes per tet '%.*s'", FIELD_SHOWN(f));
+    piola_field f = piola_next_field(&cursor);
+    if (!piola_parse_integer(f, &corners)) {
+      s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                            "malformed number of nodes per tet '%.*s'", PIOLA_FIELD_SHOWN(f));
     } else if (corners == 10) {
-      s = reader_fail(r, PIOLA_ERROR_UNSUPPORTED, r->line_number,
-                      "10-node (quadratic) tets are not supported: mesh with 4-node tets "
-                      "(tetgen without -o2)");
+      s = piola_reader_fail(r, PIOLA_ERROR_UNSUPPORTED, r->line_number,
+                            "10-node (quadratic) tets are not supported: mesh with 4-node tets "
+                            "(tetgen without -o2)");
     } else if (corners != 4) {
-      s = reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "nodes per tet must be 4, found %lld",
-                      (long long)corners);
+      s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                            "nodes per tet must be 4, found %lld", (long long)corners);
     }
   }
   if (s == PIOLA_OK && n > 2) {
-    s = header_count(r, next_field(&cursor), "attribute count", MESH_ATTRIBUTE_LIMIT, &attributes);
+    s = header_count(r, piola_next_field(&cursor), "attribute count", MESH_ATTRIBUTE_LIMIT,
+                     &attributes);
   }
   if (s == PIOLA_OK && *count == 0) {
-    s = reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number, "the file declares no tets");
+    s = piola_reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number, "the file declares no tets");
   }
   *fields = 5 + attributes;
   return s;
 }
 
-static piola_status read_ele_record(line_reader *r, ele_file *ele, int64_t i, int64_t fields,
+static piola_status read_ele_record(piola_line_reader *r, ele_file *ele, int64_t i, int64_t fields,
                                     const node_file *nodes) {
-  int64_t n = count_fields(r->line);
+  int64_t n = piola_count_fields(r->line);
   if (n < 5) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "expected 4 vertex indices after the tet index, found %lld",
-                       (long long)(n - 1));
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                             "expected 4 vertex indices after the tet index, found %lld",
+                             (long long)(n - 1));
   }
   if (n != fields) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "expected %lld fields (index, 4 vertex indices, then %lld attribute(s) as "
-                       "the header says), found %lld",
-                       (long long)fields, (long long)(fields - 5), (long long)n);
+    return piola_reader_fail(
+        r, PIOLA_ERROR_PARSE, r->line_number,
+        "expected %lld fields (index, 4 vertex indices, then %lld attribute(s) as "
+        "the header says), found %lld",
+        (long long)fields, (long long)(fields - 5), (long long)n);
   }
   const char *cursor = r->line;
-  field f = next_field(&cursor);
+  piola_field f = piola_next_field(&cursor);
   int64_t index = 0;
-  if (!parse_integer(f, &index)) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed tet index '%.*s'",
-                       FIELD_SHOWN(f));
+  if (!piola_parse_integer(f, &index)) {
+    return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "malformed tet index '%.*s'",
+                             PIOLA_FIELD_SHOWN(f));
   }
   if (index != nodes->base + i) {
-    return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                       "tet index '%.*s' out of sequence, expected %lld (numbering from %lld, "
-                       "as in the .node file)",
-                       FIELD_SHOWN(f), (long long)(nodes->base + i), (long long)nodes->base);
+    return piola_reader_fail(
+        r, PIOLA_ERROR_PARSE, r->line_number,
+        "tet index '%.*s' out of sequence, expected %lld (numbering from %lld, "
+        "as in the .node file)",
+        PIOLA_FIELD_SHOWN(f), (long long)(nodes->base + i), (long long)nodes->base);
   }
   int32_t *tet = ele->tets + 4 * i;
   for (int k = 0; k < 4; ++k) {
     int64_t v = 0;
-    f = next_field(&cursor);
-    if (!parse_integer(f, &v)) {
-      return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                         "malformed vertex index '%.*s' of tet %lld", FIELD_SHOWN(f),
-                         (long long)index);
+    f = piola_next_field(&cursor);
+    if (!piola_parse_integer(f, &v)) {
+      return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                               "malformed vertex index '%.*s' of tet %lld", PIOLA_FIELD_SHOWN(f),
+                               (long long)index);
     }
     if (v < nodes->base || v - nodes->base >= nodes->count) {
-      return reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number,
-                         "vertex index '%.*s' of tet %lld out of range %lld..%lld (numbering "
-                         "from %lld, as in the .node file)",
-                         FIELD_SHOWN(f), (long long)index, (long long)nodes->base,
-                         (long long)(nodes->base + nodes->count - 1), (long long)nodes->base);
+      return piola_reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number,
+                               "vertex index '%.*s' of tet %lld out of range %lld..%lld (numbering "
+                               "from %lld, as in the .node file)",
+                               PIOLA_FIELD_SHOWN(f), (long long)index, (long long)nodes->base,
+                               (long long)(nodes->base + nodes->count - 1), (long long)nodes->base);
     }
     tet[k] = (int32_t)(v - nodes->base);
     for (int j = 0; j < k; ++j) {
       if (tet[j] == tet[k]) {
-        return reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number,
-                           "tet %lld uses vertex %lld twice", (long long)index, (long long)v);
+        return piola_reader_fail(r, PIOLA_ERROR_INVALID_MESH, r->line_number,
+                                 "tet %lld uses vertex %lld twice", (long long)index, (long long)v);
       }
     }
   }
   for (int64_t a = 5; a < n; ++a) {
     double v = 0.0;
-    f = next_field(&cursor);
-    if (!parse_real(f, &v)) {
-      return reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
-                         "malformed attribute '%.*s' of tet %lld", FIELD_SHOWN(f),
-                         (long long)index);
+    f = piola_next_field(&cursor);
+    if (!piola_parse_real(f, &v)) {
+      return piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number,
+                               "malformed attribute '%.*s' of tet %lld", PIOLA_FIELD_SHOWN(f),
+                               (long long)index);
     }
   }
   return PIOLA_OK;
 }
 
-static piola_status read_ele_file(line_reader *r, ele_file *ele, const node_file *nodes) {
+static piola_status read_ele_file(piola_line_reader *r, ele_file *ele, const node_file *nodes) {
   int64_t fields = 5, cap = 0;
   long header_line = 0;
   piola_status s = read_ele_header(r, &ele->count, &fields, &header_line);
   for (int64_t i = 0; s == PIOLA_OK && i < ele->count; ++i) {
     bool got = false;
-    s = next_record(r, &got);
+    s = piola_next_record(r, &got);
     if (s != PIOLA_OK) {
       break;
     }
     if (!got) {
-      s = reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
-                      "unexpected end of file: tet %lld of %lld is missing (the header on "
-                      "line %ld declares %lld tets)",
-                      (long long)(i + 1), (long long)ele->count, header_line,
-                      (long long)ele->count);
+      s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number + 1,
+                            "unexpected end of file: tet %lld of %lld is missing (the header on "
+                            "line %ld declares %lld tets)",
+                            (long long)(i + 1), (long long)ele->count, header_line,
+                            (long long)ele->count);
       break;
     }
     void *array = ele->tets;
-    if (!grow_records(&array, &cap, i + 1, ele->count, 4 * sizeof(int32_t))) {
-      s = reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, r->line_number, "out of memory for %lld tets",
-                      (long long)ele->count);
+    if (!piola_grow_records(&array, &cap, i + 1, ele->count, 4 * sizeof(int32_t))) {
+      s = piola_reader_fail(r, PIOLA_ERROR_OUT_OF_MEMORY, r->line_number,
+                            "out of memory for %lld tets", (long long)ele->count);
       break;
     }
     ele->tets = array;
@@ -679,17 +392,17 @@ piola_status piola_mesh_load_tetgen_logged(const char *node_path, const char *el
   }
   node_file nodes = {NULL, 0, 0};
   ele_file ele = {NULL, 0};
-  line_reader r;
-  piola_status s = reader_open(&r, node_path, logger);
+  piola_line_reader r;
+  piola_status s = piola_reader_open(&r, node_path, logger);
   if (s == PIOLA_OK) {
     s = read_node_file(&r, &nodes);
-    reader_close(&r);
+    piola_reader_close(&r);
   }
   if (s == PIOLA_OK) {
-    s = reader_open(&r, ele_path, logger);
+    s = piola_reader_open(&r, ele_path, logger);
     if (s == PIOLA_OK) {
       s = read_ele_file(&r, &ele, &nodes);
-      reader_close(&r);
+      piola_reader_close(&r);
     }
   }
   if (s != PIOLA_OK) {
@@ -697,7 +410,7 @@ piola_status piola_mesh_load_tetgen_logged(const char *node_path, const char *el
     free(ele.tets);
     return s;
   }
-  /* The arrays hold exactly the declared counts (grow_records stops at the count). */
+  /* The arrays hold exactly the declared counts (piola_grow_records stops at the count). */
   out->positions = nodes.positions;
   out->vertex_count = (int32_t)nodes.count;
   out->tets = ele.tets;
@@ -712,30 +425,14 @@ piola_status piola_mesh_load_tetgen(const char *node_path, const char *ele_path,
 
 /* ---- Saving ----------------------------------------------------------------------------- */
 
-/* Formats v with "%.9g" (exact for a float) and '.' as the decimal point in every locale. */
-static void format_real(char *buf, size_t size, float v) {
-  snprintf(buf, size, "%.9g", (double)v);
-  const struct lconv *conv = localeconv();
-  const char *point = conv != NULL ? conv->decimal_point : NULL;
-  if (point == NULL || point[0] == '\0' || strcmp(point, ".") == 0) {
-    return;
-  }
-  char *at = strstr(buf, point);
-  if (at != NULL) {
-    size_t point_len = strlen(point);
-    *at = '.';
-    memmove(at + 1, at + point_len, strlen(at + point_len) + 1);
-  }
-}
-
 static bool write_node_file(const piola_tet_mesh *mesh, FILE *f) {
   bool ok = fprintf(f, "# TetGen .node file written by Piola (0-based)\n%d 3 0 0\n",
                     (int)mesh->vertex_count) > 0;
   for (int32_t i = 0; ok && i < mesh->vertex_count; ++i) {
     char x[64], y[64], z[64];
-    format_real(x, sizeof x, mesh->positions[3 * (size_t)i + 0]);
-    format_real(y, sizeof y, mesh->positions[3 * (size_t)i + 1]);
-    format_real(z, sizeof z, mesh->positions[3 * (size_t)i + 2]);
+    piola_format_real(x, sizeof x, mesh->positions[3 * (size_t)i + 0]);
+    piola_format_real(y, sizeof y, mesh->positions[3 * (size_t)i + 1]);
+    piola_format_real(z, sizeof z, mesh->positions[3 * (size_t)i + 2]);
     ok = fprintf(f, "%d %s %s %s\n", (int)i, x, y, z) > 0;
   }
   return ok;

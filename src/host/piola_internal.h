@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PIOLA_COOKIE 0x5049 /* "PI" */
 
@@ -39,6 +40,77 @@ void piola_log(const piola_logger *logger, piola_log_level level, const char *fo
  * caller return its status. */
 void piola_misuse(const piola_world *world, const char *condition, const char *file, int line);
 #define PIOLA_MISUSE(world, cond) piola_misuse((world), (cond), __FILE__, __LINE__)
+
+/* Text files (common.c) ------------------------------------------------------------------
+ * What the mesh loaders share: a line reader that logs every failure once as "path:line: what"
+ * and returns its status, and fields and numbers read with '.' as the decimal point in every
+ * C locale. */
+
+#define PIOLA_LINE_LIMIT_BYTES ((size_t)1 << 24) /* longest line read, with its '\n' */
+#define PIOLA_NUMBER_CHARS 256                   /* longest number field accepted, characters */
+
+typedef struct piola_line_reader {
+  FILE *file;
+  const char *path;
+  const piola_logger *logger;
+  char *chunk; /* bytes read ahead */
+  size_t chunk_len, chunk_pos;
+  bool at_end;
+  char *line; /* the current line, NUL-terminated, comment cut off by piola_next_record() */
+  size_t line_cap;
+  long line_number; /* 1-based number of the current line; 0 before the first */
+} piola_line_reader;
+
+/* Opens `path` for reading (PIOLA_ERROR_IO, logged, when it cannot). `path` and `logger` must
+ * outlive the reader. On failure nothing is left to close. */
+piola_status piola_reader_open(piola_line_reader *r, const char *path, const piola_logger *logger);
+void piola_reader_close(piola_line_reader *r);
+
+/* Logs "path:line: message" (just "path: message" when line <= 0) and returns `status`. */
+piola_status piola_reader_fail(const piola_line_reader *r, piola_status status, long line,
+                               const char *format, ...) PIOLA_PRINTF(4, 5);
+
+/* Reads the next line into r->line (without its '\n'; a UTF-8 byte order mark on line 1 is
+ * dropped); *got is false at the end of the file. Lines with a NUL byte or longer than
+ * PIOLA_LINE_LIMIT_BYTES are PIOLA_ERROR_PARSE. */
+piola_status piola_read_line(piola_line_reader *r, bool *got);
+
+/* Reads up to the next line holding something other than blanks and a '#' comment; the comment
+ * is cut off. *got is false at the end of the file. */
+piola_status piola_next_record(piola_line_reader *r, bool *got);
+
+/* Space, tab, CR, LF, VT, FF. */
+bool piola_is_blank(char c);
+
+/* A field of a line: a run of non-blank characters (not NUL-terminated). */
+typedef struct piola_field {
+  const char *text;
+  int len; /* characters */
+} piola_field;
+
+/* Field text for "%.*s" in messages: at most 40 characters of it. */
+#define PIOLA_FIELD_SHOWN(f) ((f).len > 40 ? 40 : (f).len), (f).text
+
+/* The number of blank-separated fields of s. */
+int64_t piola_count_fields(const char *s);
+
+/* The next field after *cursor (which must have one: piola_count_fields() said so). */
+piola_field piola_next_field(const char **cursor);
+
+/* A base-10 integer filling the whole field; one beyond 64 bits saturates (range checks then
+ * reject it, and messages quote the field itself). False for anything else, in every locale. */
+bool piola_parse_integer(piola_field f, int64_t *out);
+
+/* A real number filling the whole field, '.' as the decimal point in every locale; it may be
+ * non-finite (inf, nan, 1e999: the caller checks). False for anything else ("1,5"). */
+bool piola_parse_real(piola_field f, double *out);
+
+/* Grows an array of records of `size` bytes so it holds at least `need` of them (need <=
+ * limit), doubling up to `limit`; false when out of memory (the array is then unchanged). */
+bool piola_grow_records(void **array, int64_t *cap, int64_t need, int64_t limit, size_t size);
+
+/* Formats v with "%.9g" (exact for a float) and '.' as the decimal point in every locale. */
+void piola_format_real(char *buf, size_t size, float v);
 
 /* Materials ---------------------------------------------------------------------------- */
 
