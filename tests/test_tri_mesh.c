@@ -451,6 +451,54 @@ void test_obj_load_seams_split(piola_test *t) {
                           0, &log, &m));
   CHECK(t, m.vertex_count == 4 && m.triangle_count == 3);
   piola_tri_mesh_free(&m);
+
+  /* A triangle soup in uv space: every corner of a 7 x 4 grid has its own vt, so every corner
+   * becomes its own vertex (168, far beyond the first size of the loader's pair table). */
+  const int32_t cells[2] = {7, 4};
+  const float size[2] = {1.0f, 0.5f};
+  piola_tri_mesh grid = empty_mesh;
+  REQUIRE_OK(t, piola_mesh_make_grid(cells, size, &grid));
+  const char *path = scratch_path(&s, "soup.obj");
+  FILE *f = path != NULL ? fopen(path, "wb") : NULL;
+  bool written = f != NULL;
+  for (int32_t v = 0; written && v < grid.vertex_count; ++v) {
+    const float *p = grid.positions + 3 * (size_t)v;
+    written = fprintf(f, "v %.9g %.9g %.9g\n", (double)p[0], (double)p[1], (double)p[2]) > 0;
+  }
+  const int32_t corner_count = 3 * grid.triangle_count;
+  for (int32_t c = 0; written && c < corner_count; ++c) {
+    const float *uv = grid.uvs + 2 * (size_t)grid.triangles[c];
+    written = fprintf(f, "vt %.9g %.9g\n", (double)uv[0], (double)uv[1]) > 0;
+  }
+  for (int32_t c = 0; written && c < corner_count; c += 3) {
+    const int32_t *tri = grid.triangles + c;
+    written = fprintf(f, "f %d/%d %d/%d %d/%d\n", (int)tri[0] + 1, (int)c + 1, (int)tri[1] + 1,
+                      (int)c + 2, (int)tri[2] + 1, (int)c + 3) > 0;
+  }
+  written = f != NULL && fclose(f) == 0 && written;
+  CHECK(t, written);
+  if (written) {
+    CHECK_STATUS(t, piola_mesh_load_obj(path, &m), PIOLA_OK);
+    CHECK_MSG(t, m.vertex_count == corner_count, "%d vertices", (int)m.vertex_count);
+    if (m.vertex_count == corner_count && m.triangle_count == grid.triangle_count) {
+      int32_t *uses = calloc((size_t)corner_count, sizeof *uses);
+      int32_t wrong_corners = 0, reused = 0;
+      for (int32_t c = 0; uses != NULL && c < corner_count; ++c) {
+        const int32_t g = grid.triangles[c];
+        wrong_corners +=
+            !corner_is(&m, c, grid.positions + 3 * (size_t)g, grid.uvs + 2 * (size_t)g);
+        reused += uses[m.triangles[c]]++ > 0;
+      }
+      CHECK(t, uses != NULL);
+      CHECK_MSG(t, wrong_corners == 0, "%d corners lost their position or uv", (int)wrong_corners);
+      CHECK_MSG(t, reused == 0, "%d vertices shared by corners with different vt", (int)reused);
+      /* The file's vertices keep their numbers: the first corner keeps vertex triangles[0]. */
+      CHECK(t, m.triangles[0] == grid.triangles[0]);
+      free(uses);
+    }
+    piola_tri_mesh_free(&m);
+  }
+  piola_tri_mesh_free(&grid);
   scratch_close(&s);
 }
 

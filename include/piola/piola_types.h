@@ -226,9 +226,9 @@ typedef struct piola_tri_mesh {
   /** 3 vertex indices per triangle, 0-based, counter-clockwise seen from the front: the normal
    * (x1 - x0) x (x2 - x0) points to the front side. */
   int32_t *triangles;
-  int32_t triangle_count;
-  /** Texture coordinates (dimensionless), 2 per vertex (u, v); NULL when the mesh has none.
-   * Cloth takes its weft direction from u. */
+  int32_t triangle_count; /**< number of triangles */
+  /** Texture coordinates (dimensionless, usually in [0, 1]), 2 per vertex (u, v); NULL when the
+   * mesh has none. For cloth, u is meant as the weft direction. */
   float *uvs;
 } piola_tri_mesh;
 

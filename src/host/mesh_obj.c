@@ -55,8 +55,9 @@ static void obj_file_free(obj_file *f) {
 
 /* ---- Statements ---------------------------------------------------------------------------- */
 
-/* Reads `count` reals of a statement into out[0..count) (NULL: checked and dropped); the first
- * `finite` of them must be finite floats. `names` names them in messages. */
+/* Reads `count` reals of a statement; the first `finite` of them must be finite floats and go
+ * to out[0..finite), the rest are checked for being numbers and dropped. `names` names them in
+ * messages. */
 static piola_status read_reals(const piola_line_reader *r, const char **cursor, int count,
                                int finite, const char *const names[], float *out) {
   for (int k = 0; k < count; ++k) {
@@ -70,7 +71,7 @@ static piola_status read_reals(const piola_line_reader *r, const char **cursor, 
       return piola_reader_fail(r, PIOLA_ERROR_NON_FINITE, r->line_number,
                                "%s '%.*s' is not a finite float", names[k], PIOLA_FIELD_SHOWN(f));
     }
-    if (out != NULL && k < finite) {
+    if (k < finite) {
       out[k] = (float)v;
     }
   }
@@ -276,7 +277,10 @@ static piola_status read_obj(piola_line_reader *r, obj_file *obj) {
     } else if (keyword.len == 2 && memcmp(keyword.text, "vt", 2) == 0) {
       s = read_uv(r, cursor, n, obj);
     } else if (keyword.len == 2 && memcmp(keyword.text, "vn", 2) == 0) {
-      obj->normal_count++;
+      if (++obj->normal_count >= OBJ_COUNT_LIMIT) {
+        s = piola_reader_fail(r, PIOLA_ERROR_PARSE, r->line_number, "more than %lld normals",
+                              (long long)(OBJ_COUNT_LIMIT - 1));
+      }
     } else if (keyword.len == 1 && keyword.text[0] == 'f') {
       s = read_face(r, cursor, n, obj);
     }
