@@ -109,6 +109,14 @@ typedef struct piola_test_log {
   char last[1024];
 } piola_test_log;
 void piola_test_log_fn(piola_log_level level, const char *message, void *user_data);
+/* Clears *log and returns a logger that records into it. */
+piola_logger piola_test_logger(piola_test_log *log);
+
+/* Checks what a failed call logged: exactly one error and no warning, the last message naming
+ * `where` (such as "file.obj:3: ") and `path`, and holding `words` (NULL: anything). `what` names
+ * the case in failure reports. */
+void piola_test_check_failure_message(piola_test *t, const char *what, const piola_test_log *log,
+                                      const char *where, const char *path, const char *words);
 
 /* An assert hook that counts misuse reports instead of aborting. */
 void piola_test_assert_fn(const char *condition, const char *file, int line, void *user_data);

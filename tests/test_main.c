@@ -51,6 +51,22 @@ const char *piola_test_data_dir(void) {
   return dir;
 }
 
+piola_logger piola_test_logger(piola_test_log *log) {
+  memset(log, 0, sizeof *log);
+  piola_logger logger = {piola_test_log_fn, log};
+  return logger;
+}
+
+void piola_test_check_failure_message(piola_test *t, const char *what, const piola_test_log *log,
+                                      const char *where, const char *path, const char *words) {
+  CHECK_MSG(t, log->count[PIOLA_LOG_ERROR] == 1 && log->count[PIOLA_LOG_WARNING] == 0,
+            "%s: %d error messages, expected 1", what, log->count[PIOLA_LOG_ERROR]);
+  CHECK_MSG(t, strstr(log->last, where) != NULL && strstr(log->last, path) != NULL,
+            "%s: the message '%s' does not name '%s' in '%s'", what, log->last, where, path);
+  CHECK_MSG(t, words == NULL || strstr(log->last, words) != NULL,
+            "%s: the message '%s' does not say '%s'", what, log->last, words != NULL ? words : "");
+}
+
 void piola_test_log_fn(piola_log_level level, const char *message, void *user_data) {
   piola_test_log *log = user_data;
   if (level >= 0 && level < 4) {

@@ -262,6 +262,54 @@ PIOLA_API piola_status piola_mesh_make_creature(float height, piola_tet_mesh *ou
 /** Frees arrays allocated by the loaders and generators, and zeroes the struct. */
 PIOLA_API void piola_mesh_free(piola_tet_mesh *mesh);
 
+/** A flat rectangle of cells[0] x cells[1] squares for cloth, in the x-z plane at y = 0,
+ * spanning [0, size[0]] on x and [0, size[1]] on z (m) with (0, 0, 0) at a corner, as
+ * piola_mesh_make_box() places its box. (cells[0] + 1) * (cells[1] + 1) vertices in grid order
+ * (x fastest, then z); 2 * cells[0] * cells[1] triangles in square order, two per square, all
+ * with normal +y; uvs u = x / size[0] and v = z / size[1], both in [0, 1] (u is the weft
+ * direction). The diagonals alternate in a checkerboard, so the grid has no preferred shear
+ * direction: square (i, k) (i along x, k along z) is split along the diagonal from its corner
+ * (i, k) to (i + 1, k + 1) when i + k is even and from (i + 1, k) to (i, k + 1) when it is odd.
+ * NULL pointers, cells < 1, sizes <= 0 and counts of 2^30 or more give
+ * PIOLA_ERROR_INVALID_ARGUMENT, non-finite sizes PIOLA_ERROR_NON_FINITE, as in
+ * piola_mesh_make_box(); *out is untouched on failure. */
+PIOLA_API piola_status piola_mesh_make_grid(const int32_t cells[2], const float size[2],
+                                            piola_tri_mesh *out);
+
+/** Loads a Wavefront OBJ file as a triangle mesh. Read: `v x y z [w]` (w, or the colour of
+ * `v x y z r g b`, checked for being numbers and dropped), `vt u [v [w]]` (v defaults to 0),
+ * and `f` whose corners are `i`, `i/t`, `i//n` or `i/t/n`, numbered from 1, or negative to
+ * count back from the last element defined before the face (-1 is the last). A face of more
+ * than 3 corners becomes a fan of triangles from its first corner (right for convex polygons),
+ * in the file's winding. Every other statement (vn, o, g, s, usemtl, mtllib, l, p, curves) is
+ * ignored; '#' starts a comment; blank lines, CRLF line ends and lines of up to 16 MiB are
+ * fine; numbers are read with '.' as the decimal point whatever the C locale is.
+ *
+ * Vertex i of the result is the position of the (i + 1)-th `v` line, used by a face or not.
+ * OBJ numbers positions and texture coordinates separately, the result has one uv per vertex:
+ * where faces use a position with different `vt`s (a seam), the vertex is split, and its
+ * copies (same position, other uv) follow the `v` vertices in the order faces first use them,
+ * so vertex_count may exceed the number of `v` lines. Either every face has texture
+ * coordinates or none has; with none, uvs is NULL; vertices no face uses get uv (0, 0).
+ *
+ * Errors, as piola_mesh_load_tetgen_logged() reports them: one message "path:line: what" to
+ * `logger` (may be NULL), and *out untouched. An unreadable file is PIOLA_ERROR_IO; a malformed
+ * statement or number, an index 0, a face of fewer than 3 corners, or faces with and without
+ * texture coordinates in one file PIOLA_ERROR_PARSE; a non-finite coordinate (or one beyond
+ * float) PIOLA_ERROR_NON_FINITE; an index out of range (elements must be defined before the
+ * face that uses them), a triangle of the fan that uses one position twice, or a file without
+ * faces PIOLA_ERROR_INVALID_MESH. Triangles of zero area with three distinct positions are
+ * kept, as the TetGen loader keeps flat tets (the user of the mesh checks its geometry). */
+PIOLA_API piola_status piola_mesh_load_obj_logged(const char *path, const piola_logger *logger,
+                                                  piola_tri_mesh *out);
+
+/** piola_mesh_load_obj_logged() without a logger. */
+PIOLA_API piola_status piola_mesh_load_obj(const char *path, piola_tri_mesh *out);
+
+/** Frees arrays allocated by piola_mesh_load_obj() and piola_mesh_make_grid(), and zeroes the
+ * struct. NULL is allowed. */
+PIOLA_API void piola_tri_mesh_free(piola_tri_mesh *mesh);
+
 /* ---- OpenCL devices ----------------------------------------------------------------- */
 
 /** One OpenCL device as reported by its driver. */

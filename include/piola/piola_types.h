@@ -218,6 +218,21 @@ typedef struct piola_tet_mesh {
   int32_t tet_count;
 } piola_tet_mesh;
 
+/** A triangle mesh (a cloth or a surface). Filled by piola_mesh_load_obj() and
+ * piola_mesh_make_grid() (free with piola_tri_mesh_free()) or by the caller with its own arrays
+ * (then the caller owns them). */
+typedef struct piola_tri_mesh {
+  float *positions;     /**< m; 3 per vertex (x, y, z) */
+  int32_t vertex_count; /**< number of vertices: of positions, and of uvs when present */
+  /** 3 vertex indices per triangle, 0-based, counter-clockwise seen from the front: the normal
+   * (x1 - x0) x (x2 - x0) points to the front side. */
+  int32_t *triangles;
+  int32_t triangle_count; /**< number of triangles */
+  /** Texture coordinates (dimensionless, usually in [0, 1]), 2 per vertex (u, v); NULL when the
+   * mesh has none. For cloth, u is meant as the weft direction. */
+  float *uvs;
+} piola_tri_mesh;
+
 /** A body's handle. Zero-initialised means "no body"; a removed body's id goes stale. */
 typedef struct piola_body_id {
   int32_t index1;      /**< body slot + 1; 0 is the null id */

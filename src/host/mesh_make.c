@@ -1,5 +1,6 @@
 /* Piola procedural meshes: a box of cubes and a voxelised creature, both tetrahedralised by
- * the same code.
+ * the same code, and a flat grid of triangles for cloth (piola_mesh_make_grid(), whose
+ * checkerboard of diagonals gives no shear direction a preference).
  *
  * Every cube (voxel) is split into the 6 tets of the Kuhn / Freudenthal triangulation (Kuhn
  * 1960, "Some combinatorial lemmas in topology", IBM J. Res. Dev. 4(5); Freudenthal 1942,
@@ -167,11 +168,9 @@ static piola_status cubes_to_mesh(const cube_grid *g, const uint8_t *solid, piol
 
 /* ---- Box ----------------------------------------------------------------------------------- */
 
-piola_status piola_mesh_make_box(const int32_t cells[3], const float size[3], piola_tet_mesh *out) {
-  if (cells == NULL || size == NULL || out == NULL) {
-    return PIOLA_ERROR_INVALID_ARGUMENT;
-  }
-  for (int a = 0; a < 3; ++a) {
+/* Checks the cell counts (1 to 2^30 - 1) and sizes (finite, > 0 m) of `axes` axes. */
+static piola_status check_cells(const int32_t *cells, const float *size, int axes) {
+  for (int a = 0; a < axes; ++a) {
     if (cells[a] < 1 || cells[a] >= MAKE_COUNT_LIMIT) {
       return PIOLA_ERROR_INVALID_ARGUMENT;
     }
@@ -181,6 +180,17 @@ piola_status piola_mesh_make_box(const int32_t cells[3], const float size[3], pi
     if (!(size[a] > 0.0f)) {
       return PIOLA_ERROR_INVALID_ARGUMENT;
     }
+  }
+  return PIOLA_OK;
+}
+
+piola_status piola_mesh_make_box(const int32_t cells[3], const float size[3], piola_tet_mesh *out) {
+  if (cells == NULL || size == NULL || out == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_status s = check_cells(cells, size, 3);
+  if (s != PIOLA_OK) {
+    return s;
   }
   /* Each factor is below 2^30 + 1, so no partial product overflows 64 bits. */
   int64_t cubes = (int64_t)cells[0] * cells[1];
@@ -200,6 +210,70 @@ piola_status piola_mesh_make_box(const int32_t cells[3], const float size[3], pi
     g.extent[a] = (double)size[a];
   }
   return cubes_to_mesh(&g, NULL, out);
+}
+
+/* ---- Grid (cloth) ---------------------------------------------------------------------------- */
+
+piola_status piola_mesh_make_grid(const int32_t cells[2], const float size[2],
+                                  piola_tri_mesh *out) {
+  if (cells == NULL || size == NULL || out == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_status s = check_cells(cells, size, 2);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  /* Each factor is below 2^30 + 1, so no product overflows 64 bits. */
+  const int64_t nx = cells[0], nz = cells[1];
+  const int64_t vertex_count = (nx + 1) * (nz + 1);
+  const int64_t triangle_count = 2 * nx * nz;
+  if (vertex_count >= MAKE_COUNT_LIMIT || triangle_count >= MAKE_COUNT_LIMIT) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if ((uint64_t)vertex_count > SIZE_MAX / (3 * sizeof(float)) ||
+      (uint64_t)triangle_count > SIZE_MAX / (3 * sizeof(int32_t))) {
+    return PIOLA_ERROR_OUT_OF_MEMORY; /* 32-bit size_t */
+  }
+  float *positions = malloc((size_t)vertex_count * 3 * sizeof *positions);
+  float *uvs = malloc((size_t)vertex_count * 2 * sizeof *uvs);
+  int32_t *triangles = malloc((size_t)triangle_count * 3 * sizeof *triangles);
+  if (positions == NULL || uvs == NULL || triangles == NULL) {
+    free(positions);
+    free(uvs);
+    free(triangles);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  /* Coordinates as size * (i / n), so the far side is exact (as in the box). */
+  size_t v = 0;
+  for (int64_t k = 0; k <= nz; ++k) {
+    for (int64_t i = 0; i <= nx; ++i, ++v) {
+      double u = (double)i / (double)nx, w = (double)k / (double)nz;
+      positions[3 * v + 0] = (float)((double)size[0] * u);
+      positions[3 * v + 1] = 0.0f;
+      positions[3 * v + 2] = (float)((double)size[1] * w);
+      uvs[2 * v + 0] = (float)u;
+      uvs[2 * v + 1] = (float)w;
+    }
+  }
+  /* Square (i, k) has corners a = (i, k), b = (i + 1, k), c = (i, k + 1), d = (i + 1, k + 1).
+   * With x cross z = -y, a triangle is +y when it turns from +z towards +x: (a, c, b) and
+   * (b, c, d) across the diagonal b-c; (a, d, b) and (a, c, d) across a-d. */
+  size_t t = 0;
+  for (int64_t k = 0; k < nz; ++k) {
+    for (int64_t i = 0; i < nx; ++i) {
+      const int32_t a = (int32_t)(i + (nx + 1) * k), b = a + 1;
+      const int32_t c = (int32_t)(a + nx + 1), d = c + 1;
+      const int32_t split[2][6] = {{a, d, b, a, c, d}, {a, c, b, b, c, d}};
+      memcpy(triangles + 3 * t, split[(i + k) & 1], sizeof split[0]);
+      t += 2;
+    }
+  }
+  out->positions = positions;
+  out->vertex_count = (int32_t)vertex_count;
+  out->triangles = triangles;
+  out->triangle_count = (int32_t)triangle_count;
+  out->uvs = uvs;
+  return PIOLA_OK;
 }
 
 /* ---- Creature ------------------------------------------------------------------------------ */

@@ -180,7 +180,8 @@ piola_field piola_next_field(const char **cursor) {
   }
   *cursor = s;
   size_t len = (size_t)(s - start);
-  piola_field f = {start, len > PIOLA_NUMBER_CHARS ? PIOLA_NUMBER_CHARS + 1 : (int)len};
+  /* Lines are shorter than PIOLA_LINE_LIMIT_BYTES, so the length fits an int. */
+  piola_field f = {start, (int)len};
   return f;
 }
 

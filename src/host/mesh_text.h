@@ -1,4 +1,5 @@
-/* Piola mesh text input, shared by the mesh loaders (mesh_io.c: TetGen, mesh_gmsh.c: Gmsh):
+/* Piola mesh text input, shared by the mesh loaders (mesh_io.c: TetGen, mesh_gmsh.c: Gmsh, mesh_obj.c:
+ * Wavefront OBJ):
  * a line reader with "path:line: message" failures, blank-separated fields, and numbers read
  * with '.' as the decimal point whatever the C locale of the process is.
  *
@@ -53,8 +54,8 @@ piola_status piola_reader_line(piola_line_reader *r, bool *got);
  * off); *got is false at the end of the file. */
 piola_status piola_reader_record(piola_line_reader *r, bool *got);
 
-/* A blank-separated field of a line: not NUL-terminated; len is capped at
- * PIOLA_NUMBER_CHARS + 1 (longer fields are no number). */
+/* A blank-separated field of a line: not NUL-terminated; len is its length in characters
+ * (fields longer than PIOLA_NUMBER_CHARS are no number). */
 typedef struct piola_field {
   const char *text;
   int len;
