@@ -1,7 +1,6 @@
-/* Piola mesh text input, shared by the mesh loaders (mesh_io.c: TetGen, mesh_gmsh.c: Gmsh, mesh_obj.c:
- * Wavefront OBJ):
- * a line reader with "path:line: message" failures, blank-separated fields, and numbers read
- * with '.' as the decimal point whatever the C locale of the process is.
+/* Piola mesh text input, shared by the mesh loaders (mesh_io.c: TetGen, mesh_gmsh.c: Gmsh,
+ * mesh_obj.c: Wavefront OBJ): a line reader with "path:line: message" failures, blank-separated
+ * fields, and numbers read with '.' as the decimal point whatever the C locale of the process is.
  *
  * Lines may be up to PIOLA_LINE_LIMIT_BYTES long and end in "\n" or "\r\n" (a CR is a blank);
  * a UTF-8 byte order mark on the first line is skipped, a NUL byte is a parse error. Every
