@@ -73,12 +73,16 @@ PIOLA_FN piola_box piola_vertex_box(piola_v3 x, piola_v3 p, piola_real thickness
 }
 
 /* The box swept by a triangle's corners (start xa, xb, xc; predicted pa, pb, pc), grown by
- * two thicknesses: with the vertex's one, every pair the narrow phase accepts overlaps. */
+ * 1.25 thicknesses. With the vertex box's one thickness that makes 2.25: a predicted vertex the
+ * narrow phase accepts above the triangle lies within a thickness of it sideways and under two
+ * thicknesses above its plane, at most sqrt(1 + 2^2) = 2.24 thicknesses from it along any axis;
+ * one that passed under the plane started less than a thickness under it, at most sqrt(2) from it
+ * along any axis, so every accepted pair overlaps. */
 PIOLA_FN piola_box piola_triangle_box(piola_v3 xa, piola_v3 xb, piola_v3 xc, piola_v3 pa,
                                       piola_v3 pb, piola_v3 pc, piola_real thickness) {
-  piola_box r = piola_box_of(xa, pa, PIOLA_R(2.0) * thickness);
-  piola_v3 m =
-      piola_v3_make(PIOLA_R(2.0) * thickness, PIOLA_R(2.0) * thickness, PIOLA_R(2.0) * thickness);
+  const piola_real margin = PIOLA_R(1.25) * thickness;
+  piola_box r = piola_box_of(xa, pa, margin);
+  piola_v3 m = piola_v3_make(margin, margin, margin);
   r = piola_box_grow(r, piola_v3_sub(piola_v3_min(xb, pb), m));
   r = piola_box_grow(r, piola_v3_add(piola_v3_max(xb, pb), m));
   r = piola_box_grow(r, piola_v3_sub(piola_v3_min(xc, pc), m));
