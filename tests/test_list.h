@@ -165,3 +165,8 @@ PIOLA_TEST(contact_stats_and_stages)
 PIOLA_TEST(opencl_contact_stats_and_stages)
 PIOLA_TEST(contact_overflow_reported)
 PIOLA_TEST(opencl_contact_overflow_reported)
+/* Render meshes (test_render.c) */
+PIOLA_TEST(render_mesh_follows_surface)
+PIOLA_TEST(opencl_render_mesh_follows_surface)
+PIOLA_TEST(render_mesh_bad_input)
+PIOLA_TEST(opencl_render_mesh_bad_input)

@@ -157,6 +157,47 @@ PIOLA_API piola_status piola_body_set_self_collision(piola_world *world, piola_b
 PIOLA_API piola_status piola_body_get_surface(const piola_world *world, piola_body_id body,
                                               int32_t *triangles, int32_t capacity, int32_t *count);
 
+/** The body-local indices of the vertices on the body's collision surface, ascending. Writes
+ * min(capacity, count) indices and stores the count in *count (either pointer may be NULL when
+ * capacity is 0). A render mesh made of these vertices' rest positions
+ * (piola_body_attach_render_mesh) reads back just them, computed on the device. */
+PIOLA_API piola_status piola_body_get_surface_vertices(const piola_world *world, piola_body_id body,
+                                                       int32_t *vertices, int32_t capacity,
+                                                       int32_t *count);
+
+/* ---- Render meshes ------------------------------------------------------------------ */
+
+/** Embeds `count` detail vertices (xyz: 3 floats each, m, in world coordinates over the body
+ * as it is now, usually its rest shape) into the body's collision surface, after the paper's
+ * Sec. 5 (Kobbelt et al. 1999): each gets a surface triangle, the barycentric coordinates of
+ * its base point and its offset along the surface's interpolated vertex normal, chosen once
+ * here (among the 8 nearest triangles, the nearest whose normal field reaches the point; a
+ * point no normal field reaches keeps its nearest triangle's closest point, and is reproduced
+ * at rest with a lateral error). piola_render_mesh_get_positions() and _get_normals() then give
+ * the detail vertices over the deformed surface. Cost: O(count x surface triangles), once.
+ * `out` receives the id. Rejects non-finite points (PIOLA_ERROR_NON_FINITE) and count < 1. */
+PIOLA_API piola_status piola_body_attach_render_mesh(piola_world *world, piola_body_id body,
+                                                     const float *xyz, int32_t count,
+                                                     piola_render_mesh_id *out);
+
+/** The deformed detail vertices (3 floats each, m): computed on the device on the OpenCL
+ * backend (two launches and one read-back of `count` vertices), on the host on the CPU
+ * reference. count must be the render mesh's. PIOLA_ERROR_INVALID_BODY once its body is
+ * removed. */
+PIOLA_API piola_status piola_render_mesh_get_positions(const piola_world *world,
+                                                       piola_render_mesh_id mesh, float *xyz,
+                                                       int32_t count);
+
+/** The unit normals of the deformed detail vertices (3 floats each): the interpolated surface
+ * normal each is offset along. As piola_render_mesh_get_positions(). */
+PIOLA_API piola_status piola_render_mesh_get_normals(const piola_world *world,
+                                                     piola_render_mesh_id mesh, float *xyz,
+                                                     int32_t count);
+
+/** Removes a render mesh (also after its body was removed); its id goes stale. */
+PIOLA_API piola_status piola_world_remove_render_mesh(piola_world *world,
+                                                      piola_render_mesh_id mesh);
+
 /* ---- Colliders ---------------------------------------------------------------------- */
 
 /** Adds a collider at the identity pose (its shape's coordinates are world coordinates, at

@@ -37,8 +37,9 @@ typedef enum piola_status {
   PIOLA_ERROR_BUILD_FAILED,     /**< the OpenCL program did not build (log goes to the logger) */
   PIOLA_ERROR_DEVICE,           /**< an OpenCL call failed (the code goes to the logger) */
   PIOLA_ERROR_OUT_OF_DEVICE_MEMORY, /**< the device could not allocate or ran out of resources */
-  PIOLA_ERROR_DEVICE_LOST,      /**< the device stopped answering; the world must be destroyed */
-  PIOLA_ERROR_INVALID_COLLIDER, /**< an unknown or stale collider id */
+  PIOLA_ERROR_DEVICE_LOST,         /**< the device stopped answering; the world must be destroyed */
+  PIOLA_ERROR_INVALID_COLLIDER,    /**< an unknown or stale collider id */
+  PIOLA_ERROR_INVALID_RENDER_MESH, /**< an unknown or removed render mesh id */
   PIOLA_STATUS_COUNT
 } piola_status;
 
@@ -238,6 +239,13 @@ typedef struct piola_body_id {
   int32_t index1;      /**< body slot + 1; 0 is the null id */
   uint32_t generation; /**< bumped when the slot is reused */
 } piola_body_id;
+
+/** A render mesh's handle (piola_body_attach_render_mesh), generational like piola_body_id.
+ * Zero-initialised means "no render mesh"; a removed render mesh's id goes stale. */
+typedef struct piola_render_mesh_id {
+  int32_t index1;      /**< render mesh slot + 1; 0 is the null id */
+  uint32_t generation; /**< bumped when the slot is freed */
+} piola_render_mesh_id;
 
 /** A collider's handle, generational like piola_body_id. Zero-initialised means "no collider";
  * a removed collider's id goes stale. */

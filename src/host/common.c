@@ -50,6 +50,8 @@ const char *piola_status_string(piola_status status) {
     return "device lost";
   case PIOLA_ERROR_INVALID_COLLIDER:
     return "invalid collider id";
+  case PIOLA_ERROR_INVALID_RENDER_MESH:
+    return "invalid render mesh id";
   case PIOLA_STATUS_COUNT:
     break;
   }

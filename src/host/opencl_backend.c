@@ -52,6 +52,8 @@ enum {
   KERNEL_CONTACT_SORT_CORNERS,
   KERNEL_CONTACT_SOLVE,
   KERNEL_CONTACT_APPLY,
+  KERNEL_RENDER_NORMALS,
+  KERNEL_RENDER_POINTS,
   KERNEL_COUNT
 };
 static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
@@ -72,7 +74,9 @@ static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                        "piola_contact_corners",
                                                        "piola_contact_sort_corners",
                                                        "piola_contact_solve",
-                                                       "piola_contact_apply"};
+                                                       "piola_contact_apply",
+                                                       "piola_render_normals",
+                                                       "piola_render_points"};
 
 /* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
 #define SCAN_ITEMS 4
@@ -1669,5 +1673,157 @@ piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
   if (ctx != NULL) {
     clReleaseContext(ctx);
   }
+  return s;
+}
+
+/* ---- Render meshes (render_mesh.c; kernels/piola_render.cl) ---------------------------------- */
+
+enum {
+  RENDER_SV_VERTEX,      /* int per surface vertex: body-local vertex */
+  RENDER_TRIANGLES,      /* int4 per surface triangle: surface-vertex corners */
+  RENDER_INCIDENT_START, /* int per surface vertex + 1 */
+  RENDER_INCIDENT,       /* int, 3 per surface triangle */
+  RENDER_NORMALS,        /* float4 per surface vertex (scratch) */
+  RENDER_DETAIL_TRIANGLE,
+  RENDER_DETAIL_COORDINATES, /* float4 per detail vertex: u, v, w, offset */
+  RENDER_OUT_POSITIONS,      /* float4 per detail vertex */
+  RENDER_OUT_NORMALS         /* float4 per detail vertex */
+};
+
+void piola_opencl_render_release(piola_render_mesh *rm) {
+  for (int k = 0; k < PIOLA_RENDER_BUFFERS; ++k) {
+    if (rm->device[k] != NULL) {
+      clReleaseMemObject((cl_mem)rm->device[k]);
+      rm->device[k] = NULL;
+    }
+  }
+}
+
+piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm,
+                                        const piola_body *b) {
+  const size_t nsv = (size_t)b->surface_vertex_count, nt = (size_t)b->surface_count;
+  const size_t n = (size_t)rm->count;
+  int32_t *local_to_sv = malloc(sizeof *local_to_sv * (size_t)b->vertex_count);
+  cl_int *tri = malloc(sizeof *tri * 4 * nt);
+  float *coord = malloc(sizeof *coord * 4 * n);
+  piola_status s = PIOLA_OK;
+  if (local_to_sv == NULL || tri == NULL || coord == NULL) {
+    s = PIOLA_ERROR_OUT_OF_MEMORY;
+  } else {
+    for (size_t k = 0; k < nsv; ++k) {
+      local_to_sv[b->surface_vertices[k]] = (int32_t)k;
+    }
+    for (size_t t = 0; t < nt; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        tri[4 * t + (size_t)k] = local_to_sv[b->surface[3 * t + (size_t)k]];
+      }
+      tri[4 * t + 3] = 0;
+    }
+    for (size_t i = 0; i < 4 * n; ++i) {
+      coord[i] = (float)rm->coordinates[i];
+    }
+    const struct {
+      size_t bytes;
+      const void *data;
+    } arrays[PIOLA_RENDER_BUFFERS] = {{4 * nsv, b->surface_vertices},
+                                      {16 * nt, tri},
+                                      {4 * (nsv + 1), rm->incident_start},
+                                      {12 * nt, rm->incident},
+                                      {16 * nsv, NULL},
+                                      {4 * n, rm->triangle},
+                                      {16 * n, coord},
+                                      {16 * n, NULL},
+                                      {16 * n, NULL}};
+    for (int k = 0; k < PIOLA_RENDER_BUFFERS && s == PIOLA_OK; ++k) {
+      cl_int e;
+      const cl_mem_flags flags =
+          arrays[k].data != NULL ? CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR : CL_MEM_READ_WRITE;
+      cl_mem m = clCreateBuffer(w->cl->context, flags, arrays[k].bytes > 0 ? arrays[k].bytes : 16,
+                                (void *)(uintptr_t)arrays[k].data, &e);
+      if (e != CL_SUCCESS) {
+        s = cl_fail(&w->def.logger, e, "clCreateBuffer (render mesh)");
+      } else {
+        rm->device[k] = m;
+      }
+    }
+  }
+  free(local_to_sv);
+  free(tri);
+  free(coord);
+  if (s != PIOLA_OK) {
+    piola_opencl_render_release(rm);
+  }
+  return s;
+}
+
+/* Enqueues kernel k over count work-items (no stage timing: reads are not stages). */
+static piola_status render_launch(const piola_world *w, int k, int32_t count) {
+  const piola_opencl *cl = w->cl;
+  size_t local = cl->wg;
+  size_t global = ((size_t)count + local - 1) / local * local;
+  CL_CHECK(&w->def.logger, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global,
+                                                  &local, 0, NULL, NULL));
+  return PIOLA_OK;
+}
+
+piola_status piola_opencl_render_compute(const piola_world *w, const piola_render_mesh *rm,
+                                         const piola_body *b, float *positions, float *normals) {
+  const piola_opencl *cl = w->cl;
+  cl_mem const *d = (cl_mem const *)rm->device;
+  const cl_int offset = b->vertex_offset, nsv = b->surface_vertex_count, n = rm->count;
+  cl_kernel k = cl->kernels[KERNEL_RENDER_NORMALS];
+  const piola_logger *log = &w->def.logger;
+  CL_CHECK(log, clSetKernelArg(k, 0, sizeof(cl_mem), &cl->buffers[BUF_X]));
+  CL_CHECK(log, clSetKernelArg(k, 1, sizeof(cl_mem), &d[RENDER_SV_VERTEX]));
+  CL_CHECK(log, clSetKernelArg(k, 2, sizeof(cl_mem), &d[RENDER_TRIANGLES]));
+  CL_CHECK(log, clSetKernelArg(k, 3, sizeof(cl_mem), &d[RENDER_INCIDENT_START]));
+  CL_CHECK(log, clSetKernelArg(k, 4, sizeof(cl_mem), &d[RENDER_INCIDENT]));
+  CL_CHECK(log, clSetKernelArg(k, 5, sizeof(cl_int), &offset));
+  CL_CHECK(log, clSetKernelArg(k, 6, sizeof(cl_int), &nsv));
+  CL_CHECK(log, clSetKernelArg(k, 7, sizeof(cl_mem), &d[RENDER_NORMALS]));
+  piola_status s = render_launch(w, KERNEL_RENDER_NORMALS, nsv);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  k = cl->kernels[KERNEL_RENDER_POINTS];
+  const size_t bytes = 16 * (size_t)n;
+  const cl_mem args[6] = {cl->buffers[BUF_X],        d[RENDER_SV_VERTEX],
+                          d[RENDER_TRIANGLES],       d[RENDER_NORMALS],
+                          d[RENDER_DETAIL_TRIANGLE], d[RENDER_DETAIL_COORDINATES]};
+  cl_int err = CL_SUCCESS;
+  for (cl_uint a = 0; a < 6 && err == CL_SUCCESS; ++a) {
+    err = clSetKernelArg(k, a, sizeof(cl_mem), &args[a]);
+  }
+  if (err == CL_SUCCESS) {
+    err = clSetKernelArg(k, 6, sizeof(cl_int), &offset);
+  }
+  if (err == CL_SUCCESS) {
+    err = clSetKernelArg(k, 7, sizeof(cl_int), &n);
+  }
+  if (err == CL_SUCCESS) {
+    err = clSetKernelArg(k, 8, sizeof(cl_mem), &d[RENDER_OUT_POSITIONS]);
+  }
+  if (err == CL_SUCCESS) {
+    err = clSetKernelArg(k, 9, sizeof(cl_mem), &d[RENDER_OUT_NORMALS]);
+  }
+  s = err == CL_SUCCESS ? render_launch(w, KERNEL_RENDER_POINTS, n)
+                        : cl_fail(log, err, "clSetKernelArg (render mesh)");
+  float *tmp = s == PIOLA_OK ? malloc(bytes) : NULL;
+  if (s == PIOLA_OK && tmp == NULL) {
+    s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  float *dst = positions != NULL ? positions : normals;
+  if (s == PIOLA_OK && dst != NULL) {
+    err = clEnqueueReadBuffer(cl->queue,
+                              d[positions != NULL ? RENDER_OUT_POSITIONS : RENDER_OUT_NORMALS],
+                              CL_TRUE, 0, bytes, tmp, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+      s = cl_fail(log, err, "clEnqueueReadBuffer (render mesh)");
+    }
+    for (size_t i = 0; s == PIOLA_OK && i < (size_t)n; ++i) {
+      memcpy(dst + 3 * i, tmp + 4 * i, 3 * sizeof(float));
+    }
+  }
+  free(tmp);
   return s;
 }

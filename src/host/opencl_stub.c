@@ -137,3 +137,22 @@ piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
   (void)logger;
   return PIOLA_ERROR_UNSUPPORTED;
 }
+void piola_opencl_render_release(piola_render_mesh *rm) {
+  (void)rm;
+}
+piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm,
+                                        const piola_body *b) {
+  (void)w;
+  (void)rm;
+  (void)b;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+piola_status piola_opencl_render_compute(const piola_world *w, const piola_render_mesh *rm,
+                                         const piola_body *b, float *positions, float *normals) {
+  (void)w;
+  (void)rm;
+  (void)b;
+  (void)positions;
+  (void)normals;
+  return PIOLA_ERROR_UNSUPPORTED;
+}

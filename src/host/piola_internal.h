@@ -189,6 +189,20 @@ typedef struct piola_solver_contacts {
 
 typedef struct piola_opencl piola_opencl; /* opencl_backend.c */
 
+/* A render mesh (render_mesh.c): detail vertices embedded over a body's collision surface
+ * (kernels/piola_render.h). */
+#define PIOLA_RENDER_BUFFERS 9
+typedef struct piola_render_mesh {
+  bool alive;
+  uint32_t generation;
+  piola_body_id body;
+  int32_t count;       /* detail vertices */
+  int32_t *triangle;   /* per detail vertex: the index of its triangle in the body's surface */
+  double *coordinates; /* 4 per detail vertex: barycentric u, v, w and the offset d (m) */
+  int32_t *incident_start, *incident; /* per surface vertex of the body: its triangles, ascending */
+  void *device[PIOLA_RENDER_BUFFERS]; /* the OpenCL backend's buffers; NULL on the CPU reference */
+} piola_render_mesh;
+
 struct piola_world {
   piola_world_def def;
   piola_backend backend; /* CPU_REFERENCE or OPENCL, never AUTO */
@@ -227,6 +241,9 @@ struct piola_world {
   double last_step_ms;
   double stage_ms[PIOLA_STAGE_COUNT];
   int32_t last_active_tets; /* CPU reference: tets that did work in the last substep */
+
+  piola_render_mesh *render_meshes;
+  int32_t render_mesh_slots, render_mesh_capacity;
 
   piola_opencl *cl; /* NULL for the CPU reference */
 };
@@ -322,6 +339,16 @@ int64_t piola_opencl_device_bytes(const piola_world *w);
 piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]);
 const char *piola_opencl_device_name(const piola_world *w);
 void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
+
+/* Render meshes: uploads a render mesh's arrays of body b (buffers in rm->device), computes
+ * its positions and normals from the device's positions (3 floats each; either may be NULL),
+ * and releases its buffers. */
+piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm, const piola_body *b);
+piola_status piola_opencl_render_compute(const piola_world *w, const piola_render_mesh *rm,
+                                         const piola_body *b, float *positions, float *normals);
+void piola_opencl_render_release(piola_render_mesh *rm);
+/* Frees the world's render meshes (render_mesh.c). */
+void piola_render_meshes_free(piola_world *w);
 
 /* For tests: builds `source` for a device and reports the status (build log to the logger). */
 piola_status piola_opencl_try_build(const char *device_spec, const char *source,

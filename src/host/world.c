@@ -240,6 +240,7 @@ void piola_world_destroy(piola_world *w) {
   if (w == NULL) {
     return;
   }
+  piola_render_meshes_free(w);
   piola_opencl_destroy(w);
   for (int32_t i = 0; i < w->body_slots; ++i) {
     free_body(&w->bodies[i]);
