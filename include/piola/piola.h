@@ -165,6 +165,27 @@ PIOLA_API piola_status piola_body_get_surface_vertices(const piola_world *world,
                                                        int32_t *vertices, int32_t capacity,
                                                        int32_t *count);
 
+/* ---- Attachments -------------------------------------------------------------------- */
+
+/** Attaches vertex `vertex` (body-local) of a body to the point `target` (m) with compliance
+ * `compliance` (m/N; 0 = hard): an XPBD distance constraint projected in every iteration after
+ * the constraints and contacts, before the colliders, so the vertex is pulled towards the
+ * target with a force of about distance / compliance (a hard one sits on it). The grab of an
+ * engine: move the target every frame with piola_attachment_set_target(). A vertex may have
+ * several attachments (projected in the order they were added). A pinned vertex (inverse mass
+ * 0) does not move. `out` receives the id. An attachment whose body is removed stops acting;
+ * piola_world_remove_attachment() frees it. */
+PIOLA_API piola_status piola_world_add_attachment(piola_world *world, piola_body_id body,
+                                                  int32_t vertex, const float target[3],
+                                                  float compliance, piola_attachment_id *out);
+
+/** Moves an attachment's target (m), from the next step on. */
+PIOLA_API piola_status piola_attachment_set_target(piola_world *world, piola_attachment_id id,
+                                                   const float target[3]);
+
+/** Removes an attachment; its id goes stale. */
+PIOLA_API piola_status piola_world_remove_attachment(piola_world *world, piola_attachment_id id);
+
 /* ---- Render meshes ------------------------------------------------------------------ */
 
 /** Embeds `count` detail vertices (xyz: 3 floats each, m, in world coordinates over the body

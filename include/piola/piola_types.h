@@ -40,6 +40,7 @@ typedef enum piola_status {
   PIOLA_ERROR_DEVICE_LOST,         /**< the device stopped answering; the world must be destroyed */
   PIOLA_ERROR_INVALID_COLLIDER,    /**< an unknown or stale collider id */
   PIOLA_ERROR_INVALID_RENDER_MESH, /**< an unknown or removed render mesh id */
+  PIOLA_ERROR_INVALID_ATTACHMENT,  /**< an unknown or removed attachment id */
   PIOLA_STATUS_COUNT
 } piola_status;
 
@@ -82,9 +83,10 @@ typedef enum piola_stage {
   /** Contacts, once per substep: each surface vertex keeps the nearest surface triangles it
    * may reach within the substep (PIOLA_MAX_VERTEX_CONTACTS at most) */
   PIOLA_STAGE_NARROW_PHASE,
-  PIOLA_STAGE_SOLVE_TETS, /**< one pass over the colors per iteration */
-  PIOLA_STAGE_CONTACT,    /**< vertex-triangle contacts projected with friction, per iteration */
-  PIOLA_STAGE_COLLIDE,    /**< particles projected out of the colliders */
+  PIOLA_STAGE_SOLVE_TETS,  /**< one pass over the colors per iteration */
+  PIOLA_STAGE_CONTACT,     /**< vertex-triangle contacts projected with friction, per iteration */
+  PIOLA_STAGE_ATTACHMENTS, /**< vertices pulled to their attachments' targets, per iteration */
+  PIOLA_STAGE_COLLIDE,     /**< particles projected out of the colliders */
   PIOLA_STAGE_UPDATE_VELOCITIES, /**< v = (p - x) / h, x = p, damping */
   PIOLA_STAGE_PLASTICITY,        /**< plastic flow per tet, once per substep */
   PIOLA_STAGE_COUNT
@@ -239,6 +241,13 @@ typedef struct piola_body_id {
   int32_t index1;      /**< body slot + 1; 0 is the null id */
   uint32_t generation; /**< bumped when the slot is reused */
 } piola_body_id;
+
+/** An attachment's handle (piola_world_add_attachment), generational like piola_body_id.
+ * Zero-initialised means "no attachment"; a removed attachment's id goes stale. */
+typedef struct piola_attachment_id {
+  int32_t index1;      /**< attachment slot + 1; 0 is the null id */
+  uint32_t generation; /**< bumped when the slot is freed */
+} piola_attachment_id;
 
 /** A render mesh's handle (piola_body_attach_render_mesh), generational like piola_body_id.
  * Zero-initialised means "no render mesh"; a removed render mesh's id goes stale. */

@@ -52,6 +52,8 @@ const char *piola_status_string(piola_status status) {
     return "invalid collider id";
   case PIOLA_ERROR_INVALID_RENDER_MESH:
     return "invalid render mesh id";
+  case PIOLA_ERROR_INVALID_ATTACHMENT:
+    return "invalid attachment id";
   case PIOLA_STATUS_COUNT:
     break;
   }
@@ -60,8 +62,8 @@ const char *piola_status_string(piola_status status) {
 
 const char *piola_stage_name(piola_stage stage) {
   static const char *const names[PIOLA_STAGE_COUNT] = {
-      "predict", "reset_multipliers", "broad_phase",       "narrow_phase", "solve_tets",
-      "contact", "collide",           "update_velocities", "plasticity"};
+      "predict", "reset_multipliers", "broad_phase", "narrow_phase",      "solve_tets",
+      "contact", "attachments",       "collide",     "update_velocities", "plasticity"};
   return (stage >= 0 && stage < PIOLA_STAGE_COUNT) ? names[stage] : "unknown";
 }
 

@@ -204,6 +204,9 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
   case PIOLA_STAGE_CONTACT:
     piola_cpu_contact(w);
     break;
+  case PIOLA_STAGE_ATTACHMENTS:
+    piola_cpu_attachments(w, h);
+    break;
   case PIOLA_STAGE_COUNT:
     break;
   }

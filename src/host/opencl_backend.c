@@ -54,6 +54,7 @@ enum {
   KERNEL_CONTACT_APPLY,
   KERNEL_RENDER_NORMALS,
   KERNEL_RENDER_POINTS,
+  KERNEL_ATTACHMENTS,
   KERNEL_COUNT
 };
 static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
@@ -76,7 +77,8 @@ static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                        "piola_contact_solve",
                                                        "piola_contact_apply",
                                                        "piola_render_normals",
-                                                       "piola_render_points"};
+                                                       "piola_render_points",
+                                                       "piola_attachments"};
 
 /* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
 #define SCAN_ITEMS 4
@@ -1413,6 +1415,22 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     }
     return PIOLA_OK;
   }
+  case PIOLA_STAGE_ATTACHMENTS: {
+    const piola_solver_attachments *a = &w->attach;
+    cl_mem const *ab = (cl_mem const *)a->device;
+    cl_int reset = w->iteration == 0, count = a->vertex_count;
+    cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+    SET_ARG(KERNEL_ATTACHMENTS, 0, b[BUF_X]);
+    SET_ARG(KERNEL_ATTACHMENTS, 1, b[BUF_D]);
+    SET_ARG(KERNEL_ATTACHMENTS, 2, ab[0]);
+    SET_ARG(KERNEL_ATTACHMENTS, 3, ab[1]);
+    SET_ARG(KERNEL_ATTACHMENTS, 4, ab[2]);
+    SET_ARG(KERNEL_ATTACHMENTS, 5, ab[3]);
+    SET_ARG(KERNEL_ATTACHMENTS, 6, reset);
+    SET_ARG(KERNEL_ATTACHMENTS, 7, inv_h2);
+    SET_ARG(KERNEL_ATTACHMENTS, 8, count);
+    return launch(w, KERNEL_ATTACHMENTS, count, stage);
+  }
   case PIOLA_STAGE_SOLVE_TETS: {
     cl_int stride = cl->tet_count;
     cl_float inv_h2 = (cl_float)(1.0 / (h * h));
@@ -1826,4 +1844,65 @@ piola_status piola_opencl_render_compute(const piola_world *w, const piola_rende
   }
   free(tmp);
   return s;
+}
+
+/* ---- Attachments (attachment.c; kernels/piola_attach.cl) -------------------------------------
+ * Buffers: 0 start (int per attached vertex + 1), 1 vertex (int per attached vertex), 2 targets
+ * (float4 per entry: xyz, compliance), 3 multipliers (float per entry). Rewritten whole on every
+ * change: there are few attachments and an engine moves their targets every frame. */
+
+void piola_opencl_attachments_release(piola_solver_attachments *a) {
+  for (int k = 0; k < PIOLA_ATTACH_BUFFERS; ++k) {
+    if (a->device[k] != NULL) {
+      clReleaseMemObject((cl_mem)a->device[k]);
+      a->device[k] = NULL;
+    }
+  }
+  a->device_capacity[0] = a->device_capacity[1] = 0;
+}
+
+piola_status piola_opencl_attachments_upload(piola_world *w) {
+  piola_solver_attachments *a = &w->attach;
+  const piola_logger *log = &w->def.logger;
+  if (a->count == 0) {
+    return PIOLA_OK;
+  }
+  if (a->device[0] == NULL || a->device_capacity[0] < a->count ||
+      a->device_capacity[1] < a->vertex_count) {
+    piola_opencl_attachments_release(a);
+    const size_t bytes[PIOLA_ATTACH_BUFFERS] = {4 * ((size_t)a->vertex_count + 1),
+                                                4 * (size_t)a->vertex_count, 16 * (size_t)a->count,
+                                                4 * (size_t)a->count};
+    for (int k = 0; k < PIOLA_ATTACH_BUFFERS; ++k) {
+      cl_int e;
+      a->device[k] = clCreateBuffer(w->cl->context, CL_MEM_READ_WRITE, bytes[k], NULL, &e);
+      if (e != CL_SUCCESS) {
+        a->device[k] = NULL;
+        piola_opencl_attachments_release(a);
+        return cl_fail(log, e, "clCreateBuffer (attachments)");
+      }
+    }
+    a->device_capacity[0] = a->count;
+    a->device_capacity[1] = a->vertex_count;
+  }
+  float *targets = malloc(sizeof *targets * 4 * (size_t)a->count);
+  if (targets == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; i < 4 * (size_t)a->count; ++i) {
+    targets[i] = (float)a->target[i];
+  }
+  cl_command_queue q = w->cl->queue;
+  cl_int e = clEnqueueWriteBuffer(q, (cl_mem)a->device[0], CL_TRUE, 0,
+                                  4 * ((size_t)a->vertex_count + 1), a->start, 0, NULL, NULL);
+  if (e == CL_SUCCESS) {
+    e = clEnqueueWriteBuffer(q, (cl_mem)a->device[1], CL_TRUE, 0, 4 * (size_t)a->vertex_count,
+                             a->vertex, 0, NULL, NULL);
+  }
+  if (e == CL_SUCCESS) {
+    e = clEnqueueWriteBuffer(q, (cl_mem)a->device[2], CL_TRUE, 0, 16 * (size_t)a->count, targets, 0,
+                             NULL, NULL);
+  }
+  free(targets);
+  return e == CL_SUCCESS ? PIOLA_OK : cl_fail(log, e, "clEnqueueWriteBuffer (attachments)");
 }

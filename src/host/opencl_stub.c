@@ -156,3 +156,10 @@ piola_status piola_opencl_render_compute(const piola_world *w, const piola_rende
   (void)normals;
   return PIOLA_ERROR_UNSUPPORTED;
 }
+piola_status piola_opencl_attachments_upload(piola_world *w) {
+  (void)w;
+  return PIOLA_ERROR_UNSUPPORTED;
+}
+void piola_opencl_attachments_release(piola_solver_attachments *a) {
+  (void)a;
+}

@@ -189,6 +189,29 @@ typedef struct piola_solver_contacts {
 
 typedef struct piola_opencl piola_opencl; /* opencl_backend.c */
 
+/* Attachments (attachment.c): the slots behind the ids, and the solver's arrays built from the
+ * live ones, sorted by world vertex then slot; vertex i of `vertex` has the entries
+ * start[i] .. start[i + 1]. */
+typedef struct piola_attachment_slot {
+  bool alive;
+  uint32_t generation;
+  piola_body_id body;
+  int32_t vertex; /* body-local */
+  double target[3];
+  double compliance; /* m/N */
+} piola_attachment_slot;
+
+#define PIOLA_ATTACH_BUFFERS 4
+typedef struct piola_solver_attachments {
+  int32_t count;        /* entries */
+  int32_t vertex_count; /* distinct vertices */
+  int32_t *start, *vertex;
+  double *target;                     /* 4 per entry: target xyz (m), compliance (m/N) */
+  double *lambda;                     /* per entry */
+  void *device[PIOLA_ATTACH_BUFFERS]; /* the OpenCL backend's buffers */
+  int32_t device_capacity[2];         /* entries, vertices the buffers hold */
+} piola_solver_attachments;
+
 /* A render mesh (render_mesh.c): detail vertices embedded over a body's collision surface
  * (kernels/piola_render.h). */
 #define PIOLA_RENDER_BUFFERS 9
@@ -241,6 +264,12 @@ struct piola_world {
   double last_step_ms;
   double stage_ms[PIOLA_STAGE_COUNT];
   int32_t last_active_tets; /* CPU reference: tets that did work in the last substep */
+
+  piola_attachment_slot *attachment_slots;
+  int32_t attachment_slot_count, attachment_slot_capacity;
+  bool attachments_dirty; /* rebuild w->attach before the next step */
+  piola_solver_attachments attach;
+  int32_t iteration; /* the iteration of the substep running (0 resets the attachments) */
 
   piola_render_mesh *render_meshes;
   int32_t render_mesh_slots, render_mesh_capacity;
@@ -347,6 +376,14 @@ piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm, c
 piola_status piola_opencl_render_compute(const piola_world *w, const piola_render_mesh *rm,
                                          const piola_body *b, float *positions, float *normals);
 void piola_opencl_render_release(piola_render_mesh *rm);
+/* Attachments: writes w->attach to the device (buffers in w->attach.device), releases them. */
+piola_status piola_opencl_attachments_upload(piola_world *w);
+void piola_opencl_attachments_release(piola_solver_attachments *a);
+/* Attachments (attachment.c): rebuilds w->attach from the slots (and uploads it on OpenCL);
+ * the CPU reference's stage; frees everything. */
+piola_status piola_attachments_build(piola_world *w);
+void piola_cpu_attachments(piola_world *w, double h);
+void piola_attachments_free(piola_world *w);
 /* Frees the world's render meshes (render_mesh.c). */
 void piola_render_meshes_free(piola_world *w);
 

@@ -241,6 +241,7 @@ void piola_world_destroy(piola_world *w) {
     return;
   }
   piola_render_meshes_free(w);
+  piola_attachments_free(w);
   piola_opencl_destroy(w);
   for (int32_t i = 0; i < w->body_slots; ++i) {
     free_body(&w->bodies[i]);
@@ -278,9 +279,13 @@ piola_status piola_world_step(piola_world *w) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   double t0 = piola_now_ms();
+  const bool attachments_changed = w->attachments_dirty || w->tets_dirty;
   piola_status s = piola_world_build_tets(w);
   if (s == PIOLA_OK && w->cl != NULL) {
     s = piola_opencl_begin_step(w);
+  }
+  if (s == PIOLA_OK && attachments_changed) {
+    s = piola_attachments_build(w);
   }
   if (s != PIOLA_OK) {
     return s;
@@ -293,9 +298,10 @@ piola_status piola_world_step(piola_world *w) {
    * which couple the bodies, it runs them in parts around the contact stages. */
   const bool per_body = w->cl != NULL && piola_opencl_per_body(w);
   const bool contacts = piola_contacts_active(w);
+  const bool attachments = w->attach.count > 0;
   for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
     w->collider_time = (double)(sub + 1) * h; /* colliders stand at the end of the substep */
-    if (per_body && !contacts) {
+    if (per_body && !contacts && !attachments) {
       s = piola_opencl_substep_bodies(w, h, PIOLA_BODIES_WHOLE_SUBSTEP);
     } else {
       if (per_body) {
@@ -313,10 +319,14 @@ piola_status piola_world_step(piola_world *w) {
         }
       }
       for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {
+        w->iteration = it;
         s = per_body ? piola_opencl_substep_bodies(w, h, PIOLA_BODIES_ITERATION)
                      : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
         if (s == PIOLA_OK && contacts) {
           s = run_stage(w, PIOLA_STAGE_CONTACT, h);
+        }
+        if (s == PIOLA_OK && attachments) {
+          s = run_stage(w, PIOLA_STAGE_ATTACHMENTS, h);
         }
         if (s == PIOLA_OK && w->collider_count > 0) {
           s = run_stage(w, PIOLA_STAGE_COLLIDE, h);

@@ -1,0 +1,230 @@
+/* Piola attachments: vertices pulled to targets the application moves (the XPBD distance
+ * constraint of kernels/piola_attach.h; Macklin, Mueller, Chentanez 2016), the ATTACHMENTS
+ * stage of the CPU reference, and the solver arrays both backends read.
+ *
+ * Ids are generational slots. Before a step whose attachments or bodies changed, the live
+ * attachments of live bodies are gathered into arrays sorted by world vertex, then by slot:
+ * one pass per attached vertex projects its attachments in that order, on the host and on the
+ * device alike. The multipliers start from zero in the first iteration of every substep.
+ */
+#include "piola_attach.h"
+#include "piola_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void piola_attachments_free(piola_world *w) {
+  piola_opencl_attachments_release(&w->attach);
+  free(w->attach.start);
+  free(w->attach.vertex);
+  free(w->attach.target);
+  free(w->attach.lambda);
+  memset(&w->attach, 0, sizeof w->attach);
+  free(w->attachment_slots);
+  w->attachment_slots = NULL;
+  w->attachment_slot_count = w->attachment_slot_capacity = 0;
+}
+
+static piola_attachment_slot *attachment_slot(const piola_world *w, piola_attachment_id id) {
+  const int32_t slot = id.index1 - 1;
+  if (slot < 0 || slot >= w->attachment_slot_count || !w->attachment_slots[slot].alive ||
+      w->attachment_slots[slot].generation != id.generation) {
+    PIOLA_MISUSE(w, "attachment id is valid");
+    return NULL;
+  }
+  return &w->attachment_slots[slot];
+}
+
+static bool finite3(const float v[3]) {
+  return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
+}
+
+piola_status piola_world_add_attachment(piola_world *w, piola_body_id body, int32_t vertex,
+                                        const float target[3], float compliance,
+                                        piola_attachment_id *out) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const piola_body *b = piola_world_body(w, body);
+  if (b == NULL) {
+    return PIOLA_ERROR_INVALID_BODY;
+  }
+  if (target == NULL || out == NULL) {
+    PIOLA_MISUSE(w, "target != NULL && out != NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (vertex < 0 || vertex >= b->vertex_count) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+              "attachment: vertex %d outside the body's %d vertices", (int)vertex,
+              (int)b->vertex_count);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (!finite3(target) || !isfinite(compliance)) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "attachment: target and compliance must be finite");
+    return PIOLA_ERROR_NON_FINITE;
+  }
+  if (compliance < 0.0f) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "attachment: compliance must be >= 0 (got %g)",
+              (double)compliance);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  int32_t slot = 0;
+  while (slot < w->attachment_slot_count && w->attachment_slots[slot].alive) {
+    ++slot;
+  }
+  if (slot == w->attachment_slot_capacity) {
+    const int32_t cap = w->attachment_slot_capacity > 0 ? 2 * w->attachment_slot_capacity : 8;
+    piola_attachment_slot *grown = realloc(w->attachment_slots, sizeof *grown * (size_t)cap);
+    if (grown == NULL) {
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    memset(grown + w->attachment_slot_capacity, 0,
+           sizeof *grown * (size_t)(cap - w->attachment_slot_capacity));
+    w->attachment_slots = grown;
+    w->attachment_slot_capacity = cap;
+  }
+  piola_attachment_slot *a = &w->attachment_slots[slot];
+  a->alive = true;
+  a->body = body;
+  a->vertex = vertex;
+  for (int k = 0; k < 3; ++k) {
+    a->target[k] = target[k];
+  }
+  a->compliance = compliance;
+  if (slot == w->attachment_slot_count) {
+    w->attachment_slot_count++;
+  }
+  w->attachments_dirty = true;
+  out->index1 = slot + 1;
+  out->generation = a->generation;
+  return PIOLA_OK;
+}
+
+piola_status piola_attachment_set_target(piola_world *w, piola_attachment_id id,
+                                         const float target[3]) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_attachment_slot *a = attachment_slot(w, id);
+  if (a == NULL) {
+    return PIOLA_ERROR_INVALID_ATTACHMENT;
+  }
+  if (target == NULL) {
+    PIOLA_MISUSE(w, "target != NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (!finite3(target)) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "attachment: the target must be finite");
+    return PIOLA_ERROR_NON_FINITE;
+  }
+  for (int k = 0; k < 3; ++k) {
+    a->target[k] = target[k];
+  }
+  w->attachments_dirty = true;
+  return PIOLA_OK;
+}
+
+piola_status piola_world_remove_attachment(piola_world *w, piola_attachment_id id) {
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  piola_attachment_slot *a = attachment_slot(w, id);
+  if (a == NULL) {
+    return PIOLA_ERROR_INVALID_ATTACHMENT;
+  }
+  const uint32_t generation = a->generation + 1u;
+  memset(a, 0, sizeof *a);
+  a->generation = generation;
+  w->attachments_dirty = true;
+  return PIOLA_OK;
+}
+
+/* An entry of the sort: world vertex, slot. */
+typedef struct attach_key {
+  int32_t vertex, slot;
+} attach_key;
+
+static int compare_keys(const void *pa, const void *pb) {
+  const attach_key *a = pa, *b = pb;
+  return a->vertex != b->vertex ? (a->vertex > b->vertex) - (a->vertex < b->vertex)
+                                : (a->slot > b->slot) - (a->slot < b->slot);
+}
+
+piola_status piola_attachments_build(piola_world *w) {
+  piola_solver_attachments *s = &w->attach;
+  int32_t n = 0;
+  for (int32_t i = 0; i < w->attachment_slot_count; ++i) {
+    const piola_attachment_slot *a = &w->attachment_slots[i];
+    n += a->alive && piola_body_is_valid(w, a->body);
+  }
+  attach_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
+  int32_t *start = malloc(sizeof *start * ((size_t)n + 1));
+  int32_t *vertex = malloc(sizeof *vertex * (size_t)(n > 0 ? n : 1));
+  double *target = malloc(sizeof *target * 4 * (size_t)(n > 0 ? n : 1));
+  double *lambda = calloc((size_t)(n > 0 ? n : 1), sizeof *lambda);
+  if (keys == NULL || start == NULL || vertex == NULL || target == NULL || lambda == NULL) {
+    free(keys);
+    free(start);
+    free(vertex);
+    free(target);
+    free(lambda);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  int32_t k = 0;
+  for (int32_t i = 0; i < w->attachment_slot_count; ++i) {
+    const piola_attachment_slot *a = &w->attachment_slots[i];
+    if (a->alive && piola_body_is_valid(w, a->body)) {
+      const piola_body *b = &w->bodies[a->body.index1 - 1];
+      keys[k].vertex = b->vertex_offset + a->vertex;
+      keys[k].slot = i;
+      ++k;
+    }
+  }
+  qsort(keys, (size_t)n, sizeof *keys, compare_keys);
+  int32_t distinct = 0;
+  for (int32_t e = 0; e < n; ++e) {
+    if (e == 0 || keys[e].vertex != keys[e - 1].vertex) {
+      start[distinct] = e;
+      vertex[distinct++] = keys[e].vertex;
+    }
+    const piola_attachment_slot *a = &w->attachment_slots[keys[e].slot];
+    memcpy(target + 4 * (size_t)e, a->target, 3 * sizeof(double));
+    target[4 * (size_t)e + 3] = a->compliance;
+  }
+  start[distinct] = n;
+  free(keys);
+  free(s->start);
+  free(s->vertex);
+  free(s->target);
+  free(s->lambda);
+  s->count = n;
+  s->vertex_count = distinct;
+  s->start = start;
+  s->vertex = vertex;
+  s->target = target;
+  s->lambda = lambda;
+  w->attachments_dirty = false;
+  return w->cl != NULL ? piola_opencl_attachments_upload(w) : PIOLA_OK;
+}
+
+void piola_cpu_attachments(piola_world *w, double h) {
+  const piola_solver_attachments *s = &w->attach;
+  const double inv_h2 = 1.0 / (h * h);
+  for (int32_t i = 0; i < s->vertex_count; ++i) {
+    const int32_t v = s->vertex[i];
+    double *p = w->p + 3 * (size_t)v;
+    for (int32_t e = s->start[i]; e < s->start[i + 1]; ++e) {
+      const double *t = s->target + 4 * (size_t)e;
+      if (w->iteration == 0) {
+        s->lambda[e] = 0.0;
+      }
+      const piola_v3 dx = piola_attachment_correction(piola_v3_make(p[0], p[1], p[2]), w->w[v],
+                                                      piola_v3_make(t[0], t[1], t[2]),
+                                                      t[3] * inv_h2, &s->lambda[e]);
+      p[0] += dx.x;
+      p[1] += dx.y;
+      p[2] += dx.z;
+    }
+  }
+}
