@@ -80,9 +80,9 @@ void test_cloth_add_bad_input(piola_test *t) {
     int errors_ = log.count[PIOLA_LOG_ERROR];                                                      \
     CHECK_STATUS(t, expr, expected);                                                               \
     wt_snapshot after_ = wt_snapshot_take(w, ids, 2);                                              \
-    CHECK_MSG(t, wt_snapshot_equal(&before_, &after_), "%s changed the world", what);            \
+    CHECK_MSG(t, wt_snapshot_equal(&before_, &after_), "%s changed the world", what);              \
     if ((expected) != PIOLA_ERROR_INVALID_ARGUMENT) {                                              \
-      CHECK_MSG(t, log.count[PIOLA_LOG_ERROR] == errors_ + 1, "%s: no reason logged", what);      \
+      CHECK_MSG(t, log.count[PIOLA_LOG_ERROR] == errors_ + 1, "%s: no reason logged", what);       \
     }                                                                                              \
   } while (0)
 
@@ -110,8 +110,8 @@ void test_cloth_add_bad_input(piola_test *t) {
               {"bending < 0", 5, -1e-3f},     {"bending NaN", 5, NAN}};
   for (size_t i = 0; i < sizeof mats / sizeof mats[0]; ++i) {
     bad = mat;
-    float *f[6] = {&bad.density,      &bad.stretch_weft, &bad.stretch_warp,
-                   &bad.shear,        &bad.poisson_weft, &bad.bending_stiffness};
+    float *f[6] = {&bad.density, &bad.stretch_weft, &bad.stretch_warp,
+                   &bad.shear,   &bad.poisson_weft, &bad.bending_stiffness};
     *f[mats[i].field] = mats[i].value;
     EXPECT_UNCHANGED(mats[i].name, piola_world_add_cloth(w, &good, &bad, NULL, &out),
                      PIOLA_ERROR_INVALID_MATERIAL);
@@ -188,7 +188,7 @@ void test_cloth_add_bad_input(piola_test *t) {
     }
     EXPECT_UNCHANGED(name, piola_world_add_cloth(w, &m, &mat, translation, &out), expected);
   }
-  CHECK(t, out.index1 == 0); /* never written on failure */
+  CHECK(t, out.index1 == 0);              /* never written on failure */
   m.triangle_count = good.triangle_count; /* the last case's change; the arrays are intact */
   /* The unchanged copy is accepted, so each case above failed for its own reason. */
   CHECK_STATUS(t, piola_world_add_cloth(w, &m, &mat, NULL, NULL), PIOLA_OK);
@@ -357,8 +357,7 @@ static void check_hanging_strip(piola_test *t, piola_backend backend) {
   double e = hanging_strip(t, backend, rho, k, length);
   printf("hanging strip (%s): elongation %.4f mm, closed form %.4f mm (%+.2f%%)\n",
          piola_backend_name(backend), 1e3 * e, 1e3 * expected, 100.0 * (e / expected - 1.0));
-  CHECK_MSG(t, fabs(e / expected - 1.0) <= 0.05, "elongation %.5g m, expected %.5g m", e,
-            expected);
+  CHECK_MSG(t, fabs(e / expected - 1.0) <= 0.05, "elongation %.5g m, expected %.5g m", e, expected);
   /* k four times larger: a quarter of the elongation (the modulus means what it says). */
   double e4 = hanging_strip(t, backend, rho, 4.0 * k, length);
   printf("hanging strip (%s), 4 k: elongation %.4f mm, closed form %.4f mm (%+.2f%%)\n",
@@ -414,9 +413,18 @@ static void check_rest(piola_test *t, piola_backend backend) {
   REQUIRE_OK(t, piola_world_get_stats(w, &st));
   printf("cloth at rest (%s): drift %.3g m, energy %.3g J\n", piola_backend_name(backend), drift,
          st.elastic_energy);
-  CHECK_MSG(t, drift == 0.0, "drift %.3g m", drift); /* below the energy guard: no work at all */
+  if (backend == PIOLA_BACKEND_CPU_REFERENCE) {
+    /* In double every constraint is below its energy guard at rest: no work at all. */
+    CHECK_MSG(t, drift == 0.0, "drift %.3g m", drift);
+    CHECK(t, st.kinetic_energy == 0.0);
+  } else {
+    /* In float the curved sheet's rest curvature (computed in double from the float positions)
+     * is met to rounding only, so its hinges do a little work: measured 6.6e-9 m after 200
+     * steps, below the float spacing of its coordinates (1.2e-7 m between 1 and 2 m). */
+    CHECK_MSG(t, drift < 1e-7, "drift %.3g m", drift);
+    CHECK_MSG(t, st.kinetic_energy < 1e-12, "kinetic %.3g J", st.kinetic_energy);
+  }
   CHECK_MSG(t, st.elastic_energy < 1e-9, "energy %.3g J", st.elastic_energy);
-  CHECK(t, st.kinetic_energy == 0.0);
   piola_tri_mesh_free(&m);
   piola_tri_mesh_free(&c);
   piola_world_destroy(w);
@@ -659,8 +667,8 @@ static void check_tet_beside_cloth(piola_test *t, piola_backend backend) {
     if (with_cloth) { /* added first: the tet body's vertices come after the cloth's */
       REQUIRE_OK(t, piola_world_add_cloth(w, &m, &mat, (const float[3]){1.0f, 0.3f, 0.0f}, &cloth));
     }
-    REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &tet_mat, (const float[3]){0.0f, 0.2f, 0.0f},
-                                           &tet));
+    REQUIRE_OK(
+        t, piola_world_add_tet_body(w, &box, &tet_mat, (const float[3]){0.0f, 0.2f, 0.0f}, &tet));
     for (int s = 0; s < 120; ++s) {
       REQUIRE_OK(t, piola_world_step(w));
     }
