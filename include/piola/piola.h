@@ -1,6 +1,6 @@
 /* Piola: position-based simulation of continuous materials on any OpenCL device.
  *
- * The one header a user includes. A world holds bodies (tetrahedral meshes with a material),
+ * The one header a user includes. A world holds bodies (tetrahedral meshes or cloth),
  * kinematic colliders and the solver settings; piola_world_step() advances it by dt with XPBD
  * (Macklin, Mueller, Chentanez 2016) over the continuum energy constraints of Bender,
  * Koschier, Charrier and Weber 2014, "Position-Based Simulation of Continuous Materials".
