@@ -540,4 +540,36 @@ PIOLA_FN int piola_cloth_bend_project(const piola_cloth_bend_material *mat,
   return flags;
 }
 
+/* ---- Material table of the solver ---------------------------------------------------- */
+
+/* A cloth material as the kernels read it (one table in constant memory, same layout on the
+ * host, where piola_f32 is float): the membrane's Q / k and compliance, the bending
+ * compliance, the solver form. */
+typedef struct piola_cloth_material_data {
+  piola_f32 c11, c12, c22, c33; /* as in piola_cloth_tri_material */
+  piola_f32 tri_compliance;     /* 1 / k of the membrane, m/N */
+  piola_f32 bend_compliance;    /* 3 / D, 1/(N m) */
+  piola_i32 solver;             /* PIOLA_CLOTH_SOLVER_* */
+  piola_i32 pad;
+} piola_cloth_material_data;
+
+PIOLA_FN piola_cloth_tri_material piola_cloth_tri_material_from_data(piola_cloth_material_data d) {
+  piola_cloth_tri_material m;
+  m.c11 = (piola_real)d.c11;
+  m.c12 = (piola_real)d.c12;
+  m.c22 = (piola_real)d.c22;
+  m.c33 = (piola_real)d.c33;
+  m.compliance = (piola_real)d.tri_compliance;
+  m.solver = d.solver;
+  return m;
+}
+
+PIOLA_FN piola_cloth_bend_material
+piola_cloth_bend_material_from_data(piola_cloth_material_data d) {
+  piola_cloth_bend_material m;
+  m.compliance = (piola_real)d.bend_compliance;
+  m.solver = d.solver;
+  return m;
+}
+
 #endif /* PIOLA_CLOTH_H */

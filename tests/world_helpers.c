@@ -40,6 +40,7 @@ wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, 
   memset(&s, 0, sizeof s);
   piola_world_get_stats(w, &s.stats);
   s.material_count = w->material_count;
+  s.cloth_material_count = w->cloth_material_count;
   s.tets_dirty = w->tets_dirty;
   s.def = w->def;
   size_t nv = (size_t)w->vertex_count;
@@ -48,6 +49,11 @@ wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, 
   h = hash_doubles(h, w->p, 3 * nv);
   h = hash_doubles(h, w->v, 3 * nv);
   h = hash_doubles(h, w->w, nv);
+  if (!w->tets_dirty && w->cloth.tri_count > 0) {
+    h = piola_test_fnv1a(h, w->cloth.tri_vertices,
+                         4 * (size_t)w->cloth.tri_count * sizeof(int32_t));
+    h = hash_doubles(h, w->cloth.tri_lambda, (size_t)w->cloth.tri_count);
+  }
   if (!w->tets_dirty && w->solver.tet_count > 0) {
     size_t nt = (size_t)w->solver.tet_count;
     h = piola_test_fnv1a(h, w->solver.tet_vertices, 4 * nt * sizeof *w->solver.tet_vertices);
@@ -85,9 +91,11 @@ bool wt_snapshot_equal(const wt_snapshot *a, const wt_snapshot *b) {
   const piola_stats *x = &a->stats, *y = &b->stats;
   return x->body_count == y->body_count && x->vertex_count == y->vertex_count &&
          x->tet_count == y->tet_count && x->collider_count == y->collider_count &&
-         x->color_count == y->color_count && x->largest_color == y->largest_color &&
-         x->smallest_color == y->smallest_color && x->step_count == y->step_count &&
-         a->material_count == b->material_count && a->tets_dirty == b->tets_dirty &&
+         x->triangle_count == y->triangle_count && x->bend_count == y->bend_count &&
+         x->cloth_color_count == y->cloth_color_count && x->color_count == y->color_count &&
+         x->largest_color == y->largest_color && x->smallest_color == y->smallest_color &&
+         x->step_count == y->step_count && a->material_count == b->material_count &&
+         a->cloth_material_count == b->cloth_material_count && a->tets_dirty == b->tets_dirty &&
          memcmp(&a->def, &b->def, sizeof a->def) == 0 && a->host_hash == b->host_hash &&
          a->api_hash == b->api_hash;
 }

@@ -33,6 +33,7 @@ piola_material wt_material(piola_model model, piola_solver solver, float youngs_
 typedef struct wt_snapshot {
   piola_stats stats; /* counts only are compared */
   int32_t material_count;
+  int32_t cloth_material_count;
   bool tets_dirty;
   piola_world_def def;
   uint64_t host_hash;

@@ -1,6 +1,6 @@
 /* Piola: position-based simulation of continuous materials on any OpenCL device.
  *
- * The one header a user includes. A world holds bodies (tetrahedral meshes with a material),
+ * The one header a user includes. A world holds bodies (tetrahedral meshes or cloth),
  * kinematic colliders and the solver settings; piola_world_step() advances it by dt with XPBD
  * (Macklin, Mueller, Chentanez 2016) over the continuum energy constraints of Bender,
  * Koschier, Charrier and Weber 2014, "Position-Based Simulation of Continuous Materials".
@@ -40,6 +40,10 @@ PIOLA_API piola_world_def piola_default_world_def(void);
 /** Saint Venant-Kirchhoff, XPBD, E = 1e5 Pa, nu = 0.3, 1000 kg/m^3, inversion handling on,
  * plasticity off (yield 0.1, creep 0, max 0.3). */
 PIOLA_API piola_material piola_default_material(void);
+
+/** Cloth: 0.2 kg/m^2, stretch 1000 N/m along weft and warp, shear 100 N/m, poisson_weft 0.3,
+ * bending stiffness D = 1e-4 N m, XPBD. */
+PIOLA_API piola_cloth_material piola_default_cloth_material(void);
 
 /** A plane y = 0 with normal +y, static friction 0.5, dynamic friction 0.4. */
 PIOLA_API piola_collider_def piola_default_collider_def(void);
@@ -93,6 +97,23 @@ PIOLA_API piola_status piola_world_get_color_sizes(const piola_world *world, int
 PIOLA_API piola_status piola_world_add_tet_body(piola_world *world, const piola_tet_mesh *mesh,
                                                 const piola_material *material,
                                                 const float translation[3], piola_body_id *out);
+
+/** Adds a cloth body made of the triangle mesh `mesh` (copied), translated by `translation` (m,
+ * may be NULL). Its rest shape is the mesh as given (flat or curved). Each triangle becomes a
+ * membrane constraint; each interior edge (shared by exactly two triangles) a bending stencil.
+ * Masses are lumped: each triangle gives density * area / 3 to each of its corners. The weft of
+ * a triangle is along increasing u when the mesh has uvs (where u is constant on a triangle,
+ * and without uvs, along its first edge x1 - x0). Rejected with PIOLA_ERROR_INVALID_MESH (the
+ * reason to the logger): fewer than 3 vertices or no triangle, indices out of range or
+ * repeated within a triangle, degenerate (near-zero area) triangles, edges shared by more than
+ * two triangles (non-manifold), hinges folded flat onto themselves; PIOLA_ERROR_NON_FINITE for
+ * non-finite positions, uvs or translation; PIOLA_ERROR_INVALID_MATERIAL (or _INVALID_DEF
+ * without the cookie) for a bad material. On failure the world is unchanged. Cloth bodies
+ * collide with colliders but take no part in body-body contact yet (they have no collision
+ * surface). `out` may be NULL. */
+PIOLA_API piola_status piola_world_add_cloth(piola_world *world, const piola_tri_mesh *mesh,
+                                             const piola_cloth_material *material,
+                                             const float translation[3], piola_body_id *out);
 
 /** Removes a body; its id and copies of it go stale. */
 PIOLA_API piola_status piola_world_remove_body(piola_world *world, piola_body_id body);
@@ -150,10 +171,11 @@ PIOLA_API piola_status piola_body_set_collision_filter(piola_world *world, piola
 PIOLA_API piola_status piola_body_set_self_collision(piola_world *world, piola_body_id body,
                                                      bool enabled);
 
-/** The body's collision surface: its boundary triangles (faces of exactly one tet), oriented
- * with outward normals (counter-clockwise seen from outside), 3 body-local vertex indices
- * each. Writes min(capacity, count) triangles and stores the count in *count (either pointer
- * may be NULL when capacity is 0). */
+/** For a cloth body: its triangles (as in its mesh; cloth has no collision surface for body
+ * contact yet). For a tet body: the body's collision surface: its boundary triangles (faces of
+ * exactly one tet), oriented with outward normals (counter-clockwise seen from outside), 3
+ * body-local vertex indices each. Writes min(capacity, count) triangles and stores the count in
+ * *count (either pointer may be NULL when capacity is 0). */
 PIOLA_API piola_status piola_body_get_surface(const piola_world *world, piola_body_id body,
                                               int32_t *triangles, int32_t capacity, int32_t *count);
 

@@ -212,6 +212,30 @@ typedef struct piola_material {
   int32_t internal_cookie; /**< set by piola_default_material(); do not change */
 } piola_material;
 
+/** Material of a cloth body (paper Sec. 4.3): an orthotropic Saint Venant-Kirchhoff membrane per
+ * triangle and the isometric bending of Bergou et al. 2006 per interior edge. Make it with
+ * piola_default_cloth_material(). The weft is the direction of increasing u of the mesh's
+ * texture coordinates (without uvs, or where u is constant on a triangle: the triangle's first
+ * edge, x1 - x0), the warp is perpendicular to it in the triangle's plane. Moduli are Young's
+ * moduli times the cloth's thickness. */
+typedef struct piola_cloth_material {
+  float density;      /**< kg/m^2, areal density (> 0); default 0.2 */
+  float stretch_weft; /**< N/m, E1 t along the weft (> 0); default 1000 */
+  float stretch_warp; /**< N/m, E2 t along the warp (> 0); default 1000 */
+  float shear;        /**< N/m, G12 t (> 0); default 100 */
+  /** Contraction along the warp under a stretch along the weft (nu12, dimensionless); the other
+   * ratio is nu21 = nu12 stretch_warp / stretch_weft. Needs nu12 nu21 < 1; default 0.3 */
+  float poisson_weft;
+  /** N m, the plate bending stiffness D = E t^3 / (12 (1 - nu^2)) (>= 0; 0: no bending
+   * constraints). The bending constraint's stiffness is k = D / 3 (see README, "Cloth"); default
+   * 1e-4 */
+  float bending_stiffness;
+  /** PIOLA_SOLVER_XPBD (default: stiffness means what the moduli say) or PIOLA_SOLVER_PBD (the
+   * paper's form: the moduli cancel out, stiffness comes from dt and the iteration count). */
+  piola_solver solver;
+  int32_t internal_cookie; /**< set by piola_default_cloth_material(); do not change */
+} piola_cloth_material;
+
 /** A tetrahedral mesh. Filled by the loaders and generators (free with piola_mesh_free()) or
  * by the caller with its own arrays (then the caller owns them). */
 typedef struct piola_tet_mesh {
@@ -335,6 +359,9 @@ typedef struct piola_stats {
   int32_t body_count;
   int32_t vertex_count;
   int32_t tet_count;
+  int32_t triangle_count;    /**< cloth triangles (membrane constraints) of all cloth bodies */
+  int32_t bend_count;        /**< cloth bending stencils (interior edges) of all cloth bodies */
+  int32_t cloth_color_count; /**< graph colors of the cloth constraints (one pass each) */
   int32_t collider_count;
   int32_t color_count;    /**< graph colors of the tets (one solver pass each) */
   int32_t largest_color;  /**< tets in the largest color */
@@ -342,9 +369,11 @@ typedef struct piola_stats {
   int32_t jacobi_tets;    /**< tets solved in the Jacobi pass of each iteration */
   int64_t step_count;     /**< steps taken */
   double simulated_time;  /**< s */
-  double elastic_energy;  /**< J, sum of V Psi(F) over tets at the current positions */
-  double kinetic_energy;  /**< J */
-  int32_t inverted_tets;  /**< tets with det F <= 0 at the current positions */
+  /** J, sum of V Psi(F) over tets, plus the cloth's membrane (A Psi) and bending energies, at
+   * the current positions */
+  double elastic_energy;
+  double kinetic_energy; /**< J */
+  int32_t inverted_tets; /**< tets with det F <= 0 at the current positions */
   /** Tets whose projection did work (moved vertices) in the last substep: the rest were
    * below the energy threshold or had only pinned vertices. */
   int32_t active_tets;

@@ -33,7 +33,7 @@ static void bit_clear(uint64_t *set, int32_t c) {
 
 static bool color_free(const coloring_state *s, const int32_t *tet, int32_t c) {
   for (int k = 0; k < 4; ++k) {
-    if (bit_get(s->used + (size_t)tet[k] * (size_t)s->words, c)) {
+    if (tet[k] >= 0 && bit_get(s->used + (size_t)tet[k] * (size_t)s->words, c)) {
       return false;
     }
   }
@@ -42,6 +42,9 @@ static bool color_free(const coloring_state *s, const int32_t *tet, int32_t c) {
 
 static void mark(coloring_state *s, const int32_t *tet, int32_t c, bool on) {
   for (int k = 0; k < 4; ++k) {
+    if (tet[k] < 0) {
+      continue; /* an unused slot (a constraint of fewer than 4 vertices) */
+    }
     uint64_t *set = s->used + (size_t)tet[k] * (size_t)s->words;
     if (on) {
       bit_set(set, c);
@@ -132,6 +135,9 @@ piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t ve
   }
   int32_t max_degree = 0;
   for (size_t i = 0; i < 4 * (size_t)tet_count; ++i) {
+    if (tets[i] < 0) {
+      continue;
+    }
     int32_t d = ++degree[tets[i]];
     max_degree = d > max_degree ? d : max_degree;
   }
@@ -146,8 +152,10 @@ piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t ve
     const int32_t *q = tets + 4 * (size_t)t;
     int32_t mx = 0, sum = 0;
     for (int k = 0; k < 4; ++k) {
-      mx = degree[q[k]] > mx ? degree[q[k]] : mx;
-      sum += degree[q[k]];
+      if (q[k] >= 0) {
+        mx = degree[q[k]] > mx ? degree[q[k]] : mx;
+        sum += degree[q[k]];
+      }
     }
     key[t] = (int64_t)mx * 1024 + sum;
     order[t] = t;
@@ -233,6 +241,9 @@ bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t ver
       int32_t t = order[i];
       for (int k = 0; k < 4; ++k) {
         int32_t v = tets[4 * (size_t)t + k];
+        if (v == -1) {
+          continue; /* an unused slot */
+        }
         if (v < 0 || v >= vertex_count || stamp[v] == colors[t]) {
           ok = false;
           break;

@@ -220,6 +220,58 @@ piola_status piola_material_check(const piola_material *m, char *reason, size_t 
   return PIOLA_OK;
 }
 
+piola_cloth_material piola_default_cloth_material(void) {
+  piola_cloth_material m;
+  memset(&m, 0, sizeof m);
+  m.density = 0.2f;
+  m.stretch_weft = 1000.0f;
+  m.stretch_warp = 1000.0f;
+  m.shear = 100.0f;
+  m.poisson_weft = 0.3f;
+  m.bending_stiffness = 1.0e-4f;
+  m.solver = PIOLA_SOLVER_XPBD;
+  m.internal_cookie = PIOLA_COOKIE;
+  return m;
+}
+
+piola_status piola_cloth_material_check(const piola_cloth_material *m, char *reason, size_t n) {
+  if (m->internal_cookie != PIOLA_COOKIE) {
+    snprintf(reason, n, "cloth material not made by piola_default_cloth_material()");
+    return PIOLA_ERROR_INVALID_DEF;
+  }
+  if (m->solver != PIOLA_SOLVER_XPBD && m->solver != PIOLA_SOLVER_PBD) {
+    snprintf(reason, n, "unknown solver form %d", (int)m->solver);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->density) || !(m->density > 0.0f)) {
+    snprintf(reason, n, "density must be finite and > 0 kg/m^2 (got %g)", (double)m->density);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->stretch_weft) || !isfinite(m->stretch_warp) || !isfinite(m->shear) ||
+      !(m->stretch_weft > 0.0f) || !(m->stretch_warp > 0.0f) || !(m->shear > 0.0f)) {
+    snprintf(reason, n,
+             "stretch_weft, stretch_warp and shear must be finite and > 0 N/m (got %g, %g, %g)",
+             (double)m->stretch_weft, (double)m->stretch_warp, (double)m->shear);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  piola_cloth_tri_material tri;
+  if (!isfinite(m->poisson_weft) ||
+      !piola_cloth_tri_material_make(m->stretch_weft, m->stretch_warp, m->shear, m->poisson_weft,
+                                     (piola_int)m->solver, &tri)) {
+    snprintf(reason, n,
+             "poisson_weft must be finite with poisson_weft^2 stretch_warp / stretch_weft < 1 "
+             "(got %g)",
+             (double)m->poisson_weft);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->bending_stiffness) || !(m->bending_stiffness >= 0.0f)) {
+    snprintf(reason, n, "bending_stiffness must be finite and >= 0 N m (got %g)",
+             (double)m->bending_stiffness);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  return PIOLA_OK;
+}
+
 piola_tet_material piola_material_constants(const piola_material *m) {
   double e = m->youngs_modulus, nu = m->poisson_ratio;
   piola_tet_material c;

@@ -125,6 +125,61 @@ static void solve_tets(piola_world *w, double h) {
   }
 }
 
+/* The cloth constraint kinds: each one's projection of item i from the current predicted
+ * positions, corrections added in place (the kernels in piola_step.cl do the same in float). */
+static void project_cloth_tri(piola_world *w, int32_t i, double inv_h2) {
+  const piola_solver_cloth *c = &w->cloth;
+  const int32_t *q = c->tri_vertices + 4 * (size_t)i;
+  const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
+  piola_m2 dm;
+  memcpy(dm.m, c->tri_dm_inv + 4 * (size_t)i, sizeof dm.m);
+  piola_v3 dx[3];
+  if (piola_cloth_tri_correction(mat, dm, c->tri_area[i], mat->compliance * inv_h2,
+                                 load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
+                                 w->w[q[0]], w->w[q[1]], w->w[q[2]], &c->tri_lambda[i], dx) &
+      PIOLA_CLOTH_WORKED) {
+    for (int k = 0; k < 3; ++k) {
+      add3(w->p, q[k], dx[k]);
+    }
+  }
+}
+
+static void project_cloth_bend(piola_world *w, int32_t i, double inv_h2) {
+  const piola_solver_cloth *c = &w->cloth;
+  const int32_t *q = c->bend_vertices + 4 * (size_t)i;
+  const piola_cloth_bend_material *mat = &w->cloth_materials[c->bend_material[i]].bend;
+  const double *r = c->bend_rest + 6 * (size_t)i;
+  piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
+  piola_v3 dx[4];
+  if (piola_cloth_bend_correction(mat, &rest, mat->compliance * inv_h2, load3(w->p, q[0]),
+                                  load3(w->p, q[1]), load3(w->p, q[2]), load3(w->p, q[3]),
+                                  w->w[q[0]], w->w[q[1]], w->w[q[2]], w->w[q[3]],
+                                  &c->bend_lambda[i], dx) &
+      PIOLA_CLOTH_WORKED) {
+    for (int k = 0; k < 4; ++k) {
+      add3(w->p, q[k], dx[k]);
+    }
+  }
+}
+
+/* One iteration over the cloth: color after color, and inside a color kind after kind (no two
+ * items of a color share a vertex, whatever their kinds, so the order inside a color does not
+ * change the result). The same order as the per-stage kernels. */
+static void solve_cloth(piola_world *w, double h) {
+  const double inv_h2 = 1.0 / (h * h);
+  const piola_solver_cloth *c = &w->cloth;
+  for (int32_t color = 0; color < c->color_count; ++color) {
+    const int32_t t0 = c->kind_first[PIOLA_KIND_TRIANGLE][color];
+    for (int32_t i = t0; i < t0 + c->kind_size[PIOLA_KIND_TRIANGLE][color]; ++i) {
+      project_cloth_tri(w, i, inv_h2);
+    }
+    const int32_t b0 = c->kind_first[PIOLA_KIND_BEND][color];
+    for (int32_t i = b0; i < b0 + c->kind_size[PIOLA_KIND_BEND][color]; ++i) {
+      project_cloth_bend(w, i, inv_h2);
+    }
+  }
+}
+
 /* Every free vertex projected out of every collider, in order, each at its pose at the end of
  * the substep (w->collider_time into the step). */
 static void collide(piola_world *w, double h) {
@@ -182,9 +237,18 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
     break;
   case PIOLA_STAGE_RESET_MULTIPLIERS:
     memset(w->solver.tet_lambda, 0, sizeof(double) * 2 * (size_t)w->solver.tet_count);
+    if (w->cloth.tri_count > 0) {
+      memset(w->cloth.tri_lambda, 0, sizeof(double) * (size_t)w->cloth.tri_count);
+    }
+    if (w->cloth.bend_count > 0) {
+      memset(w->cloth.bend_lambda, 0, sizeof(double) * (size_t)w->cloth.bend_count);
+    }
     break;
   case PIOLA_STAGE_SOLVE_TETS:
+    /* The constraint kinds: tets (their own colors, body by body), then the cloth's colors
+     * (triangles and stencils). Tet bodies and cloth bodies share no vertex. */
     solve_tets(w, h);
+    solve_cloth(w, h);
     break;
   case PIOLA_STAGE_COLLIDE:
     collide(w, h);
@@ -241,7 +305,7 @@ double piola_bodies_energy(const piola_world *w, const double *positions, int32_
   *inverted = 0;
   for (int32_t i = 0; i < w->body_slots; ++i) {
     const piola_body *b = &w->bodies[i];
-    if (!b->alive) {
+    if (!b->alive || b->cloth) {
       continue;
     }
     const piola_material_entry *e = &w->materials[b->material];
@@ -250,6 +314,35 @@ double piola_bodies_energy(const piola_world *w, const double *positions, int32_
       sum += tet_energy(e, load_m3(m, t), b->volume[t], positions, b->tets + 4 * (size_t)t,
                         b->vertex_offset, inverted);
     }
+  }
+  return sum;
+}
+
+double piola_cloth_energy(const piola_world *w, const double *positions) {
+  double sum = 0.0;
+  for (int32_t i = 0; i < w->body_slots; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (!b->alive || !b->cloth) {
+      continue;
+    }
+    const piola_cloth_material_entry *e = &w->cloth_materials[b->cloth_material];
+    const int32_t o = b->vertex_offset;
+    double tri = 0.0, bend = 0.0;
+    for (int32_t t = 0; t < b->tri_count; ++t) {
+      const int32_t *q = b->tris + 3 * (size_t)t;
+      piola_m2 dm;
+      memcpy(dm.m, b->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
+      tri += piola_cloth_tri_energy(&e->tri, dm, b->tri_area[t], load3(positions, q[0] + o),
+                                    load3(positions, q[1] + o), load3(positions, q[2] + o));
+    }
+    for (int32_t k = 0; k < b->bend_count; ++k) {
+      const int32_t *q = b->bends + 4 * (size_t)k;
+      const double *r = b->bend_rest + 6 * (size_t)k;
+      piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
+      bend += piola_cloth_bend_energy(&rest, load3(positions, q[0] + o), load3(positions, q[1] + o),
+                                      load3(positions, q[2] + o), load3(positions, q[3] + o));
+    }
+    sum += tri / e->tri.compliance + (b->bend_count > 0 ? bend / e->bend.compliance : 0.0);
   }
   return sum;
 }

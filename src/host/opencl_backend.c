@@ -52,6 +52,8 @@ enum {
   KERNEL_CONTACT_SORT_CORNERS,
   KERNEL_CONTACT_SOLVE,
   KERNEL_CONTACT_APPLY,
+  KERNEL_CLOTH_TRIS,
+  KERNEL_CLOTH_BENDS,
   KERNEL_RENDER_NORMALS,
   KERNEL_RENDER_POINTS,
   KERNEL_ATTACHMENTS,
@@ -76,6 +78,8 @@ static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                        "piola_contact_sort_corners",
                                                        "piola_contact_solve",
                                                        "piola_contact_apply",
+                                                       "piola_solve_cloth_tris",
+                                                       "piola_solve_cloth_bends",
                                                        "piola_render_normals",
                                                        "piola_render_points",
                                                        "piola_attachments"};
@@ -128,6 +132,17 @@ enum {
   BUF_CORNER_START,
   BUF_CORNER_ENTRY,
   BUF_CONTACT_DELTA,
+  /* cloth kinds */
+  BUF_CLOTH_TRIS,
+  BUF_CLOTH_TRI_DM,
+  BUF_CLOTH_TRI_AREA,
+  BUF_CLOTH_TRI_LAMBDA,
+  BUF_CLOTH_BENDS,
+  BUF_CLOTH_BEND_K,
+  BUF_CLOTH_BEND_Q,
+  BUF_CLOTH_BEND_LAMBDA,
+  BUF_CLOTH_BEND_MATERIAL,
+  BUF_CLOTH_MATERIALS,
   BUF_COUNT
 };
 
@@ -153,7 +168,8 @@ struct piola_opencl {
   int32_t vertex_count; /* sizes of the uploaded state */
   int32_t tet_count;
   int32_t plastic_count;
-  int32_t sv_count, triangle_count; /* contact surfaces uploaded */
+  int32_t sv_count, triangle_count;          /* contact surfaces uploaded */
+  int32_t cloth_tri_count, cloth_bend_count; /* cloth constraints uploaded */
   /* Profiling: the events of the step in flight and the stage times of the last step. */
   event_record *events;
   int32_t event_count, event_capacity;
@@ -787,6 +803,80 @@ static piola_status upload_contacts(piola_world *w) {
   return s;
 }
 
+/* Writes the cloth kinds' arrays (in color order) and the cloth material table. */
+static piola_status upload_cloth(piola_world *w) {
+  const piola_solver_cloth *c = &w->cloth;
+  const size_t nt = (size_t)c->tri_count, nb = (size_t)c->bend_count,
+               nm = (size_t)w->cloth_material_count;
+  size_t n = 4 * (nt > nb ? nt : nb);
+  n = n > 8 * nm ? n : 8 * nm;
+  float *tmp = malloc(sizeof(float) * (n > 0 ? n : 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  piola_status s = write_buffer(w, BUF_CLOTH_TRIS, 0, 16 * nt, c->tri_vertices);
+  if (s == PIOLA_OK) {
+    for (size_t i = 0; i < 4 * nt; ++i) {
+      tmp[i] = (float)c->tri_dm_inv[i];
+    }
+    s = write_buffer(w, BUF_CLOTH_TRI_DM, 0, 16 * nt, tmp);
+  }
+  if (s == PIOLA_OK) {
+    for (size_t i = 0; i < nt; ++i) {
+      tmp[i] = (float)c->tri_area[i];
+    }
+    s = write_buffer(w, BUF_CLOTH_TRI_AREA, 0, 4 * nt, tmp);
+  }
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_CLOTH_TRI_LAMBDA, 4 * nt);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_CLOTH_BENDS, 0, 16 * nb, c->bend_vertices);
+  }
+  if (s == PIOLA_OK) {
+    for (size_t i = 0; i < nb; ++i) {
+      for (size_t k = 0; k < 4; ++k) {
+        tmp[4 * i + k] = (float)c->bend_rest[6 * i + k];
+      }
+    }
+    s = write_buffer(w, BUF_CLOTH_BEND_K, 0, 16 * nb, tmp);
+  }
+  if (s == PIOLA_OK) {
+    for (size_t i = 0; i < nb; ++i) {
+      tmp[2 * i] = (float)c->bend_rest[6 * i + 4];
+      tmp[2 * i + 1] = (float)c->bend_rest[6 * i + 5];
+    }
+    s = write_buffer(w, BUF_CLOTH_BEND_Q, 0, 8 * nb, tmp);
+  }
+  if (s == PIOLA_OK) {
+    s = zero_buffer(w, BUF_CLOTH_BEND_LAMBDA, 4 * nb);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_CLOTH_BEND_MATERIAL, 0, 4 * nb, c->bend_material);
+  }
+  if (s == PIOLA_OK) {
+    piola_cloth_material_data *md = (piola_cloth_material_data *)tmp;
+    for (size_t i = 0; i < nm; ++i) {
+      const piola_cloth_material_entry *e = &w->cloth_materials[i];
+      memset(&md[i], 0, sizeof md[i]);
+      md[i].c11 = (float)e->tri.c11;
+      md[i].c12 = (float)e->tri.c12;
+      md[i].c22 = (float)e->tri.c22;
+      md[i].c33 = (float)e->tri.c33;
+      md[i].tri_compliance = (float)e->tri.compliance;
+      md[i].bend_compliance = (float)e->bend.compliance;
+      md[i].solver = e->tri.solver;
+    }
+    s = write_buffer(w, BUF_CLOTH_MATERIALS, 0, sizeof(piola_cloth_material_data) * nm, md);
+  }
+  free(tmp);
+  if (s == PIOLA_OK) {
+    w->cl->cloth_tri_count = c->tri_count;
+    w->cl->cloth_bend_count = c->bend_count;
+  }
+  return s;
+}
+
 /* Uploads the whole state: vertices, tets (structure of arrays), materials, plastic data. */
 static piola_status upload_all(piola_world *w) {
   piola_opencl *cl = w->cl;
@@ -805,46 +895,57 @@ static piola_status upload_all(piola_world *w) {
   const struct {
     int b;
     size_t bytes;
-  } sizes[] = {{BUF_X, 16 * nv},
-               {BUF_D, 16 * nv},
-               {BUF_V, 16 * nv},
-               {BUF_TETS, 16 * nt},
-               {BUF_TET_M, 36 * nt},
-               {BUF_TET_VOLUME, 4 * nt},
-               {BUF_TET_LAMBDA, 8 * nt},
-               {BUF_TET_MATERIAL, 4 * nt},
-               {BUF_MATERIALS, sizeof(piola_material_data) * nm},
-               {BUF_PLASTIC_TET, 4 * np},
-               {BUF_PLASTIC_DM, 36 * np},
-               {BUF_PLASTIC_STRAIN, 24 * np},
-               {BUF_JACOBI_VERTICES, 4 * nj},
-               {BUF_JACOBI_START, 4 * (nj + 1)},
-               {BUF_JACOBI_INCIDENCE, 16 * njt},
-               {BUF_JACOBI_DELTA, 64 * njt},
-               {BUF_BODY_VERTEX, 8 * nb},
-               {BUF_BODY_COLOR, 8 * nb * nc},
-               {BUF_BODY_JACOBI, 16 * nb},
-               {BUF_SV_VERTEX, 4 * nsv},
-               {BUF_SV_BODY, 4 * nsv},
-               {BUF_SV_REST, 16 * nsv},
-               {BUF_TRIANGLES, 16 * ntr},
-               {BUF_BODY_FILTER, 16 * ncb},
-               {BUF_TRI_BOX, 32 * ntr},
-               {BUF_PARTIAL, 8 * box_groups},
-               {BUF_GRID, 16},
-               {BUF_BUCKET_COUNT, 4 * nbk},
-               {BUF_BUCKET_START, 4 * (nbk + 1)},
-               {BUF_BUCKET_TRIANGLES, 4 * PIOLA_CELLS_PER_TRIANGLE * ntr},
-               {BUF_SCAN_TOTALS, 4 * scan_blocks},
-               {BUF_CONTACT_COUNT, 4 * nsv},
-               {BUF_CONTACT_TRI, 4 * K * nsv},
-               {BUF_PREVIOUS_COUNT, 4 * nsv},
-               {BUF_PREVIOUS_TRI, 4 * K * nsv},
-               {BUF_COUNTERS, 8},
-               {BUF_CORNER_COUNT, 4 * nsv},
-               {BUF_CORNER_START, 4 * (nsv + 1)},
-               {BUF_CORNER_ENTRY, 12 * K * nsv},
-               {BUF_CONTACT_DELTA, 64 * K * nsv}};
+  } sizes[] = {
+      {BUF_X, 16 * nv},
+      {BUF_D, 16 * nv},
+      {BUF_V, 16 * nv},
+      {BUF_TETS, 16 * nt},
+      {BUF_TET_M, 36 * nt},
+      {BUF_TET_VOLUME, 4 * nt},
+      {BUF_TET_LAMBDA, 8 * nt},
+      {BUF_TET_MATERIAL, 4 * nt},
+      {BUF_MATERIALS, sizeof(piola_material_data) * nm},
+      {BUF_PLASTIC_TET, 4 * np},
+      {BUF_PLASTIC_DM, 36 * np},
+      {BUF_PLASTIC_STRAIN, 24 * np},
+      {BUF_JACOBI_VERTICES, 4 * nj},
+      {BUF_JACOBI_START, 4 * (nj + 1)},
+      {BUF_JACOBI_INCIDENCE, 16 * njt},
+      {BUF_JACOBI_DELTA, 64 * njt},
+      {BUF_BODY_VERTEX, 8 * nb},
+      {BUF_BODY_COLOR, 8 * nb * nc},
+      {BUF_BODY_JACOBI, 16 * nb},
+      {BUF_SV_VERTEX, 4 * nsv},
+      {BUF_SV_BODY, 4 * nsv},
+      {BUF_SV_REST, 16 * nsv},
+      {BUF_TRIANGLES, 16 * ntr},
+      {BUF_BODY_FILTER, 16 * ncb},
+      {BUF_TRI_BOX, 32 * ntr},
+      {BUF_PARTIAL, 8 * box_groups},
+      {BUF_GRID, 16},
+      {BUF_BUCKET_COUNT, 4 * nbk},
+      {BUF_BUCKET_START, 4 * (nbk + 1)},
+      {BUF_BUCKET_TRIANGLES, 4 * PIOLA_CELLS_PER_TRIANGLE * ntr},
+      {BUF_SCAN_TOTALS, 4 * scan_blocks},
+      {BUF_CONTACT_COUNT, 4 * nsv},
+      {BUF_CONTACT_TRI, 4 * K * nsv},
+      {BUF_PREVIOUS_COUNT, 4 * nsv},
+      {BUF_PREVIOUS_TRI, 4 * K * nsv},
+      {BUF_COUNTERS, 8},
+      {BUF_CORNER_COUNT, 4 * nsv},
+      {BUF_CORNER_START, 4 * (nsv + 1)},
+      {BUF_CORNER_ENTRY, 12 * K * nsv},
+      {BUF_CONTACT_DELTA, 64 * K * nsv},
+      {BUF_CLOTH_TRIS, 16 * (size_t)w->cloth.tri_count},
+      {BUF_CLOTH_TRI_DM, 16 * (size_t)w->cloth.tri_count},
+      {BUF_CLOTH_TRI_AREA, 4 * (size_t)w->cloth.tri_count},
+      {BUF_CLOTH_TRI_LAMBDA, 4 * (size_t)w->cloth.tri_count},
+      {BUF_CLOTH_BENDS, 16 * (size_t)w->cloth.bend_count},
+      {BUF_CLOTH_BEND_K, 16 * (size_t)w->cloth.bend_count},
+      {BUF_CLOTH_BEND_Q, 8 * (size_t)w->cloth.bend_count},
+      {BUF_CLOTH_BEND_LAMBDA, 4 * (size_t)w->cloth.bend_count},
+      {BUF_CLOTH_BEND_MATERIAL, 4 * (size_t)w->cloth.bend_count},
+      {BUF_CLOTH_MATERIALS, sizeof(piola_cloth_material_data) * (size_t)w->cloth_material_count}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
     /* Exact sizes: the plane strides of the structure-of-arrays buffers are the counts. */
     if (cl->buffers[sizes[i].b] != NULL && cl->buffer_bytes[sizes[i].b] != sizes[i].bytes) {
@@ -853,7 +954,9 @@ static piola_status upload_all(piola_world *w) {
       cl->buffer_bytes[sizes[i].b] = 0;
     }
     s = ensure_buffer(w, sizes[i].b, sizes[i].bytes,
-                      sizes[i].b == BUF_MATERIALS ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE);
+                      sizes[i].b == BUF_MATERIALS || sizes[i].b == BUF_CLOTH_MATERIALS
+                          ? CL_MEM_READ_ONLY
+                          : CL_MEM_READ_WRITE);
   }
   size_t staging_bytes = 16 * nv;
   staging_bytes = 36 * nt > staging_bytes ? 36 * nt : staging_bytes;
@@ -958,6 +1061,9 @@ static piola_status upload_all(piola_world *w) {
   }
   if (s == PIOLA_OK) {
     s = upload_contacts(w);
+  }
+  if (s == PIOLA_OK) {
+    s = upload_cloth(w);
   }
   if (s == PIOLA_OK) {
     s = upload_colliders(w);
@@ -1380,6 +1486,113 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
   return launch(w, KERNEL_CONTACT_APPLY, nsv, stage);
 }
 
+/* SOLVE_TETS, the tet kind: one launch per color, then the Jacobi tail (two launches). */
+static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  cl_int stride = cl->tet_count;
+  cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+  SET_ARG(KERNEL_SOLVE, 0, b[BUF_X]);
+  SET_ARG(KERNEL_SOLVE, 1, b[BUF_D]);
+  SET_ARG(KERNEL_SOLVE, 2, b[BUF_TETS]);
+  SET_ARG(KERNEL_SOLVE, 3, b[BUF_TET_M]);
+  SET_ARG(KERNEL_SOLVE, 4, b[BUF_TET_VOLUME]);
+  SET_ARG(KERNEL_SOLVE, 5, b[BUF_TET_LAMBDA]);
+  SET_ARG(KERNEL_SOLVE, 6, b[BUF_TET_MATERIAL]);
+  SET_ARG(KERNEL_SOLVE, 7, b[BUF_MATERIALS]);
+  SET_ARG(KERNEL_SOLVE, 10, stride);
+  SET_ARG(KERNEL_SOLVE, 11, inv_h2);
+  for (int32_t c = 0; c < w->solver.color_count; ++c) {
+    cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
+    SET_ARG(KERNEL_SOLVE, 8, first);
+    SET_ARG(KERNEL_SOLVE, 9, count);
+    piola_status s = launch(w, KERNEL_SOLVE, count, stage);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+  }
+  if (w->solver.jacobi_count == 0) {
+    return PIOLA_OK;
+  }
+  cl_int jfirst = w->solver.jacobi_first, jcount = w->solver.jacobi_count,
+         nj = w->solver.jacobi_vertex_count;
+  cl_float omega = w->def.jacobi_omega;
+  SET_ARG(KERNEL_SOLVE_JACOBI, 0, b[BUF_X]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 1, b[BUF_D]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 2, b[BUF_TETS]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 3, b[BUF_TET_M]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 4, b[BUF_TET_VOLUME]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 5, b[BUF_TET_LAMBDA]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 6, b[BUF_TET_MATERIAL]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 7, b[BUF_MATERIALS]);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 8, jfirst);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 9, jcount);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 10, stride);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 11, inv_h2);
+  SET_ARG(KERNEL_SOLVE_JACOBI, 12, b[BUF_JACOBI_DELTA]);
+  piola_status s = launch(w, KERNEL_SOLVE_JACOBI, jcount, stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  SET_ARG(KERNEL_APPLY_JACOBI, 0, b[BUF_D]);
+  SET_ARG(KERNEL_APPLY_JACOBI, 1, b[BUF_JACOBI_VERTICES]);
+  SET_ARG(KERNEL_APPLY_JACOBI, 2, b[BUF_JACOBI_START]);
+  SET_ARG(KERNEL_APPLY_JACOBI, 3, b[BUF_JACOBI_INCIDENCE]);
+  SET_ARG(KERNEL_APPLY_JACOBI, 4, b[BUF_JACOBI_DELTA]);
+  SET_ARG(KERNEL_APPLY_JACOBI, 5, omega);
+  SET_ARG(KERNEL_APPLY_JACOBI, 6, nj);
+  return launch(w, KERNEL_APPLY_JACOBI, nj, stage);
+}
+
+/* SOLVE_TETS, the cloth kinds: per color, one launch per kind (triangles, then stencils). */
+static piola_status solve_cloth(piola_world *w, double h, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  const piola_logger *log = &w->def.logger;
+  cl_mem *b = cl->buffers;
+  const piola_solver_cloth *c = &w->cloth;
+  if (c->color_count == 0) {
+    return PIOLA_OK;
+  }
+  cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+  SET_ARG(KERNEL_CLOTH_TRIS, 0, b[BUF_X]);
+  SET_ARG(KERNEL_CLOTH_TRIS, 1, b[BUF_D]);
+  SET_ARG(KERNEL_CLOTH_TRIS, 2, b[BUF_CLOTH_TRIS]);
+  SET_ARG(KERNEL_CLOTH_TRIS, 3, b[BUF_CLOTH_TRI_DM]);
+  SET_ARG(KERNEL_CLOTH_TRIS, 4, b[BUF_CLOTH_TRI_AREA]);
+  SET_ARG(KERNEL_CLOTH_TRIS, 5, b[BUF_CLOTH_TRI_LAMBDA]);
+  SET_ARG(KERNEL_CLOTH_TRIS, 6, b[BUF_CLOTH_MATERIALS]);
+  SET_ARG(KERNEL_CLOTH_TRIS, 9, inv_h2);
+  SET_ARG(KERNEL_CLOTH_BENDS, 0, b[BUF_X]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 1, b[BUF_D]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 2, b[BUF_CLOTH_BENDS]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 3, b[BUF_CLOTH_BEND_K]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 4, b[BUF_CLOTH_BEND_Q]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 5, b[BUF_CLOTH_BEND_LAMBDA]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 6, b[BUF_CLOTH_BEND_MATERIAL]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 7, b[BUF_CLOTH_MATERIALS]);
+  SET_ARG(KERNEL_CLOTH_BENDS, 10, inv_h2);
+  for (int32_t color = 0; color < c->color_count; ++color) {
+    cl_int first = c->kind_first[PIOLA_KIND_TRIANGLE][color];
+    cl_int count = c->kind_size[PIOLA_KIND_TRIANGLE][color];
+    SET_ARG(KERNEL_CLOTH_TRIS, 7, first);
+    SET_ARG(KERNEL_CLOTH_TRIS, 8, count);
+    piola_status s = launch(w, KERNEL_CLOTH_TRIS, count, stage);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+    first = c->kind_first[PIOLA_KIND_BEND][color];
+    count = c->kind_size[PIOLA_KIND_BEND][color];
+    SET_ARG(KERNEL_CLOTH_BENDS, 8, first);
+    SET_ARG(KERNEL_CLOTH_BENDS, 9, count);
+    s = launch(w, KERNEL_CLOTH_BENDS, count, stage);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+  }
+  return PIOLA_OK;
+}
+
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   piola_opencl *cl = w->cl;
   const piola_logger *log = &w->def.logger;
@@ -1402,16 +1615,21 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     return launch(w, KERNEL_PREDICT, nv, stage);
   }
   case PIOLA_STAGE_RESET_MULTIPLIERS: {
-    if (cl->tet_count == 0) {
-      return PIOLA_OK;
-    }
-    cl_float zero = 0.0f;
-    cl_event ev = NULL;
-    CL_CHECK(log,
-             clEnqueueFillBuffer(cl->queue, b[BUF_TET_LAMBDA], &zero, sizeof zero, 0,
-                                 8 * (size_t)cl->tet_count, 0, NULL, w->def.profile ? &ev : NULL));
-    if (ev != NULL) {
-      clReleaseEvent(ev); /* a fill is not a stage worth timing */
+    /* Every kind's multipliers: tets (2 each), cloth triangles and stencils (1 each). */
+    const int lambda_buffers[3] = {BUF_TET_LAMBDA, BUF_CLOTH_TRI_LAMBDA, BUF_CLOTH_BEND_LAMBDA};
+    const size_t lambda_bytes[3] = {8 * (size_t)cl->tet_count, 4 * (size_t)cl->cloth_tri_count,
+                                    4 * (size_t)cl->cloth_bend_count};
+    for (int k = 0; k < 3; ++k) {
+      if (lambda_bytes[k] == 0) {
+        continue;
+      }
+      cl_float zero = 0.0f;
+      cl_event ev = NULL;
+      CL_CHECK(log, clEnqueueFillBuffer(cl->queue, b[lambda_buffers[k]], &zero, sizeof zero, 0,
+                                        lambda_bytes[k], 0, NULL, w->def.profile ? &ev : NULL));
+      if (ev != NULL) {
+        clReleaseEvent(ev); /* a fill is not a stage worth timing */
+      }
     }
     return PIOLA_OK;
   }
@@ -1432,58 +1650,8 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     return launch(w, KERNEL_ATTACHMENTS, count, stage);
   }
   case PIOLA_STAGE_SOLVE_TETS: {
-    cl_int stride = cl->tet_count;
-    cl_float inv_h2 = (cl_float)(1.0 / (h * h));
-    SET_ARG(KERNEL_SOLVE, 0, b[BUF_X]);
-    SET_ARG(KERNEL_SOLVE, 1, b[BUF_D]);
-    SET_ARG(KERNEL_SOLVE, 2, b[BUF_TETS]);
-    SET_ARG(KERNEL_SOLVE, 3, b[BUF_TET_M]);
-    SET_ARG(KERNEL_SOLVE, 4, b[BUF_TET_VOLUME]);
-    SET_ARG(KERNEL_SOLVE, 5, b[BUF_TET_LAMBDA]);
-    SET_ARG(KERNEL_SOLVE, 6, b[BUF_TET_MATERIAL]);
-    SET_ARG(KERNEL_SOLVE, 7, b[BUF_MATERIALS]);
-    SET_ARG(KERNEL_SOLVE, 10, stride);
-    SET_ARG(KERNEL_SOLVE, 11, inv_h2);
-    for (int32_t c = 0; c < w->solver.color_count; ++c) {
-      cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
-      SET_ARG(KERNEL_SOLVE, 8, first);
-      SET_ARG(KERNEL_SOLVE, 9, count);
-      piola_status s = launch(w, KERNEL_SOLVE, count, stage);
-      if (s != PIOLA_OK) {
-        return s;
-      }
-    }
-    if (w->solver.jacobi_count == 0) {
-      return PIOLA_OK;
-    }
-    cl_int jfirst = w->solver.jacobi_first, jcount = w->solver.jacobi_count,
-           nj = w->solver.jacobi_vertex_count;
-    cl_float omega = w->def.jacobi_omega;
-    SET_ARG(KERNEL_SOLVE_JACOBI, 0, b[BUF_X]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 1, b[BUF_D]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 2, b[BUF_TETS]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 3, b[BUF_TET_M]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 4, b[BUF_TET_VOLUME]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 5, b[BUF_TET_LAMBDA]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 6, b[BUF_TET_MATERIAL]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 7, b[BUF_MATERIALS]);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 8, jfirst);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 9, jcount);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 10, stride);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 11, inv_h2);
-    SET_ARG(KERNEL_SOLVE_JACOBI, 12, b[BUF_JACOBI_DELTA]);
-    piola_status s = launch(w, KERNEL_SOLVE_JACOBI, jcount, stage);
-    if (s != PIOLA_OK) {
-      return s;
-    }
-    SET_ARG(KERNEL_APPLY_JACOBI, 0, b[BUF_D]);
-    SET_ARG(KERNEL_APPLY_JACOBI, 1, b[BUF_JACOBI_VERTICES]);
-    SET_ARG(KERNEL_APPLY_JACOBI, 2, b[BUF_JACOBI_START]);
-    SET_ARG(KERNEL_APPLY_JACOBI, 3, b[BUF_JACOBI_INCIDENCE]);
-    SET_ARG(KERNEL_APPLY_JACOBI, 4, b[BUF_JACOBI_DELTA]);
-    SET_ARG(KERNEL_APPLY_JACOBI, 5, omega);
-    SET_ARG(KERNEL_APPLY_JACOBI, 6, nj);
-    return launch(w, KERNEL_APPLY_JACOBI, nj, stage);
+    piola_status s = solve_tets(w, h, stage);
+    return s == PIOLA_OK ? solve_cloth(w, h, stage) : s;
   }
   case PIOLA_STAGE_COLLIDE: {
     cl_int nc = w->collider_count;
@@ -1542,7 +1710,9 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
 
 bool piola_opencl_per_body(const piola_world *w) {
   const piola_schedule s = w->def.schedule;
-  return w->solver.body_count > 0 &&
+  /* The cloth kinds have kernels for the per-stage schedule only: with cloth in the world,
+   * every schedule runs per stage. */
+  return w->solver.body_count > 0 && w->cloth.tri_count == 0 && w->cloth.bend_count == 0 &&
          (s == PIOLA_SCHEDULE_BODIES || (s == PIOLA_SCHEDULE_AUTO && !w->def.profile &&
                                          w->solver.max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
 }

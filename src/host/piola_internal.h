@@ -13,6 +13,7 @@
 
 #include "piola/piola.h"
 
+#include "piola_cloth.h"
 #include "piola_collide.h"
 #include "piola_contact.h"
 #include "piola_tet.h"
@@ -45,6 +46,9 @@ void piola_misuse(const piola_world *world, const char *condition, const char *f
 /* Checks a material; writes the reason to `reason` (size n) when it is invalid. */
 piola_status piola_material_check(const piola_material *m, char *reason, size_t n);
 
+/* Checks a cloth material, as piola_material_check(). */
+piola_status piola_cloth_material_check(const piola_cloth_material *m, char *reason, size_t n);
+
 /* The solver constants of a valid material (double precision). */
 piola_tet_material piola_material_constants(const piola_material *m);
 
@@ -73,7 +77,9 @@ void piola_collider_pose_pack(const piola_collider_slot *slot, piola_collider_da
 
 /* Greedy graph coloring of tets (no two tets of a color share a vertex) followed by a
  * balancing pass; deterministic. Writes one color per tet and the number of colors. With
- * max_colors > 0 at most that many colors are used; tets left over get color -1. */
+ * max_colors > 0 at most that many colors are used; tets left over get color -1.
+ * The "tets" may be any constraints of up to 4 vertices: an index of -1 is an unused slot
+ * (cloth triangles are colored together with bending stencils as (a, b, c, -1)). */
 piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
                               int32_t max_colors, int32_t *colors, int32_t *color_count);
 
@@ -112,7 +118,54 @@ typedef struct piola_body {
   double *surface_reach; /* per surface vertex: its longest rest tet edge, m */
   uint32_t collision_group, collision_mask;
   bool self_collision;
+  /* Cloth (cloth == true; tet_count is then 0 and the tet arrays are empty): the membrane
+   * triangles and the bending stencils of the interior edges, body-local, colored together:
+   * item i < tri_count is triangle i, item tri_count + j bending stencil j. */
+  bool cloth;
+  int32_t cloth_material; /* index into world->cloth_materials */
+  int32_t tri_count;
+  int32_t *tris;      /* 3 per triangle, as in the mesh */
+  double *tri_dm_inv; /* 4 per triangle: rest Dm^-1 (row-major, 1/m) in the weft/warp frame */
+  double *tri_area;   /* per triangle, rest area, m^2 */
+  int32_t bend_count; /* 0 when the material's bending stiffness is 0 */
+  int32_t *bends;     /* 4 per stencil: edge x0 x1, opposite vertices x2, x3 */
+  double *bend_rest;  /* 6 per stencil: K (4), q (1/m^2), v_bar (m) */
+  int32_t cloth_color_count;
+  int32_t *cloth_color_start; /* cloth_color_count + 1 offsets into cloth_by_color */
+  int32_t *cloth_by_color;    /* items sorted by color (item order within a color) */
 } piola_body;
+
+typedef struct piola_cloth_material_entry {
+  piola_cloth_material def;
+  piola_cloth_tri_material tri;
+  piola_cloth_bend_material bend; /* unused when def.bending_stiffness == 0 */
+} piola_cloth_material_entry;
+
+/* The cloth constraint kinds of the solver. Each kind has its own arrays, sorted by color;
+ * colors are shared by the kinds (one coloring per cloth body over its triangles and
+ * stencils), so color c is the range kind_first[kind][c] .. + kind_size[kind][c] of every
+ * kind, and no two items of one color, of any kind, share a vertex. */
+typedef enum piola_cloth_kind {
+  PIOLA_KIND_TRIANGLE = 0, /* membrane: piola_cloth_tri_correction */
+  PIOLA_KIND_BEND = 1,     /* bending stencil: piola_cloth_bend_correction */
+  PIOLA_CLOTH_KIND_COUNT
+} piola_cloth_kind;
+
+typedef struct piola_solver_cloth {
+  int32_t tri_count;
+  int32_t *tri_vertices; /* 4 per triangle: 3 world vertex indices, cloth material index */
+  double *tri_dm_inv;    /* 4 per triangle */
+  double *tri_area;
+  double *tri_lambda;
+  int32_t bend_count;
+  int32_t *bend_vertices; /* 4 per stencil, world vertex indices */
+  double *bend_rest;      /* 6 per stencil (as piola_body.bend_rest) */
+  double *bend_lambda;
+  int32_t *bend_material;
+  int32_t color_count;
+  int32_t *kind_first[PIOLA_CLOTH_KIND_COUNT]; /* color_count each */
+  int32_t *kind_size[PIOLA_CLOTH_KIND_COUNT];
+} piola_solver_cloth;
 
 typedef struct piola_material_entry {
   piola_material def;
@@ -237,6 +290,8 @@ struct piola_world {
 
   piola_material_entry *materials;
   int32_t material_count, material_capacity;
+  piola_cloth_material_entry *cloth_materials;
+  int32_t cloth_material_count, cloth_material_capacity;
 
   /* Colliders: the solver's records, dense in the order they were added (collider_count of
    * them), the slot behind each record, and the slots the ids name. */
@@ -257,6 +312,7 @@ struct piola_world {
   /* The solver's tet arrays, rebuilt from the bodies when tets_dirty. */
   bool tets_dirty;
   piola_solver_tets solver;
+  piola_solver_cloth cloth; /* rebuilt with the tet arrays */
   piola_solver_contacts contacts;
 
   int64_t step_count;
@@ -317,6 +373,9 @@ double piola_tets_energy(const piola_world *w, const double *positions, const do
 /* The same from the bodies' own rest data, before the solver arrays exist. */
 double piola_bodies_energy(const piola_world *w, const double *positions, int32_t *inverted);
 
+/* Membrane and bending energy (J) of the cloth bodies at `positions`, from their rest data. */
+double piola_cloth_energy(const piola_world *w, const double *positions);
+
 /* OpenCL backend (opencl_backend.c; built without OpenCL, the stubs of opencl_stub.c) ------
  * The device holds the live vertex and tet state once a step has uploaded it ("live"); the
  * host arrays are then brought up to date only when asked. */
@@ -328,7 +387,8 @@ void piola_opencl_destroy(piola_world *w);
 piola_status piola_opencl_begin_step(piola_world *w);
 /* Enqueues one stage. */
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
-/* Whether substeps run as one launch, one work-group per body (def.schedule). */
+/* Whether substeps run as one launch, one work-group per body (def.schedule; never while
+ * there is cloth, whose constraint kinds run only under the per-stage schedule). */
 bool piola_opencl_per_body(const piola_world *w);
 /* Which part of a substep one per-body launch runs: all of it (no contacts), or, around the
  * contact stages: predict and reset, or one iteration of the tets. */
