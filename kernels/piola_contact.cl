@@ -247,20 +247,29 @@ PIOLA_KERNEL void piola_contact_narrow(
                                              piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
             continue;
           }
-          const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
+          const int a = sv_vertex[q.x];
+          int b = sv_vertex[q.y], c = sv_vertex[q.z];
+          int persistent;
+          const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
+                                              piola_v3_from4(x[c]), previous, previous_n, t,
+                                              body_filter[q.w].w != 0u, &persistent);
+          if (side) { /* met from the back: corners b and c swapped */
+            const int swap_corner = b;
+            b = c;
+            c = swap_corner;
+          }
           const float4 xa = x[a], xb = x[b], xc = x[c];
           float key;
           if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
                                       piola_v3_from4(xc), piola_position(xa, d[a]),
                                       piola_position(xb, d[b]), piola_position(xc, d[c]), thickness,
-                                      piola_contact_was_listed(previous, previous_n, t),
-                                      q.w == body, &key) &&
+                                      persistent, q.w == body, &key) &&
               (q.w != body ||
                piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
                                           piola_v3_from4(sv_rest[q.y]),
                                           piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
             found++;
-            piola_contact_keep(keys, tris, &kept, key, t);
+            piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
           }
         }
       }
@@ -269,7 +278,7 @@ PIOLA_KERNEL void piola_contact_narrow(
   contact_count[sv] = kept;
   for (int k = 0; k < kept; ++k) {
     contact_tri[PIOLA_K * sv + k] = tris[k];
-    int4 q = triangles[tris[k]];
+    int4 q = triangles[piola_contact_entry_triangle(tris[k])];
     atomic_inc(&corner_count[q.x]);
     atomic_inc(&corner_count[q.y]);
     atomic_inc(&corner_count[q.z]);
@@ -295,7 +304,7 @@ PIOLA_KERNEL void piola_contact_corners(__global const int *contact_count,
   }
   for (int k = 0; k < contact_count[sv]; ++k) {
     const int slot = PIOLA_K * sv + k;
-    int4 q = triangles[contact_tri[slot]];
+    int4 q = triangles[piola_contact_entry_triangle(contact_tri[slot])];
     corner_entry[corner_start[q.x] + atomic_inc(&corner_fill[q.x])] = 4 * slot + 1;
     corner_entry[corner_start[q.y] + atomic_inc(&corner_fill[q.y])] = 4 * slot + 2;
     corner_entry[corner_start[q.z] + atomic_inc(&corner_fill[q.z])] = 4 * slot + 3;
@@ -338,14 +347,19 @@ PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const f
   const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
   for (int k = 0; k < contact_count[sv]; ++k) {
     const int slot = PIOLA_K * sv + k;
-    const int4 q = triangles[contact_tri[slot]];
-    const int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
+    const int entry = contact_tri[slot];
+    const int4 q = triangles[piola_contact_entry_triangle(entry)];
+    const int side = piola_contact_entry_side(entry);
+    const int a = sv_vertex[q.x], b = sv_vertex[side ? q.z : q.y], c = sv_vertex[side ? q.y : q.z];
     const float4 xa = x[a], xb = x[b], xc = x[c];
     piola_v3 dx[4];
     int moved = piola_contact_project(xs, p, xv.w, piola_v3_from4(xa), piola_v3_from4(xb),
                                       piola_v3_from4(xc), piola_position(xa, d[a]),
                                       piola_position(xb, d[b]), piola_position(xc, d[c]), xa.w,
                                       xb.w, xc.w, thickness, friction, dx);
+    if (side) {
+      moved = piola_contact_unswap(dx, moved);
+    }
     for (int corner = 0; corner < 4; ++corner) {
       delta[4 * slot + corner] =
           (float4)(dx[corner].x, dx[corner].y, dx[corner].z, (moved >> corner) & 1 ? 1.0f : 0.0f);

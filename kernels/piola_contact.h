@@ -304,6 +304,49 @@ PIOLA_FN int piola_contact_was_listed(const piola_int *tris, piola_int count, pi
   return found;
 }
 
+/* A vertex's contact with triangle t is stored as the entry 2 t + side. Side 1: a two-sided
+ * (cloth) triangle met from its back, which then acts with corners b and c swapped (its normal
+ * reversed), so that the vertex is kept on the side it came from. A one-sided triangle (a tet
+ * body's boundary, outward) is always met from side 0. */
+PIOLA_FN piola_int piola_contact_entry(piola_int t, piola_int side) {
+  return 2 * t + side;
+}
+
+PIOLA_FN piola_int piola_contact_entry_triangle(piola_int e) {
+  return e >> 1;
+}
+
+PIOLA_FN piola_int piola_contact_entry_side(piola_int e) {
+  return e & 1;
+}
+
+/* The side from which a vertex starting at x meets triangle t (corners xa, xb, xc at the start),
+ * given the vertex's `count` entries of the previous substep: a listed pair persists (*persistent
+ * set) on its side; otherwise a two-sided triangle is met from the side of its plane x is on. */
+PIOLA_FN piola_int piola_contact_side(piola_v3 x, piola_v3 xa, piola_v3 xb, piola_v3 xc,
+                                      const piola_int *previous, piola_int count, piola_int t,
+                                      int two_sided, int *persistent) {
+  *persistent = piola_contact_was_listed(previous, count, piola_contact_entry(t, 0));
+  if (!two_sided || *persistent) {
+    return 0;
+  }
+  *persistent = piola_contact_was_listed(previous, count, piola_contact_entry(t, 1));
+  if (*persistent) {
+    return 1;
+  }
+  const piola_v3 n = piola_v3_cross(piola_v3_sub(xb, xa), piola_v3_sub(xc, xa));
+  return piola_v3_dot(n, piola_v3_sub(x, xa)) < PIOLA_R(0.0) ? 1 : 0;
+}
+
+/* The corrections of a contact met from side 1, computed with corners b and c swapped, put back
+ * in the triangle's corner order (dx and the bits of `moved`). */
+PIOLA_FN int piola_contact_unswap(piola_v3 dx[4], int moved) {
+  const piola_v3 t = dx[2];
+  dx[2] = dx[3];
+  dx[3] = t;
+  return (moved & 3) | ((moved >> 1) & 4) | ((moved << 1) & 8);
+}
+
 /* Inserts (key, tri) into the list of the vertex's nearest triangles (ascending by key, then
  * by triangle index), which holds *count of at most PIOLA_CONTACTS_PER_VERTEX entries. */
 PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *count,

@@ -229,7 +229,8 @@ void test_cloth_mass_lumping_and_counts(piola_test *t) {
   REQUIRE_OK(t, piola_world_get_stats(w, &st));
   CHECK(t, st.triangle_count == 24);
   CHECK(t, st.bend_count == 3 * 4 * 3 - 4 - 3); /* interior edges: 3 c_x c_z - c_x - c_z */
-  CHECK(t, st.tet_count == 0 && st.surface_triangles == 0);
+  /* the cloth's triangles are its (two-sided) collision surface, over all its 20 vertices */
+  CHECK(t, st.tet_count == 0 && st.surface_triangles == 24 && st.surface_vertices == 20);
   CHECK_NEAR(t, st.elastic_energy, 0.0, 1e-12);
   int32_t count = 0, tris[72];
   REQUIRE_OK(t, piola_body_get_surface(w, id, tris, 24, &count));
@@ -708,5 +709,108 @@ void test_cloth_beside_tet_body(piola_test *t) {
 void test_opencl_cloth_beside_tet_body(piola_test *t) {
   if (opencl_test_ready(t)) {
     check_tet_beside_cloth(t, PIOLA_BACKEND_OPENCL);
+  }
+}
+
+/* ---- Contact with bodies --------------------------------------------------------------------- */
+
+typedef struct hammock_result {
+  double box_lowest, cloth_lowest; /* y at the end, m */
+  double worst_gap;                /* the box's lowest point minus the cloth's, smallest seen */
+  int32_t contacts;                /* contact count at the end */
+} hammock_result;
+
+/* A 1 x 1 m cloth of 10 x 10 cells at y = 0.5, pinned along its edges x = 0 and x = 1, and a
+ * 0.2 m box (2 x 2 x 2 cells, E = 1e6 Pa, 8 kg) dropped onto its middle from 0.2 m above,
+ * for 1 s. With contacts the box lands in the cloth and stays on it (a contact thickness
+ * above it); without, it falls through. */
+static void hammock(piola_test *t, piola_backend backend, bool contacts, hammock_result *out) {
+  hammock_result r = {NAN, NAN, INFINITY, 0};
+  *out = r;
+  piola_world_def def = backend == PIOLA_BACKEND_CPU_REFERENCE
+                            ? piola_test_world_def(NULL, NULL)
+                            : opencl_test_world_def(backend, NULL, NULL);
+  def.substeps = 4;
+  def.damping = 1.0f;
+  def.contacts = contacts;
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_tri_mesh m = grid(10, 10, 1.0f, 1.0f);
+  piola_cloth_material mat = piola_default_cloth_material();
+  piola_body_id cloth, box_id;
+  REQUIRE_OK(t, piola_world_add_cloth(w, &m, &mat, (const float[3]){0.0f, 0.5f, 0.0f}, &cloth));
+  float *inv = malloc(sizeof *inv * (size_t)m.vertex_count);
+  REQUIRE(t, inv != NULL);
+  REQUIRE_OK(t, piola_body_get_inverse_masses(w, cloth, inv, m.vertex_count));
+  for (int32_t i = 0; i < m.vertex_count; ++i) {
+    if (m.positions[3 * i] < 1e-4f || m.positions[3 * i] > 1.0f - 1e-4f) {
+      inv[i] = 0.0f;
+    }
+  }
+  REQUIRE_OK(t, piola_body_set_inverse_masses(w, cloth, inv, m.vertex_count));
+  free(inv);
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
+  const piola_material box_mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1.0e6f);
+  REQUIRE_OK(
+      t, piola_world_add_tet_body(w, &box, &box_mat, (const float[3]){0.4f, 0.7f, 0.4f}, &box_id));
+  for (int step = 0; step < 200; ++step) {
+    REQUIRE_OK(t, piola_world_step(w));
+    if (step % 10 == 9 || step == 199) {
+      float *pc = wt_get_positions(w, cloth), *pb = wt_get_positions(w, box_id);
+      REQUIRE(t, pc != NULL && pb != NULL);
+      r.box_lowest = INFINITY;
+      r.cloth_lowest = INFINITY;
+      for (int32_t i = 0; i < box.vertex_count; ++i) {
+        r.box_lowest = fmin(r.box_lowest, pb[3 * i + 1]);
+      }
+      for (int32_t i = 0; i < m.vertex_count; ++i) {
+        r.cloth_lowest = fmin(r.cloth_lowest, pc[3 * i + 1]);
+      }
+      r.worst_gap = fmin(r.worst_gap, r.box_lowest - r.cloth_lowest);
+      free(pc);
+      free(pb);
+    }
+  }
+  piola_stats st;
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  r.contacts = st.contact_count;
+  piola_world_destroy(w);
+  piola_tri_mesh_free(&m);
+  piola_mesh_free(&box);
+  *out = r;
+}
+
+static void check_hammock(piola_test *t, piola_backend backend) {
+  hammock_result r;
+  hammock(t, backend, true, &r);
+  const double thickness = (double)piola_default_world_def().contact_thickness;
+  printf("  %s: box lowest %.4f m, cloth lowest %.4f m (smallest gap seen %.4f m), %d contacts "
+         "at the end\n",
+         piola_backend_name(backend), r.box_lowest, r.cloth_lowest, r.worst_gap, (int)r.contacts);
+  /* The box lies in the sagging cloth, a thickness above its lowest point, never below it. */
+  CHECK_MSG(t, r.cloth_lowest < 0.45, "the cloth did not sag under the box (%.4f m)",
+            r.cloth_lowest);
+  CHECK_MSG(t, r.worst_gap > 0.5 * thickness, "the box went %.4f m below the cloth's lowest point",
+            -r.worst_gap);
+  CHECK_MSG(t, fabs((r.box_lowest - r.cloth_lowest) - thickness) < 0.5 * thickness,
+            "the box rests %.4f m above the cloth, not about %.3f m", r.box_lowest - r.cloth_lowest,
+            thickness);
+  CHECK_MSG(t, r.contacts > 0, "no contacts at the end");
+}
+
+/* A box dropped into a cloth hammock stays on it; with contacts off it falls through, which
+ * shows that the check can fail. */
+void test_cloth_contact_hammock(piola_test *t) {
+  check_hammock(t, PIOLA_BACKEND_CPU_REFERENCE);
+  hammock_result off;
+  hammock(t, PIOLA_BACKEND_CPU_REFERENCE, false, &off);
+  printf("  contacts off: box lowest %.4f m, cloth lowest %.4f m\n", off.box_lowest,
+         off.cloth_lowest);
+  CHECK_MSG(t, off.box_lowest < off.cloth_lowest - 0.1, "without contacts the box stayed on it");
+}
+
+void test_opencl_cloth_contact_hammock(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    check_hammock(t, PIOLA_BACKEND_OPENCL);
   }
 }

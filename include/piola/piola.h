@@ -171,8 +171,8 @@ PIOLA_API piola_status piola_body_set_collision_filter(piola_world *world, piola
 PIOLA_API piola_status piola_body_set_self_collision(piola_world *world, piola_body_id body,
                                                      bool enabled);
 
-/** For a cloth body: its triangles (as in its mesh; cloth has no collision surface for body
- * contact yet). For a tet body: the body's collision surface: its boundary triangles (faces of
+/** For a cloth body: its triangles (as in its mesh), its two-sided collision surface. For a
+ * tet body: the body's collision surface: its boundary triangles (faces of
  * exactly one tet), oriented with outward normals (counter-clockwise seen from outside), 3
  * body-local vertex indices each. Writes min(capacity, count) triangles and stores the count in
  * *count (either pointer may be NULL when capacity is 0). */

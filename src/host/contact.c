@@ -71,7 +71,7 @@ piola_status piola_contacts_build(piola_world *w) {
   c.vertex_reach = malloc(sizeof *c.vertex_reach * nv);
   c.triangle = malloc(sizeof *c.triangle * 3 * nt);
   c.triangle_body = malloc(sizeof *c.triangle_body * nt);
-  c.body_filter = malloc(sizeof *c.body_filter * 3 * (size_t)(c.body_count > 0 ? c.body_count : 1));
+  c.body_filter = malloc(sizeof *c.body_filter * 4 * (size_t)(c.body_count > 0 ? c.body_count : 1));
   c.triangle_box = malloc(sizeof *c.triangle_box * 6 * nt);
   c.bucket_start = malloc(sizeof *c.bucket_start * ((size_t)buckets + 1));
   c.bucket_triangles = malloc(sizeof *c.bucket_triangles * PIOLA_CELLS_PER_TRIANGLE * nt);
@@ -114,9 +114,10 @@ piola_status piola_contacts_build(piola_world *w) {
       }
       c.triangle_body[tri] = dense;
     }
-    c.body_filter[3 * (size_t)dense] = b->collision_group;
-    c.body_filter[3 * (size_t)dense + 1] = b->collision_mask;
-    c.body_filter[3 * (size_t)dense + 2] = b->self_collision ? 1u : 0u;
+    c.body_filter[4 * (size_t)dense] = b->collision_group;
+    c.body_filter[4 * (size_t)dense + 1] = b->collision_mask;
+    c.body_filter[4 * (size_t)dense + 2] = b->self_collision ? 1u : 0u;
+    c.body_filter[4 * (size_t)dense + 3] = b->cloth ? 1u : 0u; /* two-sided triangles */
     dense++;
   }
   free(local_to_sv);
@@ -206,10 +207,10 @@ static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t, 
   const int32_t ba = c->vertex_body[sv], bb = c->triangle_body[t];
   const int32_t *q = c->triangle + 3 * (size_t)t;
   if (ba != bb) {
-    const uint32_t *fa = c->body_filter + 3 * (size_t)ba, *fb = c->body_filter + 3 * (size_t)bb;
+    const uint32_t *fa = c->body_filter + 4 * (size_t)ba, *fb = c->body_filter + 4 * (size_t)bb;
     return piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1]);
   }
-  return c->body_filter[3 * (size_t)ba + 2] != 0u && q[0] != sv && q[1] != sv && q[2] != sv &&
+  return c->body_filter[4 * (size_t)ba + 2] != 0u && q[0] != sv && q[1] != sv && q[2] != sv &&
          !piola_contact_self_near(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
                                   at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
                                   c->vertex_reach[sv], thickness);
@@ -249,9 +250,18 @@ void piola_cpu_narrow_phase(piola_world *w) {
               continue;
             }
             const int32_t *q = c->triangle + 3 * (size_t)t;
-            const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
-            const int persistent = piola_contact_was_listed(c->previous_triangle + K * (size_t)sv,
-                                                            c->previous_count[sv], t);
+            const int32_t a = c->vertex[q[0]];
+            int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
+            int persistent;
+            const piola_int side = piola_contact_side(
+                x, at3(w->x, a), at3(w->x, b), at3(w->x, d), c->previous_triangle + K * (size_t)sv,
+                c->previous_count[sv], t, c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u,
+                &persistent);
+            if (side) { /* met from the back: corners b and c swapped */
+              const int32_t swap_corner = b;
+              b = d;
+              d = swap_corner;
+            }
             const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
             double key;
             if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d),
@@ -262,7 +272,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
                                             at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
                                             c->vertex_reach[sv], thickness))) {
               found++;
-              piola_contact_keep(keys, tris, &kept, key, t);
+              piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
             }
           }
         }
@@ -277,7 +287,8 @@ void piola_cpu_narrow_phase(piola_world *w) {
   memset(c->corner_start, 0, sizeof *c->corner_start * ((size_t)c->vertex_count + 1));
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
     for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
-      const int32_t *q = c->triangle + 3 * (size_t)c->contact_triangle[K * (size_t)sv + k];
+      const int32_t *q = c->triangle + 3 * (size_t)piola_contact_entry_triangle(
+                                               c->contact_triangle[K * (size_t)sv + k]);
       for (int corner = 0; corner < 3; ++corner) {
         c->corner_start[q[corner] + 1]++;
       }
@@ -291,7 +302,8 @@ void piola_cpu_narrow_phase(piola_world *w) {
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
     for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
       const int32_t slot = K * sv + k;
-      const int32_t *q = c->triangle + 3 * (size_t)c->contact_triangle[slot];
+      const int32_t *q =
+          c->triangle + 3 * (size_t)piola_contact_entry_triangle(c->contact_triangle[slot]);
       for (int corner = 0; corner < 3; ++corner) {
         c->corner_entry[cursor[q[corner]]++] = 4 * slot + 1 + corner;
       }
@@ -307,13 +319,19 @@ void piola_cpu_contact(piola_world *w) {
     const int32_t v = c->vertex[sv];
     for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
       const int32_t slot = K * sv + k;
-      const int32_t *q = c->triangle + 3 * (size_t)c->contact_triangle[slot];
-      const int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
+      const int32_t entry = c->contact_triangle[slot];
+      const int32_t *q = c->triangle + 3 * (size_t)piola_contact_entry_triangle(entry);
+      const int side = piola_contact_entry_side(entry);
+      const int32_t a = c->vertex[q[0]], b = c->vertex[q[side ? 2 : 1]],
+                    d = c->vertex[q[side ? 1 : 2]];
       piola_v3 dx[4];
-      const int moved =
+      int moved =
           piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v], at3(w->x, a), at3(w->x, b),
                                 at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a],
                                 w->w[b], w->w[d], thickness, friction, dx);
+      if (side) {
+        moved = piola_contact_unswap(dx, moved);
+      }
       for (int corner = 0; corner < 4; ++corner) {
         double *o = c->delta + 4 * (size_t)(4 * slot + corner);
         o[0] = dx[corner].x;

@@ -782,10 +782,9 @@ static piola_status upload_contacts(piola_world *w) {
   if (s == PIOLA_OK) {
     cl_uint *f = (cl_uint *)tmp;
     for (size_t b = 0; b < (size_t)c->body_count; ++b) {
-      for (int k = 0; k < 3; ++k) {
-        f[4 * b + (size_t)k] = c->body_filter[3 * b + (size_t)k];
+      for (int k = 0; k < 4; ++k) {
+        f[4 * b + (size_t)k] = c->body_filter[4 * b + (size_t)k];
       }
-      f[4 * b + 3] = 0u;
     }
     s = write_buffer(w, BUF_BODY_FILTER, 0, 16 * (size_t)c->body_count, f);
   }

@@ -220,7 +220,7 @@ typedef struct piola_solver_contacts {
   int32_t *triangle;      /* 3 surface-vertex indices each, outward */
   int32_t *triangle_body; /* dense body index of each */
   int32_t body_count;
-  uint32_t *body_filter; /* 3 per dense body: group, mask, self-collision (0 or 1) */
+  uint32_t *body_filter; /* 4 per dense body: group, mask, self-collision, two-sided (0/1) */
   int32_t bucket_mask;   /* hash table of bucket_mask + 1 buckets (a power of two) */
   /* Per substep, CPU reference: the grid (cell size, triangle boxes, buckets), the contacts
    * (per surface vertex: count and triangles, PIOLA_CONTACTS_PER_VERTEX slots), each slot's

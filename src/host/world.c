@@ -1097,6 +1097,53 @@ static piola_status build_bends(const piola_logger *log, piola_body *b, const do
 
 /* Checks a cloth mesh and material and computes the body's rest data; touches nothing in the
  * world. *uv_fallback counts triangles whose u is constant (weft along the first edge). */
+/* A cloth's collision surface: its own triangles (two-sided: contacts keep a vertex on the
+ * side it came from), the vertices on them with their rest positions, and each one's reach, its
+ * longest rest triangle edge (see piola_contact_self_allowed). */
+static piola_status cloth_surface(piola_body *b, const double *rest) {
+  const int32_t nv = b->vertex_count, nt = b->tri_count;
+  b->surface = malloc(sizeof *b->surface * 3 * (size_t)nt);
+  double *reach = calloc((size_t)nv, sizeof *reach);
+  if (b->surface == NULL || reach == NULL) {
+    free(reach);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(b->surface, b->tris, sizeof *b->surface * 3 * (size_t)nt);
+  b->surface_count = nt;
+  for (int32_t t = 0; t < nt; ++t) {
+    const int32_t *q = b->tris + 3 * (size_t)t;
+    for (int i = 0; i < 3; ++i) {
+      const int32_t u = q[i], v = q[(i + 1) % 3];
+      const double *a = rest + 3 * (size_t)u, *c = rest + 3 * (size_t)v;
+      const double len = sqrt((a[0] - c[0]) * (a[0] - c[0]) + (a[1] - c[1]) * (a[1] - c[1]) +
+                              (a[2] - c[2]) * (a[2] - c[2]));
+      reach[u] = fmax(reach[u], len);
+      reach[v] = fmax(reach[v], len);
+    }
+  }
+  int32_t nsv = 0;
+  for (int32_t i = 0; i < nv; ++i) {
+    nsv += reach[i] > 0.0;
+  }
+  b->surface_vertices = malloc(sizeof *b->surface_vertices * (size_t)(nsv > 0 ? nsv : 1));
+  b->surface_rest = malloc(sizeof *b->surface_rest * 3 * (size_t)(nsv > 0 ? nsv : 1));
+  b->surface_reach = malloc(sizeof *b->surface_reach * (size_t)(nsv > 0 ? nsv : 1));
+  if (b->surface_vertices == NULL || b->surface_rest == NULL || b->surface_reach == NULL) {
+    free(reach);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  b->surface_vertex_count = nsv;
+  for (int32_t i = 0, k = 0; i < nv; ++i) {
+    if (reach[i] > 0.0) {
+      memcpy(b->surface_rest + 3 * (size_t)k, rest + 3 * (size_t)i, 3 * sizeof(double));
+      b->surface_reach[k] = reach[i];
+      b->surface_vertices[k++] = i;
+    }
+  }
+  free(reach);
+  return PIOLA_OK;
+}
+
 static piola_status prepare_cloth(const piola_world *w, const piola_tri_mesh *mesh,
                                   const piola_cloth_material *material, const float translation[3],
                                   body_build *out, int32_t *uv_fallback) {
@@ -1253,6 +1300,9 @@ static piola_status prepare_cloth(const piola_world *w, const piola_tri_mesh *me
   free(item_vertices);
   free(colors);
   free(fill);
+  if (s == PIOLA_OK) {
+    s = cloth_surface(b, out->rest);
+  }
   b->collision_group = 1u;
   b->collision_mask = 0xFFFFFFFFu;
   b->self_collision = true;
