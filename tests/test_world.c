@@ -84,6 +84,20 @@ static bool busy_world_make(piola_test *t, busy_world *b) {
 
 /* ---- Bad input -------------------------------------------------------------------------- */
 
+/* piola_version_string(), the header's macros and CMake's project version (passed in by
+ * CMakeLists.txt, which reads it from the header) agree. */
+void test_version_string_matches_project(piola_test *t) {
+  char from_macros[32];
+  snprintf(from_macros, sizeof from_macros, "%d.%d.%d", PIOLA_VERSION_MAJOR, PIOLA_VERSION_MINOR,
+           PIOLA_VERSION_PATCH);
+  CHECK_MSG(t, strcmp(piola_version_string(), from_macros) == 0, "version %s, macros %s",
+            piola_version_string(), from_macros);
+#ifdef PIOLA_PROJECT_VERSION
+  CHECK_MSG(t, strcmp(piola_version_string(), PIOLA_PROJECT_VERSION) == 0,
+            "version %s, CMake project %s", piola_version_string(), PIOLA_PROJECT_VERSION);
+#endif
+}
+
 void test_world_create_rejects_bad_defs(piola_test *t) {
   piola_test_log log;
   int misuse = 0;

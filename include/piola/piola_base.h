@@ -21,6 +21,8 @@
 #define PIOLA_API
 #endif
 
+/* The version's one home: CMakeLists.txt reads these three lines for the project version (the
+ * shared library's VERSION and SONAME, PiolaConfigVersion.cmake, piola.pc). */
 #define PIOLA_VERSION_MAJOR 0
 #define PIOLA_VERSION_MINOR 1
 #define PIOLA_VERSION_PATCH 0

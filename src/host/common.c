@@ -8,8 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#define PIOLA_STRINGIFY_(x) #x
+#define PIOLA_STRINGIFY(x) PIOLA_STRINGIFY_(x)
+
+/* From the macros of piola_base.h, the version's one home (CMakeLists.txt reads them too). */
 const char *piola_version_string(void) {
-  return "0.1.0";
+  return PIOLA_STRINGIFY(PIOLA_VERSION_MAJOR) "." PIOLA_STRINGIFY(
+      PIOLA_VERSION_MINOR) "." PIOLA_STRINGIFY(PIOLA_VERSION_PATCH);
 }
 
 const char *piola_status_string(piola_status status) {
