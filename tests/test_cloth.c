@@ -814,3 +814,91 @@ void test_opencl_cloth_contact_hammock(piola_test *t) {
     check_hammock(t, PIOLA_BACKEND_OPENCL);
   }
 }
+
+/* A cloth strip folded in two (layers 0.1 m apart joined by a half-circle fold of radius 0.05 m,
+ * 0.5 m long each, 0.2 m wide, cells of about 4 cm) lying on the ground: the upper layer falls
+ * onto the lower one. With self-collision it comes to rest on it a contact thickness above;
+ * without, it falls through onto the ground. Returns the upper layer's lowest and the lower
+ * layer's highest point away from the fold (rest x < 0.4 m) after 0.5 s. */
+static void folded_strip(piola_test *t, piola_backend backend, bool self, double *upper_lo,
+                         double *lower_hi) {
+  *upper_lo = *lower_hi = NAN;
+  const double arm = 0.5, r = 0.05, pi = 3.14159265358979323846;
+  const double length = 2.0 * arm + pi * r;
+  piola_tri_mesh m = grid(29, 5, (float)length, 0.2f);
+  REQUIRE(t, m.vertex_count == 30 * 6);
+  double *rest_s = malloc(sizeof *rest_s * (size_t)m.vertex_count);
+  REQUIRE(t, rest_s != NULL);
+  for (int32_t i = 0; i < m.vertex_count; ++i) {
+    float *p = m.positions + 3 * (size_t)i;
+    const double s = p[0];
+    rest_s[i] = s;
+    if (s <= arm) {
+      p[0] = (float)s;
+      p[1] = 0.0f;
+    } else if (s <= arm + pi * r) {
+      const double a = (s - arm) / r;
+      p[0] = (float)(arm + r * sin(a));
+      p[1] = (float)(r - r * cos(a));
+    } else {
+      p[0] = (float)(arm - (s - arm - pi * r));
+      p[1] = (float)(2.0 * r);
+    }
+  }
+  piola_world *w = cloth_world(t, backend, NULL, NULL, 0.005f, 4, 5, 1.0f);
+  REQUIRE(t, w != NULL);
+  REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL));
+  piola_cloth_material mat = piola_default_cloth_material();
+  piola_body_id id;
+  REQUIRE_OK(t, piola_world_add_cloth(w, &m, &mat, (const float[3]){0.0f, 0.012f, 0.0f}, &id));
+  REQUIRE_OK(t, piola_body_set_self_collision(w, id, self));
+  for (int step = 0; step < 100; ++step) {
+    REQUIRE_OK(t, piola_world_step(w));
+  }
+  float *x = wt_get_positions(w, id);
+  REQUIRE(t, x != NULL);
+  *upper_lo = INFINITY;
+  *lower_hi = -INFINITY;
+  for (int32_t i = 0; i < m.vertex_count; ++i) {
+    const double s = rest_s[i];
+    if (s < 0.4) {
+      *lower_hi = fmax(*lower_hi, x[3 * (size_t)i + 1]);
+    } else if (s > length - 0.4) {
+      *upper_lo = fmin(*upper_lo, x[3 * (size_t)i + 1]);
+    }
+  }
+  free(x);
+  free(rest_s);
+  piola_world_destroy(w);
+  piola_tri_mesh_free(&m);
+}
+
+static void check_folded_strip(piola_test *t, piola_backend backend) {
+  const double thickness = (double)piola_default_world_def().contact_thickness;
+  double upper, lower;
+  folded_strip(t, backend, true, &upper, &lower);
+  printf("  %s, self-collision on: upper layer's lowest %.4f m, lower layer's highest %.4f m\n",
+         piola_backend_name(backend), upper, lower);
+  CHECK_MSG(t, upper - lower > 0.5 * thickness && upper - lower < 2.0 * thickness,
+            "the layers are %.4f m apart, not about a thickness (%.3f m)", upper - lower,
+            thickness);
+  CHECK_MSG(t, upper < 0.1, "the upper layer did not fall (%.4f m)", upper);
+  if (backend == PIOLA_BACKEND_CPU_REFERENCE) {
+    folded_strip(t, backend, false, &upper, &lower);
+    printf("  %s, self-collision off: upper layer's lowest %.4f m, lower layer's highest %.4f m\n",
+           piola_backend_name(backend), upper, lower);
+    CHECK_MSG(t, upper - lower < 0.25 * thickness,
+              "without self-collision the layers stayed %.4f m apart", upper - lower);
+  }
+}
+
+/* Cloth self-collision: a folded strip's upper layer comes to rest on the lower one. */
+void test_cloth_self_collision_fold(piola_test *t) {
+  check_folded_strip(t, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_cloth_self_collision_fold(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    check_folded_strip(t, PIOLA_BACKEND_OPENCL);
+  }
+}
