@@ -2289,7 +2289,7 @@ static void print_help(void) {
   const validate_experiment *e = validate_experiments(&count);
   printf(
       "Usage: piola validate [options]\n"
-      "Reproduces the experiments of Bender et al. 2014 (Figs. 2, 4-8, 11) and prints each\n"
+      "Reproduces the experiments of Bender et al. 2014 (Figs. 2, 4-8, 10, 11) and prints each\n"
       "measured value beside the expected one with PASS/FAIL. Exit status 1 when a check\n"
       "fails.\n\n"
       "  --quick           the quick versions (the validate_* tests): smaller meshes, fewer runs\n"
