@@ -22,11 +22,15 @@ Input, legacy ASCII VTK ("# vtk DataFile Version 3.0", a title line, "ASCII", th
     cone frustum from base_radius at base to top_radius at base + height * axis; drawn
     see-through), "sphere" (center, radius), "box" (center, half_extents, rotation as the
     quaternion [x, y, z, w]) and "capsule" (a, b, radius). Other types are skipped with a warning.
+    A sphere or capsule with "velocity" moves: its centre (ends) at time t is the given one plus
+    velocity * t, until "stop_time", from which it stands at "stop" (a sphere; else where the
+    motion took it), as the cloth scene's sphere does (`piola run --scene cloth`).
 
 The picture: y is up, as in the simulation. Each body (a connected part of the surface, or
 vertex index // K with --body-vertices K) has its colour, shaded flat by a light from the upper
 left of the camera. The projection is orthographic, and faces turned away from the camera are
-left out (exact for closed, outward-turned surfaces). All panels of a strip, and all PNGs of
+left out (exact for closed, outward-turned surfaces); open surfaces (an edge of one triangle
+only: cloth) are drawn from both sides. All panels of a strip, and all PNGs of
 --each, share one camera and one box: the bounds of the frames shown and of the colliders.
 Faces are drawn back to front by the depth of their centres (painter's algorithm), so a face
 may wrongly cover another where large and small faces meet, e.g. at the funnel's wall.
@@ -209,12 +213,27 @@ def box_mesh(center, half_extents, rotation):
                     [1, 5, 7, 3]]]
 
 
-def collider_meshes(colliders):
-    """(quads, see_through) for each collider of finite shape; planes are drawn apart."""
+def collider_at(c, t):
+    """The collider c at time t (s): a moving sphere or capsule ("velocity", optional
+    "stop_time" and "stop") moved along its motion; others as they are."""
+    if t is None or "velocity" not in c or c.get("type") not in ("sphere", "capsule"):
+        return c
+    stop = c.get("stop_time")
+    if stop is not None and t >= float(stop) and c.get("type") == "sphere" and "stop" in c:
+        return dict(c, center=list(map(float, c["stop"])))
+    shift = np.asarray(c["velocity"], float) * (min(t, float(stop)) if stop is not None else t)
+    keys = ("center",) if c.get("type") == "sphere" else ("a", "b")
+    return dict(c, **{k: list(np.asarray(c[k], float) + shift) for k in keys})
+
+
+def collider_meshes(colliders, t=None):
+    """(quads, see_through) for each collider of finite shape at time t (s; None: as given);
+    planes are drawn apart."""
     out = []
     for c in colliders:
         kind = c.get("type")
         try:
+            c = collider_at(c, t)
             if kind == "funnel":
                 out.append((funnel_mesh(c["base"], c["axis"], c["base_radius"], c["top_radius"],
                                         c["height"]), True))
@@ -292,17 +311,30 @@ def shade(rgb, n, light, two_sided=False):
     return np.clip(np.asarray(rgb) * (0.4 + 0.6 * d)[:, None], 0, 1)
 
 
-def draw_panel(ax, Poly3DCollection, surface, meshes, planes, view):
+def is_open(triangles):
+    """Whether a triangle surface has an edge of one triangle only (cloth, not a closed body)."""
+    if len(triangles) == 0:
+        return False
+    edges = np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]],
+                                    triangles[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    return bool((counts == 1).any())
+
+
+def draw_panel(ax, Poly3DCollection, surface, meshes, planes, view, two_sided=False):
     """Draws one frame: the planes facing the camera first, then the bodies' and the colliders'
-    faces in one collection that matplotlib sorts back to front, then other planes."""
+    faces in one collection that matplotlib sorts back to front, then other planes. two_sided:
+    the bodies' faces turned away from the camera are drawn too (open surfaces)."""
     from matplotlib.colors import to_rgb
     (eye, light), (points, triangles, bodies) = view, surface
     tris = points[triangles]
     n = normals(tris)
-    front = n @ eye > 0
-    tris, n, bodies = tris[front], n[front], bodies[front]
+    if not two_sided:
+        front = n @ eye > 0
+        tris, n, bodies = tris[front], n[front], bodies[front]
     palette = np.array([to_rgb(c) for c in PALETTE])
-    faces = [np.column_stack([shade(palette[bodies % len(palette)], n, light), np.ones(len(n))])]
+    faces = [np.column_stack([shade(palette[bodies % len(palette)], n, light, two_sided),
+                              np.ones(len(n))])]
     polys, edges = list(to_plot(tris)), [faces[0]]
     for mesh, see_through in meshes:
         mn = normals(mesh)
@@ -313,6 +345,9 @@ def draw_panel(ax, Poly3DCollection, surface, meshes, planes, view):
         polys += list(to_plot(mesh))
         faces.append(face)
         edges.append(np.column_stack([rgb * 0.7, np.full(len(mn), 0.4)]) if see_through else face)
+    if two_sided:  # many small faces: edges in the faces' colours would hide the shading
+        edges[0] = faces[0].copy()
+        edges[0][:, 3] = 0.0
     for patch, faces_camera in planes:
         ax.add_collection3d(Poly3DCollection(
             to_plot(patch), facecolors=(0.86, 0.86, 0.82, 1 if faces_camera else 0.25),
@@ -377,11 +412,17 @@ def select_frames(directory, spec, count=6):
     return [(f, present[f]) for f in wanted], present[numbers[0]]
 
 
-def caption(frame, scene):
+def frame_time(frame, scene):
+    """The time (s) of frame N, N * every * dt, or None when scene.json does not say."""
     try:
-        return "t = %.4g s" % (frame * float(scene["every"]) * float(scene["dt"]))
+        return frame * float(scene["every"]) * float(scene["dt"])
     except (KeyError, TypeError, ValueError):
-        return "frame %d" % frame
+        return None
+
+
+def caption(frame, scene):
+    t = frame_time(frame, scene)
+    return "frame %d" % frame if t is None else "t = %.4g s" % t
 
 
 def main(argv=None):
@@ -431,12 +472,15 @@ def main(argv=None):
     used = np.concatenate(used)
     view = camera(a.elev, a.azim)
     colliders = scene.get("colliders", []) if isinstance(scene, dict) else []
-    meshes, planes = collider_meshes(colliders), []
+    scene = scene if isinstance(scene, dict) else {}
+    meshes = [collider_meshes(colliders, frame_time(number, scene)) for number, _ in frames]
+    planes = []
     for c in (c for c in colliders if c.get("type") == "plane"):
         normal = np.asarray(c.get("normal", [0, 1, 0]), float)
         patch = plane_patch(normal, float(c.get("offset", 0.0)), used.min(0), used.max(0))
         planes.append((patch, normal @ view[0] > 0))
-    every = np.concatenate([used] + [m.reshape(-1, 3) for m, _ in meshes + planes])
+    every = np.concatenate([used] + [m.reshape(-1, 3) for ms in meshes for m, _ in ms]
+                           + [m.reshape(-1, 3) for m, _ in planes])
     pad = 0.02 * max(np.ptp(every, axis=0).max(), 1e-6)
     box = (every.min(0) - pad, every.max(0) + pad)
     w, band = a.width_per_panel, 0.3  # inches; the band above each panel holds its caption
@@ -452,7 +496,8 @@ def main(argv=None):
             ax = fig.add_subplot(1, len(group), k + 1, projection="3d", proj_type="ortho",
                                  computed_zorder=False)
             ax.view_init(elev=a.elev, azim=a.azim)
-            draw_panel(ax, Poly3DCollection, surfaces[i], meshes, planes, view)
+            draw_panel(ax, Poly3DCollection, surfaces[i], meshes[i], planes, view,
+                       is_open(surfaces[i][1]))
             set_box(ax, box, (w * a.dpi, (h - band) * a.dpi))
             fig.text((k + 0.5) / len(group), 1 - 0.5 * band / h, caption(frames[i][0], scene),
                      ha="center", va="center", fontsize=11)

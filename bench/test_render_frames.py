@@ -164,6 +164,26 @@ class Colliders(unittest.TestCase):
         radius = np.hypot(funnel[:, 0], funnel[:, 2])
         np.testing.assert_allclose(radius, 0.9 + (funnel[:, 1] - 3.5) * 0.8, atol=1e-9)
 
+    def test_moving_sphere(self):
+        ball = {"type": "sphere", "center": [0, 2, 0], "radius": 0.5, "velocity": [0, -2, 0],
+                "stop_time": 0.5, "stop": [0, 1, 0]}
+        self.assertEqual(rf.collider_at(ball, None)["center"], [0, 2, 0])
+        np.testing.assert_allclose(rf.collider_at(ball, 0.25)["center"], [0, 1.5, 0])
+        np.testing.assert_allclose(rf.collider_at(ball, 3.0)["center"], [0, 1, 0])
+        mesh = rf.collider_meshes([ball], 0.25)[0][0].reshape(-1, 3)
+        np.testing.assert_allclose((mesh.min(0) + mesh.max(0)) / 2, [0, 1.5, 0], atol=1e-9)
+        capsule = {"type": "capsule", "a": [0, 0, 0], "b": [1, 0, 0], "radius": 0.1,
+                   "velocity": [0, 0, 1]}
+        moved = rf.collider_at(capsule, 2.0)
+        np.testing.assert_allclose([moved["a"], moved["b"]], [[0, 0, 2], [1, 0, 2]])
+        box = {"type": "box", "center": [0, 0, 0], "half_extents": [1, 1, 1]}
+        self.assertIs(rf.collider_at(box, 1.0), box)
+
+    def test_open_surfaces(self):
+        self.assertFalse(rf.is_open(CUBE_TRIANGLES))
+        self.assertTrue(rf.is_open(CUBE_TRIANGLES[:-1]))
+        self.assertTrue(rf.is_open(np.array([[0, 1, 2], [0, 2, 3]])))  # a square of cloth
+
     def test_plane_patch(self):
         patch = rf.plane_patch(np.array([0, 2.0, 0]), 1.0, np.array([-1, 0, 2]),
                                np.array([3, 4, 5]))
@@ -231,6 +251,43 @@ class Command(unittest.TestCase):
             self.assertGreater(os.path.getsize(os.path.join(each, name)), 1000)
         with self.assertRaises(SystemExit):
             self.run_main(self.frames, "--frames", "0,7")
+
+    @unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib is missing")
+    def test_cloth_frames(self):
+        # A 4 x 4 grid of cloth (POLYDATA, open), falling, with a moving sphere: drawn two-sided
+        # (its faces turned away from the camera too), the sphere where its motion puts it.
+        n = 5
+        grid = np.array([[i / 4, 0, j / 4] for i in range(n) for j in range(n)], float)
+        tris = []
+        for i in range(n - 1):
+            for j in range(n - 1):
+                a, b, c, d = i * n + j, (i + 1) * n + j, (i + 1) * n + j + 1, i * n + j + 1
+                tris += [[a, c, b], [a, d, c]]  # normals down: turned away from a camera above
+        for frame, y in enumerate([1.0, 0.5]):
+            with open(os.path.join(self.frames, "frame_%05d.vtk" % frame), "w") as f:
+                f.write(poly_text(grid + [0, y, 0], np.array(tris)))
+        with open(os.path.join(self.frames, "scene.json"), "w") as f:
+            json.dump({"dt": 0.005, "every": 20, "frames": "cloth", "colliders": [
+                {"type": "sphere", "center": [0.5, 2.0, 0.5], "radius": 0.2,
+                 "velocity": [0, -2, 0], "stop_time": 0.1, "stop": [0.5, 1.8, 0.5]}]}, f)
+        drawn = []
+        original = rf.draw_panel
+
+        def spy(ax, poly, surface, meshes, planes, view, two_sided=False):
+            drawn.append((two_sided, meshes))
+            return original(ax, poly, surface, meshes, planes, view, two_sided)
+
+        rf.draw_panel = spy
+        try:
+            strip = os.path.join(self.dir.name, "cloth.png")
+            self.run_main(self.frames, "--out", strip, "--width-per-panel", "2")
+        finally:
+            rf.draw_panel = original
+        self.assertEqual([two for two, _ in drawn], [True, True])
+        centres = [m[0][0].reshape(-1, 3) for _, m in drawn]
+        np.testing.assert_allclose([(c.min(0) + c.max(0))[1] / 2 for c in centres], [2.0, 1.8],
+                                   atol=1e-9)
+        self.assertGreater(os.path.getsize(strip), 1000)
 
     def test_caption(self):
         self.assertEqual(rf.caption(25, {"dt": 0.005, "every": 10}), "t = 1.25 s")

@@ -902,3 +902,87 @@ void test_opencl_cloth_self_collision_fold(piola_test *t) {
     check_folded_strip(t, PIOLA_BACKEND_OPENCL);
   }
 }
+
+/* ---- Stage times per cloth kind ---------------------------------------------------------- */
+
+/* The solve pass's time on the cloth split by kind: PIOLA_STAGE_SOLVE_CLOTH (triangles) and
+ * PIOLA_STAGE_SOLVE_BENDING (stencils), on the CPU reference (host clock) and on OpenCL with
+ * profiling (device events); a cloth without bending spends nothing on stencils, a world
+ * without cloth nothing on either, and the split leaves the result unchanged. */
+static void check_stage_times(piola_test *t, piola_backend backend) {
+  CHECK(t, strcmp(piola_stage_name(PIOLA_STAGE_SOLVE_CLOTH), "solve_cloth") == 0);
+  CHECK(t, strcmp(piola_stage_name(PIOLA_STAGE_SOLVE_BENDING), "solve_bending") == 0);
+  CHECK(t, PIOLA_STAGE_SOLVE_TETS < PIOLA_STAGE_SOLVE_CLOTH &&
+               PIOLA_STAGE_SOLVE_CLOTH < PIOLA_STAGE_SOLVE_BENDING &&
+               PIOLA_STAGE_SOLVE_BENDING < PIOLA_STAGE_CONTACT);
+  for (int bending = 0; bending < 2; ++bending) {
+    piola_world_def def = backend == PIOLA_BACKEND_CPU_REFERENCE
+                              ? piola_test_world_def(NULL, NULL)
+                              : opencl_test_world_def(backend, NULL, NULL);
+    def.profile = true;
+    piola_world *w = NULL;
+    REQUIRE_OK(t, piola_world_create(&def, &w));
+    piola_tri_mesh m = grid(16, 16, 1.0f, 1.0f);
+    piola_cloth_material mat = piola_default_cloth_material();
+    mat.bending_stiffness = bending ? 1e-3f : 0.0f;
+    piola_body_id id;
+    REQUIRE_OK(t, piola_world_add_cloth(w, &m, &mat, NULL, &id));
+    for (int s = 0; s < 3; ++s) {
+      REQUIRE_OK(t, piola_world_step(w));
+    }
+    double ms[PIOLA_STAGE_COUNT];
+    REQUIRE_OK(t, piola_world_get_stage_times(w, ms));
+    printf("cloth stage times (%s, bending %s): solve_tets %.4f, solve_cloth %.4f, "
+           "solve_bending %.4f ms\n",
+           piola_backend_name(backend), bending ? "on" : "off", ms[PIOLA_STAGE_SOLVE_TETS],
+           ms[PIOLA_STAGE_SOLVE_CLOTH], ms[PIOLA_STAGE_SOLVE_BENDING]);
+    CHECK_MSG(t, ms[PIOLA_STAGE_SOLVE_CLOTH] > 0.0, "solve_cloth %g ms",
+              ms[PIOLA_STAGE_SOLVE_CLOTH]);
+    if (bending) {
+      CHECK_MSG(t, ms[PIOLA_STAGE_SOLVE_BENDING] > 0.0, "solve_bending %g ms",
+                ms[PIOLA_STAGE_SOLVE_BENDING]);
+    } else {
+      CHECK_MSG(t, ms[PIOLA_STAGE_SOLVE_BENDING] == 0.0, "no stencils, solve_bending %g ms",
+                ms[PIOLA_STAGE_SOLVE_BENDING]);
+    }
+    for (int s = 0; s < PIOLA_STAGE_COUNT; ++s) {
+      CHECK_MSG(t, ms[s] >= 0.0 && isfinite(ms[s]), "stage %s: %g ms",
+                piola_stage_name((piola_stage)s), ms[s]);
+    }
+    if (backend != PIOLA_BACKEND_CPU_REFERENCE) {
+      /* No tets: nothing is launched for them (the CPU's host clock sees the loop's
+       * bookkeeping). */
+      CHECK_MSG(t, ms[PIOLA_STAGE_SOLVE_TETS] == 0.0, "solve_tets %g ms",
+                ms[PIOLA_STAGE_SOLVE_TETS]);
+    }
+    piola_tri_mesh_free(&m);
+    piola_world_destroy(w);
+  }
+  /* Tets only: neither cloth entry is charged. */
+  piola_world_def def = backend == PIOLA_BACKEND_CPU_REFERENCE
+                            ? piola_test_world_def(NULL, NULL)
+                            : opencl_test_world_def(backend, NULL, NULL);
+  def.profile = true;
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_tet_mesh box = wt_box(3, 2, 2, 0.3f, 0.2f, 0.2f);
+  piola_material tet_mat = piola_default_material();
+  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &tet_mat, NULL, NULL));
+  REQUIRE_OK(t, piola_world_step(w));
+  double ms[PIOLA_STAGE_COUNT];
+  REQUIRE_OK(t, piola_world_get_stage_times(w, ms));
+  CHECK(t, ms[PIOLA_STAGE_SOLVE_TETS] > 0.0);
+  CHECK(t, ms[PIOLA_STAGE_SOLVE_CLOTH] == 0.0 && ms[PIOLA_STAGE_SOLVE_BENDING] == 0.0);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+}
+
+void test_cloth_stage_times(piola_test *t) {
+  check_stage_times(t, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_cloth_stage_times(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    check_stage_times(t, PIOLA_BACKEND_OPENCL);
+  }
+}

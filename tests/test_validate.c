@@ -4,6 +4,7 @@
 #include "validate.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -65,6 +66,55 @@ void test_validate_compression(piola_test *t) {
   run_quick(t, "compression");
 }
 
+void test_validate_cloth_poisson(piola_test *t) {
+  run_quick(t, "cloth_poisson");
+}
+void test_validate_cloth_weft_warp(piola_test *t) {
+  run_quick(t, "cloth_weft_warp");
+}
+void test_validate_cloth_hanging(piola_test *t) {
+  run_quick(t, "cloth_hanging");
+}
+void test_validate_cloth_rigid(piola_test *t) {
+  run_quick(t, "cloth_rigid");
+}
+
+/* The cantilever does not meet the 10% of the small-deflection closed form on our meshes (the
+ * isometric bending with k = D / 3 is softer than D there: README, Cloth). The experiment must
+ * say so honestly: its judged check passes exactly when the sag is within 10%, and the sag stays
+ * in the measured band (equilateral strip 1.17 at 16 rows, quick size higher; the grid 1.35):
+ * a missing stencil or a wrong k would leave it. */
+void test_validate_cloth_cantilever(piola_test *t) {
+  int count, index = -1;
+  const validate_experiment *e = validate_experiments(&count);
+  for (int i = 0; i < count; ++i) {
+    index = strcmp(e[i].name, "cloth_cantilever") == 0 ? i : index;
+  }
+  REQUIRE(t, index >= 0);
+  validate_options o = validate_default_options();
+  o.quick = true;
+  validate_report r;
+  validate_report_init(&r);
+  validate_run(index, &o, &r);
+  validate_print_header();
+  validate_print_checks(&r, "cloth_cantilever");
+  int judged = 0, info = 0;
+  for (int32_t i = 0; i < r.check_count; ++i) {
+    const validate_check *c = &r.checks[i];
+    CHECK_MSG(t, isfinite(c->measured), "%s: %g", c->name, c->measured);
+    CHECK_MSG(t, c->measured > 1.0 && c->measured < 1.6, "%s: sag ratio %g", c->name, c->measured);
+    if (c->relation == VALIDATE_INFO) {
+      ++info;
+    } else {
+      ++judged;
+      CHECK(t, c->passed == (fabs(c->measured - 1.0) <= 0.10));
+    }
+  }
+  CHECK(t, judged == 1 && info == 1);
+  CHECK(t, r.series_count == 1 && r.series[0].row_count == 2);
+  validate_report_free(&r);
+}
+
 static char *read_all(const char *path) {
   FILE *f = fopen(path, "rb");
   if (f == NULL) {
@@ -91,7 +141,7 @@ void test_validate_outputs(piola_test *t) {
   validate_report_init(&r);
   int count;
   const validate_experiment *e = validate_experiments(&count);
-  CHECK(t, count == 7);
+  CHECK(t, count == 12);
   REQUIRE(t, validate_find("compression") != NULL);
   CHECK(t, validate_find("nonsense") == NULL);
   const int index = (int)(validate_find("compression") - e);

@@ -83,7 +83,14 @@ typedef enum piola_stage {
   /** Contacts, once per substep: each surface vertex keeps the nearest surface triangles it
    * may reach within the substep (PIOLA_MAX_VERTEX_CONTACTS at most) */
   PIOLA_STAGE_NARROW_PHASE,
-  PIOLA_STAGE_SOLVE_TETS,  /**< one pass over the colors per iteration */
+  PIOLA_STAGE_SOLVE_TETS, /**< one pass over the colors per iteration (the tets' time) */
+  /** Cloth triangles (membrane, paper Sec. 4.3): projected in the same pass as SOLVE_TETS,
+   * color after color and inside a color before the bending stencils; this entry is the time
+   * spent on the triangles (so with SOLVE_BENDING it splits the cloth's solve by kind) */
+  PIOLA_STAGE_SOLVE_CLOTH,
+  /** Cloth bending stencils (Bergou et al. 2006): projected in the same pass, after each
+   * color's triangles; this entry is the time spent on them */
+  PIOLA_STAGE_SOLVE_BENDING,
   PIOLA_STAGE_CONTACT,     /**< vertex-triangle contacts projected with friction, per iteration */
   PIOLA_STAGE_ATTACHMENTS, /**< vertices pulled to their attachments' targets, per iteration */
   PIOLA_STAGE_COLLIDE,     /**< particles projected out of the colliders */

@@ -8,7 +8,8 @@
  * change nothing. So the first contact is the first step at which the reference has more
  * contacts than at step 1, or has contacts while two bodies are within reach of each other
  * (their bounding boxes, grown by the contact thickness, overlap: a necessary condition of a
- * contact between them), which is reported too. */
+ * contact between them), which is reported too. The cloth scene (no body contact) is compared
+ * over all its steps; its moving sphere is driven alike in every world (scene_before_step). */
 #include "crosscheck.h"
 #include "commands.h"
 #include "scene.h"
@@ -111,6 +112,8 @@ typedef struct print_state {
   int32_t steps;
   const crosscheck_sample *baseline; /* NULL without --baseline */
   const scene *reference;            /* contacts are read from it after every step */
+  scene *movers[2];                  /* scenes whose colliders move: scene_before_step after
+                                        every step (for the next one) */
   float reach;                       /* m: the contact thickness */
   float *scratch;                    /* 3 floats per vertex of a body */
   float *boxes;                      /* 6 floats per body */
@@ -156,6 +159,11 @@ static piola_status bodies_within_reach(const print_state *p, bool *out) {
 static void print_sample(const crosscheck_sample *s, void *user) {
   print_state *p = user;
   piola_stats st;
+  for (int k = 0; k < 2; ++k) {
+    if (p->movers[k] != NULL && scene_before_step(p->movers[k]) != PIOLA_OK) {
+      p->status = PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+  }
   piola_status status = piola_world_get_stats(p->reference->world, &st);
   if (status != PIOLA_OK) {
     p->status = status;
@@ -189,6 +197,14 @@ static void print_sample(const crosscheck_sample *s, void *user) {
            first_body_contact ? "   <- bodies within reach" : "");
     fflush(stdout);
   }
+}
+
+/* The baseline's progress: drives the moving colliders of its two scenes. */
+static void advance_scenes(const crosscheck_sample *s, void *user) {
+  (void)s;
+  scene **pair = user;
+  scene_before_step(pair[0]);
+  scene_before_step(pair[1]);
 }
 
 /* The largest max_relative of samples[from .. to) (NaN counts as infinite); 0 when empty. */
@@ -296,6 +312,11 @@ int command_crosscheck(int argc, char **argv) {
   printf("piola crosscheck: %s x%d (%d vertices, %d tets, %d colors), %d steps of %g s\n", ref.name,
          (int)ref.body_count, (int)st.vertex_count, (int)st.tet_count, (int)st.color_count,
          (int)steps, (double)o.dt);
+  if (o.scene == SCENE_CLOTH) {
+    printf("cloth: %d x %d cells, %d triangles, %d bending stencils, %d colors\n",
+           (int)o.cloth_cells, (int)o.cloth_cells, (int)st.triangle_count, (int)st.bend_count,
+           (int)st.cloth_color_count);
+  }
   printf("reference: CPU reference (double); candidate: %s (%s)\n", piola_backend_name(st.backend),
          st.device_name);
   crosscheck_sample *samples = calloc((size_t)steps, sizeof *samples);
@@ -312,8 +333,15 @@ int command_crosscheck(int argc, char **argv) {
       if (s == PIOLA_OK) {
         s = perturb(&pert);
         crosscheck_pair bp = {ref2.world, pert.world, ref2.bodies, pert.bodies, ref2.body_count};
+        scene *both[2] = {&ref2, &pert};
         if (s == PIOLA_OK) {
-          s = crosscheck_run(&bp, steps, base_samples, &base_worst, NULL, NULL);
+          s = scene_before_step(&ref2);
+        }
+        if (s == PIOLA_OK) {
+          s = scene_before_step(&pert);
+        }
+        if (s == PIOLA_OK) {
+          s = crosscheck_run(&bp, steps, base_samples, &base_worst, advance_scenes, both);
         }
         scene_destroy(&pert);
       }
@@ -328,10 +356,16 @@ int command_crosscheck(int argc, char **argv) {
   float *boxes = malloc(sizeof *boxes * 6 * (size_t)ref.body_count);
   const float reach = o.contact_thickness > 0.0f ? o.contact_thickness
                                                  : piola_default_world_def().contact_thickness;
-  print_state ps = {every, steps, base_samples, &ref, reach, scratch, boxes, contacts,
+  print_state ps = {every, steps, base_samples, &ref, {&ref, &dev}, reach, scratch, boxes, contacts,
                     0,     0,     PIOLA_OK};
   if (s == PIOLA_OK && (contacts == NULL || scratch == NULL || boxes == NULL)) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (s == PIOLA_OK) {
+    s = scene_before_step(&ref);
+  }
+  if (s == PIOLA_OK) {
+    s = scene_before_step(&dev);
   }
   if (s == PIOLA_OK) {
     s = crosscheck_run(&pair, steps, samples, &worst, print_sample, &ps);

@@ -4,7 +4,8 @@
  * tets as an unstructured grid, or with --surface only the collision surface as polygons) and
  * the scene's colliders to scene.json. At the end it sums up the contact checks (bodies through
  * the funnel, interpenetration, NaN, inverted tets, rest); with --check it exits 1 when one
- * fails. */
+ * fails. The cloth scene (Fig. 1 right) has its own loop and checks: no NaN, no cloth vertex
+ * inside a collider, energy bounded; its frames are the cloth's triangles (POLYDATA). */
 #include "commands.h"
 #include "contact_checks.h"
 #include "scene.h"
@@ -287,6 +288,243 @@ static int run_checks(const scene *sc, const frame_data *fd, const run_summary *
   return pass_funnel && pass_pen && pass_nan && pass_inv && pass_rest ? 0 : 1;
 }
 
+/* ---- The cloth scene ------------------------------------------------------------------------ */
+
+/* A cloth vertex deeper than this inside a collider fails the check (m). The collide stage
+ * projects every vertex out of every collider at the end of each iteration, so at the end of a
+ * step vertices are outside up to float rounding; 1 mm is far above that and far below the
+ * cloth's cell size (1.5 cm at 200 cells). */
+#define CLOTH_CHECK_DEPTH 1e-3
+
+/* Depth (m) of point x inside the scene's colliders (0 when outside all); the sphere where it
+ * stands now. */
+static double cloth_depth(const scene_geometry *g, const float sphere_center[3], const float *x) {
+  double worst = 0.0;
+  if (g->has_ground) {
+    double d = g->ground.offset -
+               ((double)g->ground.normal[0] * x[0] + (double)g->ground.normal[1] * x[1] +
+                (double)g->ground.normal[2] * x[2]);
+    worst = fmax(worst, d);
+  }
+  for (int32_t b = 0; b < g->box_count; ++b) { /* axis-aligned boxes (identity rotation) */
+    const piola_box_shape *box = &g->boxes[b];
+    double d = INFINITY;
+    for (int k = 0; k < 3; ++k) {
+      d = fmin(d, (double)box->half_extents[k] - fabs((double)x[k] - box->center[k]));
+    }
+    worst = fmax(worst, d);
+  }
+  if (g->has_sphere) {
+    double r2 = 0.0;
+    for (int k = 0; k < 3; ++k) {
+      r2 += ((double)x[k] - sphere_center[k]) * ((double)x[k] - sphere_center[k]);
+    }
+    worst = fmax(worst, (double)g->sphere.radius - sqrt(r2));
+  }
+  return worst;
+}
+
+/* Writes DIR/scene.json for the cloth scene: the frames hold the cloth's triangles; the
+ * colliders (ground, boxes, the sphere with its motion: centre(t) = start + velocity * t until
+ * stop_time, then stop). */
+static int write_cloth_scene_json(const char *dir, const scene *sc, const scene_options *o,
+                                  const run_options *r) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/scene.json", dir);
+  FILE *f = open_out(path);
+  if (f == NULL) {
+    return 1;
+  }
+  const scene_geometry *g = &sc->geometry;
+  fprintf(f, "{\n  \"scene\": \"cloth\",\n  \"mesh\": \"cloth\",\n  \"bodies\": 1,\n");
+  fprintf(f, "  \"dt\": %g,\n  \"every\": %d,\n  \"steps\": %d,\n", (double)o->dt, (int)r->every,
+          (int)r->steps);
+  fprintf(f, "  \"frames\": \"cloth\",\n  \"body_vertices\": %d,\n  \"body_tets\": 0,\n",
+          (int)sc->body_vertex_count);
+  fprintf(f, "  \"cloth_cells\": %d,\n  \"cloth_triangles\": %d,\n  \"cloth_size\": %g,\n",
+          (int)o->cloth_cells, (int)sc->cloth_mesh.triangle_count, (double)g->cloth_size);
+  fprintf(f, "  \"cloth_mass\": %.6g,\n  \"colliders\": [", g->cloth_mass);
+  const char *sep = "\n";
+  if (g->has_ground) {
+    fprintf(f,
+            "%s    {\"type\": \"plane\", \"normal\": [%g, %g, %g], \"offset\": %g, "
+            "\"friction\": %g}",
+            sep, (double)g->ground.normal[0], (double)g->ground.normal[1],
+            (double)g->ground.normal[2], (double)g->ground.offset, (double)g->ground_friction);
+    sep = ",\n";
+  }
+  for (int32_t b = 0; b < g->box_count; ++b) {
+    const piola_box_shape *x = &g->boxes[b];
+    fprintf(f,
+            "%s    {\"type\": \"box\", \"center\": [%g, %g, %g], \"half_extents\": [%g, %g, %g], "
+            "\"friction\": %g}",
+            sep, (double)x->center[0], (double)x->center[1], (double)x->center[2],
+            (double)x->half_extents[0], (double)x->half_extents[1], (double)x->half_extents[2],
+            (double)g->box_friction);
+    sep = ",\n";
+  }
+  if (g->has_sphere) {
+    fprintf(f,
+            "%s    {\"type\": \"sphere\", \"center\": [%.7g, %.7g, %.7g], \"radius\": %g, "
+            "\"velocity\": [%g, %g, %g], \"stop_time\": %.7g, \"stop\": [%.7g, %.7g, %.7g], "
+            "\"friction\": %g}",
+            sep, (double)g->sphere.center[0], (double)g->sphere.center[1],
+            (double)g->sphere.center[2], (double)g->sphere.radius, (double)g->sphere_velocity[0],
+            (double)g->sphere_velocity[1], (double)g->sphere_velocity[2],
+            (double)g->sphere_stop_step * (double)o->dt, (double)g->sphere_stop[0],
+            (double)g->sphere_stop[1], (double)g->sphere_stop[2], (double)g->sphere_friction);
+  }
+  fprintf(f, "\n  ]\n}\n");
+  return write_error(path, f);
+}
+
+/* Writes one cloth frame: the cloth's vertices and triangles. */
+static int write_vtk_cloth(const char *path, const scene *sc, const float *positions) {
+  FILE *f = open_out(path);
+  if (f == NULL) {
+    return 1;
+  }
+  const piola_tri_mesh *m = &sc->cloth_mesh;
+  fprintf(f, "# vtk DataFile Version 3.0\npiola frame (cloth)\nASCII\nDATASET POLYDATA\n");
+  write_points(f, positions, m->vertex_count);
+  fprintf(f, "POLYGONS %d %lld\n", (int)m->triangle_count, 4LL * m->triangle_count);
+  for (int32_t t = 0; t < m->triangle_count; ++t) {
+    const int32_t *q = m->triangles + 3 * t;
+    fprintf(f, "3 %d %d %d\n", (int)q[0], (int)q[1], (int)q[2]);
+  }
+  return write_error(path, f);
+}
+
+static int run_cloth(const scene_options *o, const run_options *r) {
+  scene sc;
+  if (scene_build(o, PIOLA_BACKEND_AUTO, &sc) != PIOLA_OK) {
+    return 1;
+  }
+  const scene_geometry *g = &sc.geometry;
+  const int32_t n = sc.body_vertex_count;
+  float *x = malloc(sizeof *x * 3 * (size_t)n);
+  int status = x == NULL ? 1 : 0;
+  if (status == 0 && r->out != NULL) {
+    status = write_cloth_scene_json(r->out, &sc, o, r);
+  }
+  piola_stats st;
+  piola_world_get_stats(sc.world, &st);
+  printf("piola run: cloth scene, %d x %d cells (%d vertices, %d triangles, %d bending stencils, "
+         "%d colors) on %s (%s), %d steps of %g s\n",
+         (int)o->cloth_cells, (int)o->cloth_cells, (int)st.vertex_count, (int)st.triangle_count,
+         (int)st.bend_count, (int)st.cloth_color_count, piola_backend_name(st.backend),
+         st.device_name, (int)r->steps, (double)o->dt);
+  printf("cloth %.2f m square, %.3f kg, at y = %.2f m; sphere r = %.2f m from y = %.3f m down "
+         "at %.1f m/s, standing still at y = %.3f m after step %d\n",
+         (double)g->cloth_size, g->cloth_mass, (double)g->cloth_height, (double)g->sphere.radius,
+         (double)g->sphere.center[1], -(double)g->sphere_velocity[1], (double)g->sphere_stop[1],
+         (int)g->sphere_stop_step);
+  /* Energy bounds. Kinetic: the cloth falling its whole height to the ground plus moving as a
+   * whole at twice the sphere's speed (a blow-up exceeds it by orders of magnitude). Kinetic +
+   * elastic once the sphere stands still: at most their value at the first frame after it
+   * stopped plus the potential energy of the whole height (nothing else adds energy then; the
+   * kinematic sphere does work on the cloth while it moves, stretching it over the boxes). */
+  const double v = fabs((double)g->sphere_velocity[1]);
+  const double potential = g->cloth_mass * 9.81 * (double)g->top;
+  const double kinetic_bound = potential + 2.0 * g->cloth_mass * v * v;
+  double stop_energy = NAN;
+  int32_t stop_frame = -1;
+  printf("%6s %9s %14s %14s %10s %10s %9s\n", "frame", "time s", "elastic J", "kinetic J",
+         "step ms", "depth mm", "lowest m");
+  double worst_depth = 0.0, worst_energy = 0.0, worst_kinetic = 0.0;
+  int32_t worst_depth_frame = 0, worst_energy_frame = 0, worst_kinetic_frame = 0;
+  int32_t nan_frame = -1, frames = 0;
+  for (int32_t step = 0, frame = 0; step <= r->steps && status == 0; ++step) {
+    if (step > 0 &&
+        (scene_before_step(&sc) != PIOLA_OK || piola_world_step(sc.world) != PIOLA_OK)) {
+      fprintf(stderr, "piola run: step %d failed\n", (int)step);
+      status = 1;
+      break;
+    }
+    if (step % r->every != 0 && step != r->steps) {
+      continue;
+    }
+    float c[3], q[4], lin[3], ang[3];
+    if (piola_world_get_stats(sc.world, &st) != PIOLA_OK ||
+        piola_body_get_positions(sc.world, sc.bodies[0], x, n) != PIOLA_OK ||
+        piola_world_get_collider_pose(sc.world, g->sphere_id, c, q, lin, ang) != PIOLA_OK) {
+      status = 1;
+      break;
+    }
+    double depth = 0.0, lowest = INFINITY;
+    bool finite = isfinite(st.elastic_energy) && isfinite(st.kinetic_energy);
+    for (int32_t i = 0; i < n; ++i) {
+      finite = finite && isfinite(x[3 * i]) && isfinite(x[3 * i + 1]) && isfinite(x[3 * i + 2]);
+      depth = fmax(depth, cloth_depth(g, c, x + 3 * i));
+      lowest = fmin(lowest, (double)x[3 * i + 1]);
+    }
+    if (!finite && nan_frame < 0) {
+      nan_frame = frame;
+    }
+    if (depth > worst_depth) {
+      worst_depth = depth;
+      worst_depth_frame = frame;
+    }
+    if (!(st.kinetic_energy <= worst_kinetic)) {
+      worst_kinetic = st.kinetic_energy;
+      worst_kinetic_frame = frame;
+    }
+    const double energy = st.elastic_energy + st.kinetic_energy;
+    if (step >= g->sphere_stop_step && stop_frame < 0) {
+      stop_energy = energy;
+      stop_frame = frame;
+    } else if (stop_frame >= 0 && !(energy <= worst_energy)) {
+      worst_energy = energy;
+      worst_energy_frame = frame;
+    }
+    frames = frame + 1;
+    printf("%6d %9.4f %14.6e %14.6e %10.3f %10.4f %9.4f\n", (int)frame, st.simulated_time,
+           st.elastic_energy, st.kinetic_energy, st.last_step_ms, 1e3 * depth, lowest);
+    fflush(stdout);
+    if (r->out != NULL && step % r->every == 0) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/frame_%05d.vtk", r->out, (int)frame);
+      status = write_vtk_cloth(path, &sc, x);
+    }
+    ++frame;
+  }
+  if (status == 0) {
+    const bool pass_nan = nan_frame < 0;
+    const bool pass_depth = pass_nan && worst_depth <= CLOTH_CHECK_DEPTH;
+    const bool pass_kinetic = pass_nan && worst_kinetic <= kinetic_bound;
+    const bool pass_energy =
+        pass_nan && (stop_frame < 0 || worst_energy <= stop_energy + potential);
+    printf("checks over %d frames (%d cloth vertices):\n", (int)frames, (int)n);
+    if (pass_nan) {
+      printf("  NaN:                 none: PASS\n");
+    } else {
+      printf("  NaN:                 first seen at frame %d: FAIL\n", (int)nan_frame);
+    }
+    printf("  inside a collider:   deepest cloth vertex %.4f mm (frame %d), limit %.1f mm: %s\n",
+           1e3 * worst_depth, (int)worst_depth_frame, 1e3 * CLOTH_CHECK_DEPTH,
+           pass_depth ? "PASS" : "FAIL");
+    printf("  kinetic bounded:     largest kinetic energy %.4e J (frame %d), limit %.4e J "
+           "(m g h + 2 m v_sphere^2): %s\n",
+           worst_kinetic, (int)worst_kinetic_frame, kinetic_bound, pass_kinetic ? "PASS" : "FAIL");
+    if (stop_frame < 0) {
+      printf("  energy bounded:      the sphere still moves at the end: not checked\n");
+    } else {
+      printf(
+          "  energy bounded:      after the sphere stopped (frame %d: %.4e J), largest kinetic + "
+          "elastic %.4e J (frame %d), limit %.4e J (+ m g h): %s\n",
+          (int)stop_frame, stop_energy, worst_energy, (int)worst_energy_frame,
+          stop_energy + potential, pass_energy ? "PASS" : "FAIL");
+    }
+    if (r->check && !(pass_nan && pass_depth && pass_kinetic && pass_energy)) {
+      printf("piola run: a check failed\n");
+      status = 1;
+    }
+  }
+  free(x);
+  scene_destroy(&sc);
+  return status;
+}
+
 static void print_help(void) {
   printf("Usage: piola run [options]\n"
          "Simulates a scene and prints per frame the simulated time, elastic and kinetic\n"
@@ -307,8 +545,16 @@ static void print_help(void) {
          "  --check       exit with status 1 when a check fails\n"
          "  --rest-limit E  kinetic energy per kilogram at the end below which the bodies are\n"
          "                at rest, J/kg (default %g: an RMS speed of 4.5 cm/s); 0 skips the\n"
-         "                rest check (short runs)\n\n",
-         100.0 * CHECK_MAX_PENETRATION, (double)CHECK_REST_J_PER_KG, (double)CHECK_REST_J_PER_KG);
+         "                rest check (short runs)\n\n"
+         "The cloth scene (--scene cloth) prints per frame the energies, the step time, the\n"
+         "deepest cloth vertex inside a collider and the lowest vertex, and checks: no NaN, no\n"
+         "cloth vertex deeper than %.1f mm inside a collider at any frame, kinetic energy at\n"
+         "most m g h + 2 m v^2 (the cloth falling its whole height, and moving at twice the\n"
+         "sphere's speed), and once the sphere stands still kinetic + elastic energy at most\n"
+         "their value then plus m g h. Its frames hold the cloth's triangles (POLYDATA);\n"
+         "defaults 400 steps (2 s), a frame every 20.\n\n",
+         100.0 * CHECK_MAX_PENETRATION, (double)CHECK_REST_J_PER_KG, (double)CHECK_REST_J_PER_KG,
+         1e3 * CLOTH_CHECK_DEPTH);
   scene_print_help();
 }
 
@@ -346,19 +592,22 @@ int command_run(int argc, char **argv) {
       return 2;
     }
   }
-  const bool funnel = o.scene == SCENE_FUNNEL;
+  const bool funnel = o.scene == SCENE_FUNNEL, cloth = o.scene == SCENE_CLOTH;
   if (o.bodies == 0) {
     o.bodies = funnel ? 100 : 4;
   }
   if (r.steps == 0) {
-    r.steps = funnel ? 2000 : 200;
+    r.steps = funnel ? 2000 : cloth ? 400 : 200;
   }
   if (r.every == 0) {
-    r.every = funnel ? 20 : 10;
+    r.every = funnel || cloth ? 20 : 10;
   }
   if (r.out != NULL && mkdir(r.out, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "piola run: cannot create %s: %s\n", r.out, strerror(errno));
     return 1;
+  }
+  if (cloth) {
+    return run_cloth(&o, &r);
   }
   scene sc;
   if (scene_build(&o, PIOLA_BACKEND_AUTO, &sc) != PIOLA_OK) {

@@ -1,6 +1,7 @@
 /* Scene construction and the option parsing shared by the piola program's commands: the grid
- * scene (bodies side by side, squashed) and the funnel scene of Bender et al. 2014, Sec. 6
- * (a column of bodies falling through a funnel onto the ground). */
+ * scene (bodies side by side, squashed), the funnel scene of Bender et al. 2014, Sec. 6 (a
+ * column of bodies falling through a funnel onto the ground) and the cloth scene of its Fig. 1
+ * right (a cloth falling over four boxes, pushed down by a moving sphere). */
 #include "scene.h"
 
 #include <ctype.h>
@@ -12,7 +13,7 @@
 #include <time.h>
 
 int32_t scene_substeps(const scene_options *o) {
-  return o->substeps > 0 ? o->substeps : o->scene == SCENE_FUNNEL ? 4 : 1;
+  return o->substeps > 0 ? o->substeps : o->scene == SCENE_FUNNEL ? 4 : 1; /* cloth: 1 */
 }
 
 scene_options scene_default_options(void) {
@@ -41,6 +42,7 @@ scene_options scene_default_options(void) {
   o.contact_friction = -1.0f;
   o.scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
   o.jacobi_omega = 1.0f;
+  o.cloth_cells = 200;
   return o;
 }
 
@@ -94,7 +96,7 @@ static bool parse_float_min(const char *flag, const char *text, float min, bool 
 }
 
 const char *scene_kind_name(scene_kind kind) {
-  return kind == SCENE_FUNNEL ? "funnel" : "grid";
+  return kind == SCENE_FUNNEL ? "funnel" : kind == SCENE_CLOTH ? "cloth" : "grid";
 }
 
 void scene_print_help(void) {
@@ -102,6 +104,12 @@ void scene_print_help(void) {
          "  --scene S           grid (default: bodies side by side above the ground, squashed)\n"
          "                      or funnel (the paper's Sec. 6: a column of layers of up to 3x3\n"
          "                      bodies above a funnel, falling through it onto the ground)\n"
+         "                      or cloth (the paper's Fig. 1 right: a 3 m square cloth of\n"
+         "                      200 x 200 cells falling over four boxes, a sphere of 0.35 m\n"
+         "                      moving down at 2 m/s pushing it towards the ground; the tet\n"
+         "                      options do not apply to it)\n"
+         "  --cloth-cells N     cloth scene: N x N cells, (N+1)^2 vertices, 2 N^2 triangles\n"
+         "                      (default 200: 40401 vertices, 80000 triangles, as the paper's)\n"
          "  --bodies N          bodies (default 100; `run` on the grid: 4)\n"
          "  --mesh PATH         a tet mesh instead of the procedural creature: PATH.msh is a\n"
          "                      Gmsh file (ASCII 2.2 or 4.1), any other path a TetGen mesh\n"
@@ -165,10 +173,12 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
   bool ok = true;
   bool takes_value = true;
   if (strcmp(a, "--scene") == 0) {
-    static const char *const names[] = {"grid", "funnel"};
-    int k = choose(a, v, names, 2);
+    static const char *const names[] = {"grid", "funnel", "cloth"};
+    int k = choose(a, v, names, 3);
     ok = k >= 0;
-    o->scene = k == 1 ? SCENE_FUNNEL : SCENE_GRID;
+    o->scene = k == 1 ? SCENE_FUNNEL : k == 2 ? SCENE_CLOTH : SCENE_GRID;
+  } else if (strcmp(a, "--cloth-cells") == 0) {
+    ok = parse_int(a, v, 1, &o->cloth_cells);
   } else if (strcmp(a, "--bodies") == 0) {
     ok = parse_int(a, v, 1, &o->bodies);
   } else if (strcmp(a, "--mesh") == 0) {
@@ -524,6 +534,147 @@ static piola_status build_funnel(const scene_options *o, const piola_tet_mesh *m
   return s;
 }
 
+/* The cloth scene (Bender et al. 2014, Fig. 1 right, with our colliders): a square cloth of
+ * cloth_size metres and N x N cells (piola_mesh_make_grid: weft along x, warp along z), flat at
+ * cloth_height above the ground, falls over four boxes standing in for the statues (0.3 m x
+ * 1 m x 0.3 m, at the corners of a 1.5 m square around the centre); a sphere of radius 0.35 m
+ * starts just above the cloth's centre and moves down at 2 m/s (a heavy sphere: a kinematic
+ * collider that nothing slows) until its centre is 0.1 m above its radius over the ground, at
+ * a whole step, then stands still, so that the cloth is pressed down between the boxes but
+ * never squeezed between the sphere and the ground. */
+static const float cloth_scene_size = 3.0f;   /* m */
+static const float cloth_scene_height = 1.3f; /* m, at the start */
+static const float cloth_box_half[3] = {0.15f, 0.5f, 0.15f};
+static const float cloth_box_offset = 0.75f; /* m; box centres at (+-0.75, 0.5, +-0.75) */
+static const float cloth_sphere_radius = 0.35f;
+static const float cloth_sphere_speed = 2.0f;     /* m/s, downwards */
+static const float cloth_sphere_clearance = 0.1f; /* m; between the stopped sphere and the ground */
+static const float cloth_box_friction = 0.5f, cloth_sphere_friction = 0.3f;
+
+/* The cloth's material (documented in the README's cloth scene section). */
+static piola_cloth_material cloth_scene_material(void) {
+  piola_cloth_material m = piola_default_cloth_material();
+  m.density = 0.2f;            /* kg/m^2: a medium cotton */
+  m.stretch_weft = 1000.0f;    /* N/m */
+  m.stretch_warp = 1000.0f;    /* N/m */
+  m.shear = 100.0f;            /* N/m */
+  m.poisson_weft = 0.3f;       /* */
+  m.bending_stiffness = 1e-4f; /* N m */
+  m.solver = PIOLA_SOLVER_XPBD;
+  return m;
+}
+
+static piola_status build_cloth(const scene_options *o, const piola_world_def *def, scene *out) {
+  scene_geometry *g = &out->geometry;
+  snprintf(out->name, sizeof out->name, "cloth");
+  const int32_t n = o->cloth_cells;
+  const int32_t cells[2] = {n, n};
+  const float size[2] = {cloth_scene_size, cloth_scene_size};
+  piola_status s = piola_mesh_make_grid(cells, size, &out->cloth_mesh);
+  if (s == PIOLA_OK) {
+    s = piola_world_create(def, &out->world);
+    if (s != PIOLA_OK) {
+      fprintf(stderr, "piola: cannot create the world (%s backend): %s\n",
+              piola_backend_name(def->backend), piola_status_string(s));
+      piola_tri_mesh_free(&out->cloth_mesh);
+      return s;
+    }
+  }
+  out->bodies = malloc(sizeof *out->bodies);
+  if (s == PIOLA_OK && out->bodies == NULL) {
+    s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (s == PIOLA_OK && o->ground) {
+    g->has_ground = true;
+    g->ground.normal[1] = 1.0f;
+    g->ground.offset = 0.0f;
+    g->ground_friction = o->friction;
+    s = piola_world_add_plane(out->world, g->ground.normal, g->ground.offset, o->friction, NULL);
+  }
+  piola_collider_def box = piola_default_collider_def();
+  box.type = PIOLA_COLLIDER_BOX;
+  box.static_friction = box.dynamic_friction = cloth_box_friction;
+  g->box_friction = cloth_box_friction;
+  for (int i = 0; i < 4 && s == PIOLA_OK; ++i) {
+    piola_box_shape *b = &g->boxes[i];
+    memset(b, 0, sizeof *b);
+    b->center[0] = (i & 1) ? cloth_box_offset : -cloth_box_offset;
+    b->center[1] = cloth_box_half[1];
+    b->center[2] = (i & 2) ? cloth_box_offset : -cloth_box_offset;
+    memcpy(b->half_extents, cloth_box_half, sizeof cloth_box_half);
+    b->rotation[3] = 1.0f;
+    box.shape.box = *b;
+    s = piola_world_add_collider(out->world, &box, NULL);
+    g->box_count = i + 1;
+  }
+  /* The sphere: its shape about its own origin, placed by its pose. It stops after a whole
+   * number of steps, so its start is chosen from the stop and the speed. */
+  const float stop_y = cloth_sphere_radius + cloth_sphere_clearance;
+  const float nominal_start = cloth_scene_height + cloth_sphere_radius + 0.05f;
+  const double per_step = (double)cloth_sphere_speed * (double)o->dt;
+  g->sphere_stop_step = (int32_t)ceil((double)(nominal_start - stop_y) / per_step);
+  g->has_sphere = true;
+  g->sphere.radius = cloth_sphere_radius;
+  g->sphere.center[1] = (float)((double)stop_y + per_step * g->sphere_stop_step);
+  g->sphere_velocity[1] = -cloth_sphere_speed;
+  g->sphere_stop[1] = stop_y;
+  g->sphere_friction = cloth_sphere_friction;
+  if (s == PIOLA_OK) {
+    piola_collider_def ball = piola_default_collider_def();
+    ball.type = PIOLA_COLLIDER_SPHERE;
+    ball.shape.sphere.radius = cloth_sphere_radius;
+    ball.static_friction = ball.dynamic_friction = cloth_sphere_friction;
+    s = piola_world_add_collider(out->world, &ball, &g->sphere_id);
+  }
+  if (s == PIOLA_OK) {
+    const float identity[4] = {0.0f, 0.0f, 0.0f, 1.0f}, zero[3] = {0.0f, 0.0f, 0.0f};
+    s = piola_world_set_collider_pose(out->world, g->sphere_id, g->sphere.center, identity,
+                                      g->sphere_velocity, zero);
+  }
+  /* The cloth, centred over the boxes. */
+  g->cloth_size = cloth_scene_size;
+  g->cloth_height = cloth_scene_height;
+  g->cloth = cloth_scene_material();
+  g->cloth_mass = (double)g->cloth.density * cloth_scene_size * cloth_scene_size;
+  g->top = cloth_scene_height;
+  if (s == PIOLA_OK) {
+    const float at[3] = {-0.5f * cloth_scene_size, cloth_scene_height, -0.5f * cloth_scene_size};
+    s = piola_world_add_cloth(out->world, &out->cloth_mesh, &g->cloth, at, &out->bodies[0]);
+  }
+  if (s == PIOLA_OK) {
+    out->body_count = 1;
+    out->body_vertex_count = out->cloth_mesh.vertex_count;
+    out->body_tet_count = 0;
+  } else {
+    fprintf(stderr, "piola: cannot build the cloth scene: %s\n", piola_status_string(s));
+    scene_destroy(out);
+  }
+  return s;
+}
+
+void scene_sphere_center(const scene_geometry *g, float dt, double time, float out[3]) {
+  const double stop_time = (double)g->sphere_stop_step * (double)dt;
+  const double t = time < stop_time ? time : stop_time;
+  for (int k = 0; k < 3; ++k) {
+    out[k] = (float)((double)g->sphere.center[k] + (double)g->sphere_velocity[k] * t);
+  }
+  if (time >= stop_time) {
+    memcpy(out, g->sphere_stop, sizeof g->sphere_stop);
+  }
+}
+
+piola_status scene_before_step(scene *s) {
+  piola_status st = PIOLA_OK;
+  const scene_geometry *g = &s->geometry;
+  if (g->has_sphere && s->steps_taken == g->sphere_stop_step) {
+    const float identity[4] = {0.0f, 0.0f, 0.0f, 1.0f}, zero[3] = {0.0f, 0.0f, 0.0f};
+    st =
+        piola_world_set_collider_pose(s->world, g->sphere_id, g->sphere_stop, identity, zero, zero);
+  }
+  s->steps_taken++;
+  return st;
+}
+
 piola_status scene_build(const scene_options *o, piola_backend backend_override, scene *out) {
   memset(out, 0, sizeof *out);
   static const bool verbose_on = true, verbose_off = false;
@@ -549,6 +700,10 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.logger.fn = cli_log;
   def.logger.user_data = (void *)(o->verbose ? &verbose_on : &verbose_off);
   out->kind = o->scene;
+  if (o->scene == SCENE_CLOTH) {
+    def.contacts = false; /* cloth takes no part in body contact (see the README) */
+    return build_cloth(o, &def, out);
+  }
   piola_tet_mesh mesh;
   piola_status s = scene_load_mesh(o, &mesh, out->name, sizeof out->name);
   if (s != PIOLA_OK) {
@@ -608,6 +763,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
 void scene_destroy(scene *s) {
   piola_world_destroy(s->world);
   free(s->bodies);
+  piola_tri_mesh_free(&s->cloth_mesh);
   memset(s, 0, sizeof *s);
 }
 

@@ -3,7 +3,11 @@
  *   grid    on a grid above a ground plane, started squashed so that every body deforms
  *           (Bender et al. 2014, Table 1 and Fig. 6 use such scenes);
  *   funnel  stacked in a column of layers above a funnel, falling through it onto the ground
- *           (Bender et al. 2014, Sec. 6: 100 Armadillos through a funnel). */
+ *           (Bender et al. 2014, Sec. 6: 100 Armadillos through a funnel);
+ * and one cloth scene:
+ *   cloth   a square cloth of N x N cells (200 x 200: 40401 vertices, 80000 triangles) falling
+ *           over four boxes standing in for statues, pushed down by a heavy sphere moving
+ *           kinematically (Bender et al. 2014, Fig. 1 right and Table 1). */
 #ifndef PIOLA_CLI_SCENE_H
 #define PIOLA_CLI_SCENE_H
 
@@ -12,8 +16,9 @@
 #include <stdbool.h>
 
 typedef enum scene_kind {
-  SCENE_GRID = 0,  /* bodies on a grid above the ground, squashed (the default) */
-  SCENE_FUNNEL = 1 /* a column of bodies above a funnel above the ground */
+  SCENE_GRID = 0,   /* bodies on a grid above the ground, squashed (the default) */
+  SCENE_FUNNEL = 1, /* a column of bodies above a funnel above the ground */
+  SCENE_CLOTH = 2   /* a cloth over four boxes, a sphere pushing it down */
 } scene_kind;
 
 typedef struct scene_options {
@@ -45,6 +50,7 @@ typedef struct scene_options {
   int32_t work_group_size;       /* OpenCL; 0 = per device */
   piola_schedule schedule;       /* OpenCL launch schedule; default AUTO */
   bool profile;                  /* OpenCL stage timing */
+  int32_t cloth_cells;           /* cloth scene: cells along each side; default 200 */
   bool verbose;                  /* print the library's messages */
 } scene_options;
 
@@ -73,6 +79,21 @@ typedef struct scene_geometry {
                         that holds it (it turns about the vertical axis inside it) */
   double body_mass;  /* kg; of every body */
   float top;         /* m; the highest vertex at the start */
+  /* The cloth scene: the boxes (the statues), the sphere and its motion, the cloth. */
+  int32_t box_count;
+  piola_box_shape boxes[4];
+  float box_friction;
+  bool has_sphere;
+  piola_sphere_shape sphere; /* at the start */
+  float sphere_friction;
+  float sphere_velocity[3]; /* m/s, from the start until the stop */
+  int32_t sphere_stop_step; /* steps after which it stands still, centre at sphere_stop */
+  float sphere_stop[3];
+  piola_collider_id sphere_id;
+  float cloth_size;           /* m; side of the square cloth */
+  float cloth_height;         /* m; its height at the start (flat, horizontal) */
+  piola_cloth_material cloth; /* its material */
+  double cloth_mass;          /* kg */
 } scene_geometry;
 
 typedef struct scene {
@@ -81,12 +102,14 @@ typedef struct scene {
   int32_t body_count;
   int32_t body_vertex_count; /* vertices per body */
   int32_t body_tet_count;
-  char name[64]; /* "creature" or the mesh file's name */
+  char name[64]; /* "creature" or the mesh file's name ("cloth" in the cloth scene) */
   scene_kind kind;
   scene_geometry geometry;
+  piola_tri_mesh cloth_mesh; /* the cloth scene: the rest mesh of the cloth (body 0) */
+  int32_t steps_taken;       /* scene_before_step() calls */
 } scene;
 
-/* The scene's name on the command line ("grid", "funnel"). */
+/* The scene's name on the command line ("grid", "funnel", "cloth"). */
 const char *scene_kind_name(scene_kind kind);
 
 /* Builds the scene (prints the reason on failure). With `backend_override` not AUTO, uses
@@ -94,6 +117,13 @@ const char *scene_kind_name(scene_kind kind);
  * mesh: the same options build the same world. */
 piola_status scene_build(const scene_options *o, piola_backend backend_override, scene *out);
 void scene_destroy(scene *s);
+
+/* Call before every piola_world_step() of the scene's world: moves the kinematic colliders
+ * (the cloth scene's sphere stops after geometry.sphere_stop_step steps). */
+piola_status scene_before_step(scene *s);
+
+/* The cloth scene's sphere centre `time` seconds after the start. */
+void scene_sphere_center(const scene_geometry *g, float dt, double time, float out[3]);
 
 /* Loads the body mesh of the options (creature or file), centred on x = z = 0, bottom at 0. */
 piola_status scene_load_mesh(const scene_options *o, piola_tet_mesh *mesh, char *name,
