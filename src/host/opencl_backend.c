@@ -305,10 +305,11 @@ static cl_int fault(piola_faults *f, piola_fault_kind kind) {
   const cl_int error = f->error != 0 ? (cl_int)f->error : fault_error(f->kind);
   if (f->lost) {
     f->injected++;
-    return error != CL_SUCCESS ? error : CL_DEVICE_NOT_AVAILABLE;
+    return (cl_int)f->lost_error;
   }
   if (f->kind == PIOLA_FAULT_LOST && f->calls[PIOLA_FAULT_NONE] == f->nth) {
     f->lost = true;
+    f->lost_error = error;
     f->injected++;
     return error;
   }

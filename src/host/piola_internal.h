@@ -416,7 +416,8 @@ typedef struct piola_faults {
   int32_t error;                         /* the cl_int it returns; 0: the kind's usual code */
   int32_t calls[PIOLA_FAULT_KIND_COUNT]; /* calls since arming, by kind; [NONE]: all kinds */
   int32_t injected;                      /* calls failed on purpose since arming */
-  bool lost;                             /* a LOST fault struck: every call fails from then on */
+  bool lost;                             /* a LOST fault struck: every call fails from then on... */
+  int32_t lost_error;                    /* ...with this code */
   int64_t created, released; /* OpenCL objects (context, queue, program, kernel, buffer, event) */
 } piola_faults;
 

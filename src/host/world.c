@@ -326,6 +326,8 @@ piola_status piola_world_step(piola_world *w) {
   /* Whether this step uploads the state from the host: then a failure on the device leaves the
    * host arrays with the state before the step, and the world as it was (see abort below). */
   const bool from_host = w->cl != NULL && !piola_opencl_live(w);
+  /* A failed step leaves the solver arrays to be built again, as it found them. */
+  const bool tets_were_dirty = w->tets_dirty;
   piola_status s = piola_world_build_tets(w);
   if (s == PIOLA_OK && w->cl != NULL) {
     s = piola_opencl_begin_step(w);
@@ -336,6 +338,12 @@ piola_status piola_world_step(piola_world *w) {
   if (s != PIOLA_OK) {
     /* Nothing ran: the device holds the state before the step (or nothing, when the upload
      * failed and it is re-uploaded next time). */
+    if (tets_were_dirty) {
+      w->tets_dirty = true;
+      if (w->cl != NULL) {
+        piola_opencl_invalidate(w); /* the host is current: the device is uploaded again */
+      }
+    }
     return piola_opencl_lost(w) ? PIOLA_ERROR_DEVICE_LOST : s;
   }
   memset(w->stage_ms, 0, sizeof w->stage_ms);
@@ -394,6 +402,7 @@ piola_status piola_world_step(piola_world *w) {
   if (s != PIOLA_OK) {
     /* The CPU reference fails only before its stages. On OpenCL the device state may be half
      * advanced: restored (dropped in favour of the host's) or the world is lost. */
+    w->tets_dirty = w->tets_dirty || tets_were_dirty;
     return w->cl != NULL ? piola_opencl_abort_step(w, from_host, s) : s;
   }
   advance_colliders(w);
