@@ -15,7 +15,7 @@
 #include <string.h>
 
 void piola_attachments_free(piola_world *w) {
-  piola_opencl_attachments_release(&w->attach);
+  piola_opencl_attachments_release(w, &w->attach);
   free(w->attach.start);
   free(w->attach.vertex);
   free(w->attach.target);
@@ -43,6 +43,7 @@ static bool finite3(const float v[3]) {
 piola_status piola_world_add_attachment(piola_world *w, piola_body_id body, int32_t vertex,
                                         const float target[3], float compliance,
                                         piola_attachment_id *out) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -103,6 +104,7 @@ piola_status piola_world_add_attachment(piola_world *w, piola_body_id body, int3
 
 piola_status piola_attachment_set_target(piola_world *w, piola_attachment_id id,
                                          const float target[3]) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -126,6 +128,7 @@ piola_status piola_attachment_set_target(piola_world *w, piola_attachment_id id,
 }
 
 piola_status piola_world_remove_attachment(piola_world *w, piola_attachment_id id) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -204,8 +207,11 @@ piola_status piola_attachments_build(piola_world *w) {
   s->vertex = vertex;
   s->target = target;
   s->lambda = lambda;
-  w->attachments_dirty = false;
-  return w->cl != NULL ? piola_opencl_attachments_upload(w) : PIOLA_OK;
+  /* Clean only once the device has them too: after a failed upload the next step tries again
+   * (and does not run with the device's old arrays). */
+  piola_status st = w->cl != NULL ? piola_opencl_attachments_upload(w) : PIOLA_OK;
+  w->attachments_dirty = st != PIOLA_OK;
+  return st;
 }
 
 void piola_cpu_attachments(piola_world *w, double h) {

@@ -174,6 +174,8 @@ struct piola_opencl {
   event_record *events;
   int32_t event_count, event_capacity;
   double stage_ms[PIOLA_STAGE_COUNT];
+  piola_faults *faults; /* the test hook (NULL in normal use) */
+  bool lost;            /* the device is gone, or its state was left half advanced */
 };
 
 /* ---- Errors -------------------------------------------------------------------------- */
@@ -258,13 +260,243 @@ static piola_status cl_fail(const piola_logger *log, cl_int e, const char *what)
   return status_of(e);
 }
 
-#define CL_CHECK(log, call)                                                                        \
+/* A failed call of world w's device: logged and mapped as cl_fail(); an error that means the
+ * device is gone marks the world lost. */
+static piola_status wfail(const piola_world *w, cl_int e, const char *what);
+
+/* Returns from the enclosing function (which has the world `w` in scope) when `call` fails. */
+#define CL_CHECK(call)                                                                             \
   do {                                                                                             \
     cl_int cl_e_ = (call);                                                                         \
     if (cl_e_ != CL_SUCCESS) {                                                                     \
-      return cl_fail((log), cl_e_, #call);                                                         \
+      return wfail(w, cl_e_, #call);                                                               \
     }                                                                                              \
   } while (0)
+
+/* ---- Calls and the fault hook --------------------------------------------------------
+ * Every OpenCL call that can fail, and every release, goes through one of these wrappers
+ * (f: the world's fault record, NULL in normal use). A call the armed fault picks is not made:
+ * it answers the armed error (piola_internal.h, piola_faults). Objects made and released are
+ * counted so that tests can check for leaks. */
+
+/* The kind's usual error code. */
+static cl_int fault_error(piola_fault_kind kind) {
+  switch (kind) {
+  case PIOLA_FAULT_ALLOC:
+    return CL_MEM_OBJECT_ALLOCATION_FAILURE;
+  case PIOLA_FAULT_BUILD:
+    return CL_BUILD_PROGRAM_FAILURE;
+  case PIOLA_FAULT_ARG:
+    return CL_INVALID_ARG_VALUE;
+  case PIOLA_FAULT_LOST:
+    return CL_DEVICE_NOT_AVAILABLE;
+  default:
+    return CL_OUT_OF_RESOURCES;
+  }
+}
+
+/* Counts a call of `kind`; the error it must answer, or CL_SUCCESS to make the call. */
+static cl_int fault(piola_faults *f, piola_fault_kind kind) {
+  if (f == NULL) {
+    return CL_SUCCESS;
+  }
+  f->calls[kind]++;
+  f->calls[PIOLA_FAULT_NONE]++;
+  const cl_int error = f->error != 0 ? (cl_int)f->error : fault_error(f->kind);
+  if (f->lost) {
+    f->injected++;
+    return (cl_int)f->lost_error;
+  }
+  if (f->kind == PIOLA_FAULT_LOST && f->calls[PIOLA_FAULT_NONE] == f->nth) {
+    f->lost = true;
+    f->lost_error = error;
+    f->injected++;
+    return error;
+  }
+  if (f->kind == kind && f->calls[kind] == f->nth) {
+    f->injected++;
+    return error;
+  }
+  return CL_SUCCESS;
+}
+
+static void count_created(piola_faults *f, const void *object) {
+  if (f != NULL && object != NULL) {
+    f->created++;
+  }
+}
+
+static void count_released(piola_faults *f) {
+  if (f != NULL) {
+    f->released++;
+  }
+}
+
+static cl_context ocl_create_context(piola_faults *f, const cl_context_properties *props,
+                                     const cl_device_id *device, cl_int *e) {
+  if ((*e = fault(f, PIOLA_FAULT_CONTEXT)) != CL_SUCCESS) {
+    return NULL;
+  }
+  cl_context c = clCreateContext(props, 1, device, NULL, NULL, e);
+  count_created(f, c);
+  return c;
+}
+
+static cl_command_queue ocl_create_queue(piola_faults *f, cl_context ctx, cl_device_id device,
+                                         cl_command_queue_properties props, cl_int *e) {
+  if ((*e = fault(f, PIOLA_FAULT_CONTEXT)) != CL_SUCCESS) {
+    return NULL;
+  }
+  cl_command_queue q = clCreateCommandQueue(ctx, device, props, e);
+  count_created(f, q);
+  return q;
+}
+
+static cl_program ocl_create_program(piola_faults *f, cl_context ctx, cl_uint count,
+                                     const char **sources, cl_int *e) {
+  if ((*e = fault(f, PIOLA_FAULT_BUILD)) != CL_SUCCESS) {
+    return NULL;
+  }
+  cl_program p = clCreateProgramWithSource(ctx, count, sources, NULL, e);
+  count_created(f, p);
+  return p;
+}
+
+static cl_int ocl_build_program(piola_faults *f, cl_program prog, const cl_device_id *device,
+                                const char *options) {
+  cl_int e = fault(f, PIOLA_FAULT_BUILD);
+  return e != CL_SUCCESS ? e : clBuildProgram(prog, 1, device, options, NULL, NULL);
+}
+
+static cl_kernel ocl_create_kernel(piola_faults *f, cl_program prog, const char *name, cl_int *e) {
+  if ((*e = fault(f, PIOLA_FAULT_KERNEL)) != CL_SUCCESS) {
+    return NULL;
+  }
+  cl_kernel k = clCreateKernel(prog, name, e);
+  count_created(f, k);
+  return k;
+}
+
+static cl_int ocl_set_arg(piola_faults *f, cl_kernel k, cl_uint index, size_t size,
+                          const void *value) {
+  cl_int e = fault(f, PIOLA_FAULT_ARG);
+  return e != CL_SUCCESS ? e : clSetKernelArg(k, index, size, value);
+}
+
+static cl_mem ocl_create_buffer(piola_faults *f, cl_context ctx, cl_mem_flags flags, size_t bytes,
+                                void *host, cl_int *e) {
+  if ((*e = fault(f, PIOLA_FAULT_ALLOC)) != CL_SUCCESS) {
+    return NULL;
+  }
+  cl_mem m = clCreateBuffer(ctx, flags, bytes, host, e);
+  if (*e != CL_SUCCESS) {
+    return NULL;
+  }
+  count_created(f, m);
+  return m;
+}
+
+static cl_int ocl_launch(piola_faults *f, cl_command_queue q, cl_kernel k, const size_t *global,
+                         const size_t *local, cl_event *ev) {
+  cl_int e = fault(f, PIOLA_FAULT_ENQUEUE);
+  if (e == CL_SUCCESS) {
+    e = clEnqueueNDRangeKernel(q, k, 1, NULL, global, local, 0, NULL, ev);
+    if (e == CL_SUCCESS && ev != NULL) {
+      count_created(f, *ev);
+    }
+  }
+  return e;
+}
+
+static cl_int ocl_write(piola_faults *f, cl_command_queue q, cl_mem m, size_t offset, size_t bytes,
+                        const void *data) {
+  cl_int e = fault(f, PIOLA_FAULT_ENQUEUE);
+  return e != CL_SUCCESS ? e
+                         : clEnqueueWriteBuffer(q, m, CL_TRUE, offset, bytes, data, 0, NULL, NULL);
+}
+
+static cl_int ocl_fill(piola_faults *f, cl_command_queue q, cl_mem m, const void *pattern,
+                       size_t pattern_size, size_t bytes, cl_event *ev) {
+  cl_int e = fault(f, PIOLA_FAULT_ENQUEUE);
+  if (e == CL_SUCCESS) {
+    e = clEnqueueFillBuffer(q, m, pattern, pattern_size, 0, bytes, 0, NULL, ev);
+    if (e == CL_SUCCESS && ev != NULL) {
+      count_created(f, *ev);
+    }
+  }
+  return e;
+}
+
+static cl_int ocl_flush(piola_faults *f, cl_command_queue q) {
+  cl_int e = fault(f, PIOLA_FAULT_ENQUEUE);
+  return e != CL_SUCCESS ? e : clFlush(q);
+}
+
+static cl_int ocl_read(piola_faults *f, cl_command_queue q, cl_mem m, size_t offset, size_t bytes,
+                       void *data) {
+  cl_int e = fault(f, PIOLA_FAULT_READ);
+  return e != CL_SUCCESS ? e
+                         : clEnqueueReadBuffer(q, m, CL_TRUE, offset, bytes, data, 0, NULL, NULL);
+}
+
+static cl_int ocl_finish(piola_faults *f, cl_command_queue q) {
+  cl_int e = fault(f, PIOLA_FAULT_READ);
+  return e != CL_SUCCESS ? e : clFinish(q);
+}
+
+static void ocl_release_mem(piola_faults *f, cl_mem m) {
+  if (m != NULL) {
+    clReleaseMemObject(m);
+    count_released(f);
+  }
+}
+
+static void ocl_release_event(piola_faults *f, cl_event ev) {
+  if (ev != NULL) {
+    clReleaseEvent(ev);
+    count_released(f);
+  }
+}
+
+static void ocl_release_kernel(piola_faults *f, cl_kernel k) {
+  if (k != NULL) {
+    clReleaseKernel(k);
+    count_released(f);
+  }
+}
+
+static void ocl_release_program(piola_faults *f, cl_program p) {
+  if (p != NULL) {
+    clReleaseProgram(p);
+    count_released(f);
+  }
+}
+
+static void ocl_release_queue(piola_faults *f, cl_command_queue q) {
+  if (q != NULL) {
+    clReleaseCommandQueue(q);
+    count_released(f);
+  }
+}
+
+static void ocl_release_context(piola_faults *f, cl_context c) {
+  if (c != NULL) {
+    clReleaseContext(c);
+    count_released(f);
+  }
+}
+
+static piola_status wfail(const piola_world *w, cl_int e, const char *what) {
+  piola_status s = cl_fail(&w->def.logger, e, what);
+  if (s == PIOLA_ERROR_DEVICE_LOST) {
+    w->cl->lost = true;
+  }
+  return s;
+}
+
+bool piola_opencl_lost(const piola_world *w) {
+  return w->cl != NULL && w->cl->lost;
+}
 
 /* ---- Devices ------------------------------------------------------------------------- */
 
@@ -459,15 +691,15 @@ static piola_status pick_device(const char *spec, const piola_logger *log, devic
 /* ---- Program ------------------------------------------------------------------------- */
 
 /* Builds `sources` for the device; the build log goes to the logger on failure. */
-static piola_status build_program(cl_context ctx, cl_device_id dev, const char *const *sources,
-                                  cl_uint count, const char *options, const piola_logger *log,
-                                  cl_program *out) {
+static piola_status build_program(piola_faults *f, cl_context ctx, cl_device_id dev,
+                                  const char *const *sources, cl_uint count, const char *options,
+                                  const piola_logger *log, cl_program *out) {
   cl_int e;
-  cl_program prog = clCreateProgramWithSource(ctx, count, (const char **)sources, NULL, &e);
+  cl_program prog = ocl_create_program(f, ctx, count, (const char **)sources, &e);
   if (e != CL_SUCCESS) {
     return cl_fail(log, e, "clCreateProgramWithSource");
   }
-  e = clBuildProgram(prog, 1, &dev, options, NULL, NULL);
+  e = ocl_build_program(f, prog, &dev, options);
   if (e != CL_SUCCESS) {
     size_t n = 0;
     clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
@@ -485,7 +717,7 @@ static piola_status build_program(cl_context ctx, cl_device_id dev, const char *
       }
       free(text);
     }
-    clReleaseProgram(prog);
+    ocl_release_program(f, prog);
     return e == CL_BUILD_PROGRAM_FAILURE || e == CL_INVALID_BUILD_OPTIONS ? PIOLA_ERROR_BUILD_FAILED
                                                                           : status_of(e);
   }
@@ -494,17 +726,21 @@ static piola_status build_program(cl_context ctx, cl_device_id dev, const char *
 }
 
 /* Context and in-order queue for a device. */
-static piola_status make_context(const device_entry *d, bool profile, const piola_logger *log,
-                                 cl_context *ctx, cl_command_queue *queue) {
+static piola_status make_context(piola_faults *f, const device_entry *d, bool profile,
+                                 const piola_logger *log, cl_context *ctx,
+                                 cl_command_queue *queue) {
   cl_int e;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
-  *ctx = clCreateContext(props, 1, &d->device, NULL, NULL, &e);
+  *ctx = ocl_create_context(f, props, &d->device, &e);
   if (e != CL_SUCCESS) {
+    *ctx = NULL;
     return cl_fail(log, e, "clCreateContext");
   }
-  *queue = clCreateCommandQueue(*ctx, d->device, profile ? CL_QUEUE_PROFILING_ENABLE : 0, &e);
+  *queue = ocl_create_queue(f, *ctx, d->device, profile ? CL_QUEUE_PROFILING_ENABLE : 0, &e);
   if (e != CL_SUCCESS) {
-    clReleaseContext(*ctx);
+    ocl_release_context(f, *ctx);
+    *ctx = NULL;
+    *queue = NULL;
     return cl_fail(log, e, "clCreateCommandQueue");
   }
   return PIOLA_OK;
@@ -517,13 +753,13 @@ piola_status piola_opencl_try_build(const char *device_spec, const char *source,
   cl_context ctx;
   cl_command_queue q;
   if (s == PIOLA_OK) {
-    s = make_context(&d, false, logger, &ctx, &q);
+    s = make_context(NULL, &d, false, logger, &ctx, &q);
   }
   if (s != PIOLA_OK) {
     return s;
   }
   cl_program prog;
-  s = build_program(ctx, d.device, &source, 1, "-cl-std=CL1.2", logger, &prog);
+  s = build_program(NULL, ctx, d.device, &source, 1, "-cl-std=CL1.2", logger, &prog);
   if (s == PIOLA_OK) {
     clReleaseProgram(prog);
   }
@@ -533,29 +769,20 @@ piola_status piola_opencl_try_build(const char *device_spec, const char *source,
 }
 
 static void release_all(piola_opencl *cl) {
+  piola_faults *f = cl->faults;
   for (int i = 0; i < BUF_COUNT; ++i) {
-    if (cl->buffers[i] != NULL) {
-      clReleaseMemObject(cl->buffers[i]);
-    }
+    ocl_release_mem(f, cl->buffers[i]);
   }
   for (int i = 0; i < KERNEL_COUNT; ++i) {
-    if (cl->kernels[i] != NULL) {
-      clReleaseKernel(cl->kernels[i]);
-    }
+    ocl_release_kernel(f, cl->kernels[i]);
   }
   for (int32_t i = 0; i < cl->event_count; ++i) {
-    clReleaseEvent(cl->events[i].event);
+    ocl_release_event(f, cl->events[i].event);
   }
   free(cl->events);
-  if (cl->program != NULL) {
-    clReleaseProgram(cl->program);
-  }
-  if (cl->queue != NULL) {
-    clReleaseCommandQueue(cl->queue);
-  }
-  if (cl->context != NULL) {
-    clReleaseContext(cl->context);
-  }
+  ocl_release_program(f, cl->program);
+  ocl_release_queue(f, cl->queue);
+  ocl_release_context(f, cl->context);
   free(cl);
 }
 
@@ -571,7 +798,7 @@ static size_t pick_work_group_size(const piola_world_def *def, const device_entr
   return wg < max ? wg : max;
 }
 
-piola_status piola_opencl_create(piola_world *w) {
+piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
   const piola_logger *log = &w->def.logger;
   device_entry d;
   piola_status s = pick_device(w->def.device_spec, log, &d);
@@ -582,23 +809,25 @@ piola_status piola_opencl_create(piola_world *w) {
   if (cl == NULL) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
+  cl->faults = faults;
   cl->platform = d.platform;
   cl->device = d.device;
   snprintf(cl->device_name, sizeof cl->device_name, "%s", d.info.name);
   cl->wg = pick_work_group_size(&w->def, &d);
-  s = make_context(&d, w->def.profile, log, &cl->context, &cl->queue);
+  s = make_context(faults, &d, w->def.profile, log, &cl->context, &cl->queue);
   if (s == PIOLA_OK) {
     char options[256];
     const char *extra = getenv("PIOLA_CL_BUILD_OPTIONS");
     snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s %s",
              cl->wg, w->def.fast_math ? " -cl-fast-relaxed-math" : "", extra ? extra : "");
-    s = build_program(cl->context, cl->device, piola_kernel_sources,
+    s = build_program(faults, cl->context, cl->device, piola_kernel_sources,
                       (cl_uint)piola_kernel_source_count, options, log, &cl->program);
   }
   for (int k = 0; k < KERNEL_COUNT && s == PIOLA_OK; ++k) {
     cl_int e;
-    cl->kernels[k] = clCreateKernel(cl->program, kernel_names[k], &e);
+    cl->kernels[k] = ocl_create_kernel(faults, cl->program, kernel_names[k], &e);
     if (e != CL_SUCCESS) {
+      cl->kernels[k] = NULL;
       s = cl_fail(log, e, kernel_names[k]);
     }
   }
@@ -618,7 +847,7 @@ void piola_opencl_destroy(piola_world *w) {
   if (w->cl == NULL) {
     return;
   }
-  clFinish(w->cl->queue);
+  (void)ocl_finish(w->cl->faults, w->cl->queue); /* nothing to report: the world goes */
   release_all(w->cl);
   w->cl = NULL;
 }
@@ -633,15 +862,15 @@ static piola_status ensure_buffer(piola_world *w, int b, size_t bytes, cl_mem_fl
     return PIOLA_OK;
   }
   if (cl->buffers[b] != NULL) {
-    clReleaseMemObject(cl->buffers[b]);
+    ocl_release_mem(cl->faults, cl->buffers[b]);
     cl->buffers[b] = NULL;
     cl->buffer_bytes[b] = 0;
   }
   cl_int e;
-  cl->buffers[b] = clCreateBuffer(cl->context, flags, bytes, NULL, &e);
+  cl->buffers[b] = ocl_create_buffer(cl->faults, cl->context, flags, bytes, NULL, &e);
   if (e != CL_SUCCESS) {
     cl->buffers[b] = NULL;
-    return cl_fail(&w->def.logger, e, "clCreateBuffer");
+    return wfail(w, e, "clCreateBuffer");
   }
   cl->buffer_bytes[b] = bytes;
   return PIOLA_OK;
@@ -652,8 +881,7 @@ static piola_status write_buffer(piola_world *w, int b, size_t offset, size_t by
   if (bytes == 0) {
     return PIOLA_OK;
   }
-  CL_CHECK(&w->def.logger, clEnqueueWriteBuffer(w->cl->queue, w->cl->buffers[b], CL_TRUE, offset,
-                                                bytes, data, 0, NULL, NULL));
+  CL_CHECK(ocl_write(w->cl->faults, w->cl->queue, w->cl->buffers[b], offset, bytes, data));
   return PIOLA_OK;
 }
 
@@ -662,8 +890,7 @@ static piola_status read_buffer(const piola_world *w, int b, size_t offset, size
   if (bytes == 0) {
     return PIOLA_OK;
   }
-  CL_CHECK(&w->def.logger, clEnqueueReadBuffer(w->cl->queue, w->cl->buffers[b], CL_TRUE, offset,
-                                               bytes, data, 0, NULL, NULL));
+  CL_CHECK(ocl_read(w->cl->faults, w->cl->queue, w->cl->buffers[b], offset, bytes, data));
   return PIOLA_OK;
 }
 
@@ -673,8 +900,8 @@ static piola_status zero_buffer(piola_world *w, int b, size_t bytes) {
     return PIOLA_OK;
   }
   cl_int zero = 0;
-  CL_CHECK(&w->def.logger, clEnqueueFillBuffer(w->cl->queue, w->cl->buffers[b], &zero, sizeof zero,
-                                               0, bytes, 0, NULL, NULL));
+  CL_CHECK(
+      ocl_fill(w->cl->faults, w->cl->queue, w->cl->buffers[b], &zero, sizeof zero, bytes, NULL));
   return PIOLA_OK;
 }
 
@@ -698,6 +925,7 @@ static piola_status upload_forces(piola_world *w, int32_t first, int32_t count) 
   }
   piola_opencl *cl = w->cl;
   size_t bytes = 16 * (size_t)w->vertex_count;
+  bool fresh = false;
   if (cl->buffers[BUF_FORCES] == NULL || cl->buffer_bytes[BUF_FORCES] < bytes) {
     piola_status s = ensure_buffer(w, BUF_FORCES, bytes, CL_MEM_READ_ONLY);
     if (s != PIOLA_OK) {
@@ -705,6 +933,7 @@ static piola_status upload_forces(piola_world *w, int32_t first, int32_t count) 
     }
     first = 0;
     count = w->vertex_count;
+    fresh = true;
   }
   float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
   if (tmp == NULL) {
@@ -718,6 +947,13 @@ static piola_status upload_forces(piola_world *w, int32_t first, int32_t count) 
   }
   piola_status s = write_buffer(w, BUF_FORCES, 16 * (size_t)first, 16 * (size_t)count, tmp);
   free(tmp);
+  if (s != PIOLA_OK && fresh) {
+    /* A new buffer that was not filled holds garbage: drop it, so that the next upload makes
+     * and fills a new one (a later write of one body's range would leave the rest garbage). */
+    ocl_release_mem(cl->faults, cl->buffers[BUF_FORCES]);
+    cl->buffers[BUF_FORCES] = NULL;
+    cl->buffer_bytes[BUF_FORCES] = 0;
+  }
   return s;
 }
 
@@ -730,8 +966,10 @@ static piola_status upload_colliders(piola_world *w) {
   int32_t end =
       cl->colliders_dirty_end < w->collider_count ? cl->colliders_dirty_end : w->collider_count;
   if (cl->buffers[BUF_COLLIDERS] == NULL || cl->buffer_bytes[BUF_COLLIDERS] < bytes) {
-    first = 0; /* a new buffer */
+    first = 0; /* a new buffer: written whole, now or (after a failure) at the next try */
     end = w->collider_count;
+    cl->colliders_dirty_first = 0;
+    cl->colliders_dirty_end = INT32_MAX;
   }
   piola_status s = ensure_buffer(w, BUF_COLLIDERS, bytes, CL_MEM_READ_ONLY);
   if (s == PIOLA_OK && first < end) {
@@ -948,7 +1186,7 @@ static piola_status upload_all(piola_world *w) {
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
     /* Exact sizes: the plane strides of the structure-of-arrays buffers are the counts. */
     if (cl->buffers[sizes[i].b] != NULL && cl->buffer_bytes[sizes[i].b] != sizes[i].bytes) {
-      clReleaseMemObject(cl->buffers[sizes[i].b]);
+      ocl_release_mem(cl->faults, cl->buffers[sizes[i].b]);
       cl->buffers[sizes[i].b] = NULL;
       cl->buffer_bytes[sizes[i].b] = 0;
     }
@@ -1152,7 +1390,7 @@ piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_
 }
 
 /* Reads vertices [first, first + count) into the double arrays x and v (either may be NULL),
- * at the same indices. */
+ * 3 per vertex from their start. */
 static piola_status read_vertices(const piola_world *w, int32_t first, int32_t count, double *x,
                                   double *v) {
   float *tmp = malloc(16 * (size_t)(count > 0 ? count : 1));
@@ -1166,7 +1404,7 @@ static piola_status read_vertices(const piola_world *w, int32_t first, int32_t c
     if (outs[k] != NULL && (s = read_float4(w, bufs[k], first, count, tmp)) == PIOLA_OK) {
       for (int32_t i = 0; i < count; ++i) {
         for (int c = 0; c < 3; ++c) {
-          outs[k][3 * (size_t)(first + i) + c] = tmp[4 * (size_t)i + c];
+          outs[k][3 * (size_t)i + c] = tmp[4 * (size_t)i + c];
         }
       }
     }
@@ -1218,19 +1456,52 @@ piola_status piola_opencl_pull(piola_world *w) {
   if (!piola_opencl_live(w)) {
     return PIOLA_OK;
   }
-  piola_status s = read_vertices(w, 0, w->cl->vertex_count, w->x, w->v);
-  if (s == PIOLA_OK) {
-    memcpy(w->p, w->x, sizeof(double) * 3 * (size_t)w->vertex_count);
-    s = read_tets(w, w->solver.tet_m, w->solver.tet_lambda, w->solver.plastic_strain);
+  /* Read into scratch and copy when every read worked: a failed pull leaves the host as it was. */
+  const size_t nv = 3 * (size_t)w->cl->vertex_count, nt = (size_t)w->cl->tet_count,
+               np = (size_t)w->cl->plastic_count;
+  double *tmp = malloc(sizeof(double) * (2 * nv + 11 * nt + 6 * np + 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
   }
+  double *x = tmp, *v = x + nv, *m = v + nv, *lambda = m + 9 * nt, *strain = lambda + 2 * nt;
+  piola_status s = read_vertices(w, 0, w->cl->vertex_count, x, v);
+  if (s == PIOLA_OK) {
+    s = read_tets(w, m, lambda, strain);
+  }
+  if (s == PIOLA_OK) {
+    memcpy(w->x, x, sizeof(double) * nv);
+    memcpy(w->p, x, sizeof(double) * nv);
+    memcpy(w->v, v, sizeof(double) * nv);
+    memcpy(w->solver.tet_m, m, sizeof(double) * 9 * nt);
+    memcpy(w->solver.tet_lambda, lambda, sizeof(double) * 2 * nt);
+    if (np > 0) {
+      memcpy(w->solver.plastic_strain, strain, sizeof(double) * 6 * np);
+    }
+  }
+  free(tmp);
   return s;
 }
 
 piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count) {
-  return piola_opencl_live(w) ? read_vertices(w, first, count, w->x, w->v) : PIOLA_OK;
+  if (!piola_opencl_live(w)) {
+    return PIOLA_OK;
+  }
+  const size_t n = 3 * (size_t)count;
+  double *tmp = malloc(sizeof(double) * (2 * n + 1));
+  if (tmp == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  piola_status s = read_vertices(w, first, count, tmp, tmp + n);
+  if (s == PIOLA_OK) { /* all or nothing */
+    memcpy(w->x + 3 * (size_t)first, tmp, sizeof(double) * n);
+    memcpy(w->v + 3 * (size_t)first, tmp + n, sizeof(double) * n);
+  }
+  free(tmp);
+  return s;
 }
 
-piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count) {
+piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count, bool positions,
+                                     bool velocities) {
   if (!piola_opencl_live(w)) {
     return PIOLA_OK; /* uploaded with everything before the next step */
   }
@@ -1238,9 +1509,12 @@ piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t coun
   if (tmp == NULL) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  pack_vertices(w, w->x, true, first, count, tmp);
-  piola_status s = write_buffer(w, BUF_X, 16 * (size_t)first, 16 * (size_t)count, tmp);
-  if (s == PIOLA_OK) {
+  piola_status s = PIOLA_OK;
+  if (positions) {
+    pack_vertices(w, w->x, true, first, count, tmp);
+    s = write_buffer(w, BUF_X, 16 * (size_t)first, 16 * (size_t)count, tmp);
+  }
+  if (s == PIOLA_OK && velocities) {
     pack_vertices(w, w->v, false, first, count, tmp);
     s = write_buffer(w, BUF_V, 16 * (size_t)first, 16 * (size_t)count, tmp);
   }
@@ -1259,6 +1533,25 @@ piola_status piola_opencl_begin_step(piola_world *w) {
     s = upload_colliders(w);
   }
   return s;
+}
+
+piola_status piola_opencl_abort_step(piola_world *w, bool from_host, piola_status s) {
+  piola_opencl *cl = w->cl;
+  for (int32_t i = 0; i < cl->event_count; ++i) {
+    ocl_release_event(cl->faults, cl->events[i].event);
+  }
+  cl->event_count = 0;
+  if (from_host && !cl->lost) {
+    /* The host arrays still hold the state before the step: drop the device's half-advanced
+     * copy; the next step uploads it again. */
+    cl->live = false;
+    return s;
+  }
+  piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+            "OpenCL: a step failed with the device state half advanced (%s); the world is lost",
+            piola_status_string(s));
+  cl->lost = true;
+  return PIOLA_ERROR_DEVICE_LOST;
 }
 
 /* Enqueues kernel k over `count` work-items (rounded up to the work-group size). */
@@ -1280,8 +1573,7 @@ static piola_status launch(piola_world *w, int k, int32_t count, piola_stage sta
     cl->events = ne;
     cl->event_capacity = nc;
   }
-  CL_CHECK(&w->def.logger, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global,
-                                                  &local, 0, NULL, record ? &ev : NULL));
+  CL_CHECK(ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, record ? &ev : NULL));
   if (record) {
     cl->events[cl->event_count].event = ev;
     cl->events[cl->event_count].stage = stage;
@@ -1297,13 +1589,12 @@ static cl_float4 gravity_impulse(const piola_world *w, double h) {
   return hg;
 }
 
-#define SET_ARG(k, i, v) CL_CHECK(log, clSetKernelArg(cl->kernels[k], (i), sizeof(v), &(v)))
+#define SET_ARG(k, i, v) CL_CHECK(ocl_set_arg(cl->faults, cl->kernels[k], (i), sizeof(v), &(v)))
 
 /* Exclusive scan of the n ints of buffer `in` into buffer `out` (n + 1 entries: out[n] is the
  * total), in three launches (piola_contact.cl). */
 static piola_status scan(piola_world *w, int in, int out, cl_int n, piola_stage stage) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   cl_int blocks = (cl_int)(((size_t)n + cl->wg * SCAN_ITEMS - 1) / (cl->wg * SCAN_ITEMS));
   SET_ARG(KERNEL_SCAN_BLOCKS, 0, b[in]);
@@ -1331,7 +1622,6 @@ static piola_status scan(piola_world *w, int in, int out, cl_int n, piola_stage 
 /* BROAD_PHASE: boxes, the cell size, and the triangles sorted into the hash buckets. */
 static piola_status broad_phase(piola_world *w, piola_stage stage) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   cl_int ntr = cl->triangle_count, nsv = cl->sv_count, mask = w->contacts.bucket_mask;
   cl_int buckets = mask + 1;
@@ -1384,7 +1674,6 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
 /* NARROW_PHASE: each surface vertex's contacts, and the sorted lists of corner entries. */
 static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   cl_int nsv = cl->sv_count, mask = w->contacts.bucket_mask;
   cl_float thickness = w->def.contact_thickness;
@@ -1457,7 +1746,6 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
 /* CONTACT: every contact projected from the same positions, then gathered per vertex. */
 static piola_status contact_solve(piola_world *w, piola_stage stage) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   cl_int nsv = cl->sv_count;
   cl_float thickness = w->def.contact_thickness, friction = w->def.contact_friction;
@@ -1488,7 +1776,6 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
 /* SOLVE_TETS, the tet kind: one launch per color, then the Jacobi tail (two launches). */
 static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   cl_int stride = cl->tet_count;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h));
@@ -1548,7 +1835,6 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
  * (with def.profile) as PIOLA_STAGE_SOLVE_CLOTH and PIOLA_STAGE_SOLVE_BENDING. */
 static piola_status solve_cloth(piola_world *w, double h) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   const piola_solver_cloth *c = &w->cloth;
   if (c->color_count == 0) {
@@ -1595,7 +1881,6 @@ static piola_status solve_cloth(piola_world *w, double h) {
 
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   cl_int nv = cl->vertex_count;
   switch (stage) {
@@ -1625,11 +1910,9 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
       }
       cl_float zero = 0.0f;
       cl_event ev = NULL;
-      CL_CHECK(log, clEnqueueFillBuffer(cl->queue, b[lambda_buffers[k]], &zero, sizeof zero, 0,
-                                        lambda_bytes[k], 0, NULL, w->def.profile ? &ev : NULL));
-      if (ev != NULL) {
-        clReleaseEvent(ev); /* a fill is not a stage worth timing */
-      }
+      CL_CHECK(ocl_fill(cl->faults, cl->queue, b[lambda_buffers[k]], &zero, sizeof zero,
+                        lambda_bytes[k], w->def.profile ? &ev : NULL));
+      ocl_release_event(cl->faults, ev); /* a fill is not a stage worth timing */
     }
     return PIOLA_OK;
   }
@@ -1722,7 +2005,6 @@ bool piola_opencl_per_body(const piola_world *w) {
 
 piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part) {
   piola_opencl *cl = w->cl;
-  const piola_logger *log = &w->def.logger;
   cl_mem *b = cl->buffers;
   const int k = KERNEL_SUBSTEP_BODIES;
   cl_int has_forces = w->f != NULL && b[BUF_FORCES] != NULL;
@@ -1768,14 +2050,13 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   SET_ARG(k, 31, collider_t_end);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
-  CL_CHECK(log, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global, &local, 0, NULL,
-                                       NULL));
+  CL_CHECK(ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));
   return PIOLA_OK;
 }
 
 piola_status piola_opencl_end_step(piola_world *w) {
   piola_opencl *cl = w->cl;
-  CL_CHECK(&w->def.logger, clFlush(cl->queue));
+  CL_CHECK(ocl_flush(cl->faults, cl->queue));
   if (!w->def.profile) {
     return PIOLA_OK;
   }
@@ -1783,9 +2064,9 @@ piola_status piola_opencl_end_step(piola_world *w) {
   memset(cl->stage_ms, 0, sizeof cl->stage_ms);
   piola_status s = PIOLA_OK;
   if (cl->event_count > 0) {
-    cl_int e = clFinish(cl->queue);
+    cl_int e = ocl_finish(cl->faults, cl->queue);
     if (e != CL_SUCCESS) {
-      s = cl_fail(&w->def.logger, e, "clFinish");
+      s = wfail(w, e, "clFinish");
     }
   }
   for (int32_t i = 0; i < cl->event_count; ++i) {
@@ -1798,14 +2079,14 @@ piola_status piola_opencl_end_step(piola_world *w) {
         end >= start) {
       cl->stage_ms[cl->events[i].stage] += (double)(end - start) * 1e-6;
     }
-    clReleaseEvent(cl->events[i].event);
+    ocl_release_event(cl->faults, cl->events[i].event);
   }
   cl->event_count = 0;
   return s;
 }
 
 piola_status piola_opencl_finish(piola_world *w) {
-  CL_CHECK(&w->def.logger, clFinish(w->cl->queue));
+  CL_CHECK(ocl_finish(w->cl->faults, w->cl->queue));
   return PIOLA_OK;
 }
 
@@ -1820,10 +2101,10 @@ piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
   cl_mem buf = NULL;
   cl_int e = CL_SUCCESS;
   if (s == PIOLA_OK) {
-    s = make_context(&d, false, logger, &ctx, &q);
+    s = make_context(NULL, &d, false, logger, &ctx, &q);
   }
   if (s == PIOLA_OK) {
-    s = build_program(ctx, d.device, piola_kernel_sources, (cl_uint)piola_kernel_source_count,
+    s = build_program(NULL, ctx, d.device, piola_kernel_sources, (cl_uint)piola_kernel_source_count,
                       "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=1", logger, &prog);
   }
   if (s == PIOLA_OK) {
@@ -1881,10 +2162,10 @@ enum {
   RENDER_OUT_NORMALS         /* float4 per detail vertex */
 };
 
-void piola_opencl_render_release(piola_render_mesh *rm) {
+void piola_opencl_render_release(const piola_world *w, piola_render_mesh *rm) {
   for (int k = 0; k < PIOLA_RENDER_BUFFERS; ++k) {
     if (rm->device[k] != NULL) {
-      clReleaseMemObject((cl_mem)rm->device[k]);
+      ocl_release_mem(w->cl != NULL ? w->cl->faults : NULL, (cl_mem)rm->device[k]);
       rm->device[k] = NULL;
     }
   }
@@ -1929,10 +2210,11 @@ piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm,
       cl_int e;
       const cl_mem_flags flags =
           arrays[k].data != NULL ? CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR : CL_MEM_READ_WRITE;
-      cl_mem m = clCreateBuffer(w->cl->context, flags, arrays[k].bytes > 0 ? arrays[k].bytes : 16,
-                                (void *)(uintptr_t)arrays[k].data, &e);
+      cl_mem m = ocl_create_buffer(w->cl->faults, w->cl->context, flags,
+                                   arrays[k].bytes > 0 ? arrays[k].bytes : 16,
+                                   (void *)(uintptr_t)arrays[k].data, &e);
       if (e != CL_SUCCESS) {
-        s = cl_fail(&w->def.logger, e, "clCreateBuffer (render mesh)");
+        s = wfail(w, e, "clCreateBuffer (render mesh)");
       } else {
         rm->device[k] = m;
       }
@@ -1942,7 +2224,7 @@ piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm,
   free(tri);
   free(coord);
   if (s != PIOLA_OK) {
-    piola_opencl_render_release(rm);
+    piola_opencl_render_release(w, rm);
   }
   return s;
 }
@@ -1952,8 +2234,7 @@ static piola_status render_launch(const piola_world *w, int k, int32_t count) {
   const piola_opencl *cl = w->cl;
   size_t local = cl->wg;
   size_t global = ((size_t)count + local - 1) / local * local;
-  CL_CHECK(&w->def.logger, clEnqueueNDRangeKernel(cl->queue, cl->kernels[k], 1, NULL, &global,
-                                                  &local, 0, NULL, NULL));
+  CL_CHECK(ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));
   return PIOLA_OK;
 }
 
@@ -1963,15 +2244,14 @@ piola_status piola_opencl_render_compute(const piola_world *w, const piola_rende
   cl_mem const *d = (cl_mem const *)rm->device;
   const cl_int offset = b->vertex_offset, nsv = b->surface_vertex_count, n = rm->count;
   cl_kernel k = cl->kernels[KERNEL_RENDER_NORMALS];
-  const piola_logger *log = &w->def.logger;
-  CL_CHECK(log, clSetKernelArg(k, 0, sizeof(cl_mem), &cl->buffers[BUF_X]));
-  CL_CHECK(log, clSetKernelArg(k, 1, sizeof(cl_mem), &d[RENDER_SV_VERTEX]));
-  CL_CHECK(log, clSetKernelArg(k, 2, sizeof(cl_mem), &d[RENDER_TRIANGLES]));
-  CL_CHECK(log, clSetKernelArg(k, 3, sizeof(cl_mem), &d[RENDER_INCIDENT_START]));
-  CL_CHECK(log, clSetKernelArg(k, 4, sizeof(cl_mem), &d[RENDER_INCIDENT]));
-  CL_CHECK(log, clSetKernelArg(k, 5, sizeof(cl_int), &offset));
-  CL_CHECK(log, clSetKernelArg(k, 6, sizeof(cl_int), &nsv));
-  CL_CHECK(log, clSetKernelArg(k, 7, sizeof(cl_mem), &d[RENDER_NORMALS]));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 0, sizeof(cl_mem), &cl->buffers[BUF_X]));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 1, sizeof(cl_mem), &d[RENDER_SV_VERTEX]));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 2, sizeof(cl_mem), &d[RENDER_TRIANGLES]));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 3, sizeof(cl_mem), &d[RENDER_INCIDENT_START]));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 4, sizeof(cl_mem), &d[RENDER_INCIDENT]));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 5, sizeof(cl_int), &offset));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 6, sizeof(cl_int), &nsv));
+  CL_CHECK(ocl_set_arg(cl->faults, k, 7, sizeof(cl_mem), &d[RENDER_NORMALS]));
   piola_status s = render_launch(w, KERNEL_RENDER_NORMALS, nsv);
   if (s != PIOLA_OK) {
     return s;
@@ -1983,33 +2263,32 @@ piola_status piola_opencl_render_compute(const piola_world *w, const piola_rende
                           d[RENDER_DETAIL_TRIANGLE], d[RENDER_DETAIL_COORDINATES]};
   cl_int err = CL_SUCCESS;
   for (cl_uint a = 0; a < 6 && err == CL_SUCCESS; ++a) {
-    err = clSetKernelArg(k, a, sizeof(cl_mem), &args[a]);
+    err = ocl_set_arg(cl->faults, k, a, sizeof(cl_mem), &args[a]);
   }
   if (err == CL_SUCCESS) {
-    err = clSetKernelArg(k, 6, sizeof(cl_int), &offset);
+    err = ocl_set_arg(cl->faults, k, 6, sizeof(cl_int), &offset);
   }
   if (err == CL_SUCCESS) {
-    err = clSetKernelArg(k, 7, sizeof(cl_int), &n);
+    err = ocl_set_arg(cl->faults, k, 7, sizeof(cl_int), &n);
   }
   if (err == CL_SUCCESS) {
-    err = clSetKernelArg(k, 8, sizeof(cl_mem), &d[RENDER_OUT_POSITIONS]);
+    err = ocl_set_arg(cl->faults, k, 8, sizeof(cl_mem), &d[RENDER_OUT_POSITIONS]);
   }
   if (err == CL_SUCCESS) {
-    err = clSetKernelArg(k, 9, sizeof(cl_mem), &d[RENDER_OUT_NORMALS]);
+    err = ocl_set_arg(cl->faults, k, 9, sizeof(cl_mem), &d[RENDER_OUT_NORMALS]);
   }
   s = err == CL_SUCCESS ? render_launch(w, KERNEL_RENDER_POINTS, n)
-                        : cl_fail(log, err, "clSetKernelArg (render mesh)");
+                        : wfail(w, err, "clSetKernelArg (render mesh)");
   float *tmp = s == PIOLA_OK ? malloc(bytes) : NULL;
   if (s == PIOLA_OK && tmp == NULL) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   }
   float *dst = positions != NULL ? positions : normals;
   if (s == PIOLA_OK && dst != NULL) {
-    err = clEnqueueReadBuffer(cl->queue,
-                              d[positions != NULL ? RENDER_OUT_POSITIONS : RENDER_OUT_NORMALS],
-                              CL_TRUE, 0, bytes, tmp, 0, NULL, NULL);
+    err = ocl_read(cl->faults, cl->queue,
+                   d[positions != NULL ? RENDER_OUT_POSITIONS : RENDER_OUT_NORMALS], 0, bytes, tmp);
     if (err != CL_SUCCESS) {
-      s = cl_fail(log, err, "clEnqueueReadBuffer (render mesh)");
+      s = wfail(w, err, "clEnqueueReadBuffer (render mesh)");
     }
     for (size_t i = 0; s == PIOLA_OK && i < (size_t)n; ++i) {
       memcpy(dst + 3 * i, tmp + 4 * i, 3 * sizeof(float));
@@ -2024,10 +2303,10 @@ piola_status piola_opencl_render_compute(const piola_world *w, const piola_rende
  * (float4 per entry: xyz, compliance), 3 multipliers (float per entry). Rewritten whole on every
  * change: there are few attachments and an engine moves their targets every frame. */
 
-void piola_opencl_attachments_release(piola_solver_attachments *a) {
+void piola_opencl_attachments_release(const piola_world *w, piola_solver_attachments *a) {
   for (int k = 0; k < PIOLA_ATTACH_BUFFERS; ++k) {
     if (a->device[k] != NULL) {
-      clReleaseMemObject((cl_mem)a->device[k]);
+      ocl_release_mem(w->cl != NULL ? w->cl->faults : NULL, (cl_mem)a->device[k]);
       a->device[k] = NULL;
     }
   }
@@ -2036,23 +2315,23 @@ void piola_opencl_attachments_release(piola_solver_attachments *a) {
 
 piola_status piola_opencl_attachments_upload(piola_world *w) {
   piola_solver_attachments *a = &w->attach;
-  const piola_logger *log = &w->def.logger;
   if (a->count == 0) {
     return PIOLA_OK;
   }
   if (a->device[0] == NULL || a->device_capacity[0] < a->count ||
       a->device_capacity[1] < a->vertex_count) {
-    piola_opencl_attachments_release(a);
+    piola_opencl_attachments_release(w, a);
     const size_t bytes[PIOLA_ATTACH_BUFFERS] = {4 * ((size_t)a->vertex_count + 1),
                                                 4 * (size_t)a->vertex_count, 16 * (size_t)a->count,
                                                 4 * (size_t)a->count};
     for (int k = 0; k < PIOLA_ATTACH_BUFFERS; ++k) {
       cl_int e;
-      a->device[k] = clCreateBuffer(w->cl->context, CL_MEM_READ_WRITE, bytes[k], NULL, &e);
+      a->device[k] =
+          ocl_create_buffer(w->cl->faults, w->cl->context, CL_MEM_READ_WRITE, bytes[k], NULL, &e);
       if (e != CL_SUCCESS) {
         a->device[k] = NULL;
-        piola_opencl_attachments_release(a);
-        return cl_fail(log, e, "clCreateBuffer (attachments)");
+        piola_opencl_attachments_release(w, a);
+        return wfail(w, e, "clCreateBuffer (attachments)");
       }
     }
     a->device_capacity[0] = a->count;
@@ -2066,16 +2345,14 @@ piola_status piola_opencl_attachments_upload(piola_world *w) {
     targets[i] = (float)a->target[i];
   }
   cl_command_queue q = w->cl->queue;
-  cl_int e = clEnqueueWriteBuffer(q, (cl_mem)a->device[0], CL_TRUE, 0,
-                                  4 * ((size_t)a->vertex_count + 1), a->start, 0, NULL, NULL);
+  piola_faults *f = w->cl->faults;
+  cl_int e = ocl_write(f, q, (cl_mem)a->device[0], 0, 4 * ((size_t)a->vertex_count + 1), a->start);
   if (e == CL_SUCCESS) {
-    e = clEnqueueWriteBuffer(q, (cl_mem)a->device[1], CL_TRUE, 0, 4 * (size_t)a->vertex_count,
-                             a->vertex, 0, NULL, NULL);
+    e = ocl_write(f, q, (cl_mem)a->device[1], 0, 4 * (size_t)a->vertex_count, a->vertex);
   }
   if (e == CL_SUCCESS) {
-    e = clEnqueueWriteBuffer(q, (cl_mem)a->device[2], CL_TRUE, 0, 16 * (size_t)a->count, targets, 0,
-                             NULL, NULL);
+    e = ocl_write(f, q, (cl_mem)a->device[2], 0, 16 * (size_t)a->count, targets);
   }
   free(targets);
-  return e == CL_SUCCESS ? PIOLA_OK : cl_fail(log, e, "clEnqueueWriteBuffer (attachments)");
+  return e == CL_SUCCESS ? PIOLA_OK : wfail(w, e, "clEnqueueWriteBuffer (attachments)");
 }

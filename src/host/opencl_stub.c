@@ -8,10 +8,20 @@
  */
 #include "piola_internal.h"
 
-piola_status piola_opencl_create(piola_world *w) {
+piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
+  (void)faults;
   piola_log(&w->def.logger, PIOLA_LOG_ERROR,
             "this build of Piola has no OpenCL backend (configure with -DPIOLA_OPENCL=ON)");
   return PIOLA_ERROR_UNSUPPORTED;
+}
+bool piola_opencl_lost(const piola_world *w) {
+  (void)w;
+  return false;
+}
+piola_status piola_opencl_abort_step(piola_world *w, bool from_host, piola_status s) {
+  (void)w;
+  (void)from_host;
+  return s;
 }
 void piola_opencl_destroy(piola_world *w) {
   (void)w;
@@ -66,10 +76,13 @@ piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t coun
   (void)count;
   return PIOLA_OK;
 }
-piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count) {
+piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count, bool positions,
+                                     bool velocities) {
   (void)w;
   (void)first;
   (void)count;
+  (void)positions;
+  (void)velocities;
   return PIOLA_OK;
 }
 piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count) {
@@ -137,7 +150,8 @@ piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
   (void)logger;
   return PIOLA_ERROR_UNSUPPORTED;
 }
-void piola_opencl_render_release(piola_render_mesh *rm) {
+void piola_opencl_render_release(const piola_world *w, piola_render_mesh *rm) {
+  (void)w;
   (void)rm;
 }
 piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm,
@@ -160,6 +174,7 @@ piola_status piola_opencl_attachments_upload(piola_world *w) {
   (void)w;
   return PIOLA_ERROR_UNSUPPORTED;
 }
-void piola_opencl_attachments_release(piola_solver_attachments *a) {
+void piola_opencl_attachments_release(const piola_world *w, piola_solver_attachments *a) {
+  (void)w;
   (void)a;
 }

@@ -36,6 +36,15 @@
 void piola_log(const piola_logger *logger, piola_log_level level, const char *format, ...)
     PIOLA_PRINTF(3, 4);
 
+/* Returns PIOLA_ERROR_DEVICE_LOST from the calling public function when the world's device is
+ * lost (piola_opencl_lost()): every call of a lost world but piola_world_destroy() says so. */
+#define PIOLA_RETURN_IF_LOST(w)                                                                    \
+  do {                                                                                             \
+    if ((w) != NULL && piola_opencl_lost(w)) {                                                     \
+      return PIOLA_ERROR_DEVICE_LOST;                                                              \
+    }                                                                                              \
+  } while (0)
+
 /* Misuse of the API: calls the world's assert hook (or assert() in debug builds) and lets the
  * caller return its status. */
 void piola_misuse(const piola_world *world, const char *condition, const char *file, int line);
@@ -380,8 +389,58 @@ double piola_cloth_energy(const piola_world *w, const double *positions);
  * The device holds the live vertex and tet state once a step has uploaded it ("live"); the
  * host arrays are then brought up to date only when asked. */
 
-/* Picks the device, creates the context and queue, builds the program. */
-piola_status piola_opencl_create(piola_world *w);
+/* Test-only fault injection (docs/ARCHITECTURE.md, "Device faults"). Every OpenCL call of the
+ * backend that can fail goes through a wrapper that counts it by kind and, when a piola_faults
+ * is attached to the world, makes the armed call fail with the armed error code instead of
+ * calling OpenCL. The wrappers also count the OpenCL objects created and released, so a test
+ * can check that nothing leaks. Nothing here is global: the record belongs to the test, which
+ * attaches it with piola_world_create_with_faults() and arms it with piola_faults_arm(). */
+typedef enum piola_fault_kind {
+  PIOLA_FAULT_NONE = 0, /* count only */
+  PIOLA_FAULT_CONTEXT,  /* clCreateContext, clCreateCommandQueue */
+  PIOLA_FAULT_ALLOC,    /* clCreateBuffer */
+  PIOLA_FAULT_BUILD,    /* clCreateProgramWithSource, clBuildProgram */
+  PIOLA_FAULT_KERNEL,   /* clCreateKernel */
+  PIOLA_FAULT_ARG,      /* clSetKernelArg */
+  PIOLA_FAULT_ENQUEUE,  /* clEnqueueNDRangeKernel, clEnqueueWriteBuffer, clEnqueueFillBuffer,
+                           clFlush */
+  PIOLA_FAULT_READ,     /* clEnqueueReadBuffer, clFinish */
+  PIOLA_FAULT_LOST,     /* the device is lost at the nth call of any kind: that call and every
+                           later one fail (with CL_DEVICE_NOT_AVAILABLE unless armed otherwise) */
+  PIOLA_FAULT_KIND_COUNT
+} piola_fault_kind;
+
+typedef struct piola_faults {
+  piola_fault_kind kind;                 /* armed kind (NONE: nothing fails) */
+  int32_t nth;                           /* the nth call of that kind since arming fails (from 1) */
+  int32_t error;                         /* the cl_int it returns; 0: the kind's usual code */
+  int32_t calls[PIOLA_FAULT_KIND_COUNT]; /* calls since arming, by kind; [NONE]: all kinds */
+  int32_t injected;                      /* calls failed on purpose since arming */
+  bool lost;                             /* a LOST fault struck: every call fails from then on... */
+  int32_t lost_error;                    /* ...with this code */
+  int64_t created, released; /* OpenCL objects (context, queue, program, kernel, buffer, event) */
+} piola_faults;
+
+/* Arms `f`: the nth call of `kind` fails with `error` (0: the kind's usual code); resets the
+ * call counts (not the object counts, nor a device already lost). */
+void piola_faults_arm(piola_faults *f, piola_fault_kind kind, int32_t nth, int32_t error);
+
+/* piola_world_create() with a fault record attached to an OpenCL world (faults may be NULL);
+ * the record must outlive the world. */
+piola_status piola_world_create_with_faults(const piola_world_def *def, piola_faults *faults,
+                                            piola_world **out);
+
+/* Picks the device, creates the context and queue, builds the program; `faults` (NULL in
+ * normal use) is the test hook above. */
+piola_status piola_opencl_create(piola_world *w, piola_faults *faults);
+/* Whether the device was lost (a call answered PIOLA_ERROR_DEVICE_LOST, or a step failed
+ * with the device state half advanced): every later call of the world fails with
+ * PIOLA_ERROR_DEVICE_LOST. */
+bool piola_opencl_lost(const piola_world *w);
+/* A step failed after begin_step: drops the step's events and, when the device state was
+ * uploaded from the host by this step (`from_host`), drops the device state (the host holds the
+ * state before the step); otherwise marks the device lost. Returns the status to report. */
+piola_status piola_opencl_abort_step(piola_world *w, bool from_host, piola_status s);
 void piola_opencl_destroy(piola_world *w);
 /* Uploads what changed (everything after a topology change) before a step's stages. */
 piola_status piola_opencl_begin_step(piola_world *w);
@@ -415,8 +474,10 @@ void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end);
 piola_status piola_opencl_pull_range(piola_world *w, int32_t first, int32_t count);
 /* Writes the host forces of vertices [first, first + count) to the device. */
 piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count);
-/* Writes the host x, v, w of vertices [first, first + count) to the device. */
-piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count);
+/* Writes the host x and w (positions) and/or v (velocities) of vertices [first, first + count)
+ * to the device, each as one write: on failure the device is as it was, or lost. */
+piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t count, bool positions,
+                                     bool velocities);
 /* Reads positions and/or velocities of a vertex range as 3 floats each (NULL to skip). */
 piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
                                      float *vel);
@@ -435,10 +496,10 @@ void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
 piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm, const piola_body *b);
 piola_status piola_opencl_render_compute(const piola_world *w, const piola_render_mesh *rm,
                                          const piola_body *b, float *positions, float *normals);
-void piola_opencl_render_release(piola_render_mesh *rm);
+void piola_opencl_render_release(const piola_world *w, piola_render_mesh *rm);
 /* Attachments: writes w->attach to the device (buffers in w->attach.device), releases them. */
 piola_status piola_opencl_attachments_upload(piola_world *w);
-void piola_opencl_attachments_release(piola_solver_attachments *a);
+void piola_opencl_attachments_release(const piola_world *w, piola_solver_attachments *a);
 /* Attachments (attachment.c): rebuilds w->attach from the slots (and uploads it on OpenCL);
  * the CPU reference's stage; frees everything. */
 piola_status piola_attachments_build(piola_world *w);

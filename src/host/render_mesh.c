@@ -27,7 +27,7 @@ static piola_v3 at3(const double *a, int32_t i) {
 void piola_render_meshes_free(piola_world *w) {
   for (int32_t i = 0; i < w->render_mesh_slots; ++i) {
     piola_render_mesh *rm = &w->render_meshes[i];
-    piola_opencl_render_release(rm);
+    piola_opencl_render_release(w, rm);
     free(rm->triangle);
     free(rm->coordinates);
     free(rm->incident_start);
@@ -264,6 +264,7 @@ static int32_t *surface_index(const piola_body *b) {
 
 piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, const float *xyz,
                                            int32_t count, piola_render_mesh_id *out) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -331,7 +332,7 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
   free(normals);
   free(local_to_sv);
   if (s != PIOLA_OK) {
-    piola_opencl_render_release(&rm);
+    piola_opencl_render_release(w, &rm);
     free(rm.triangle);
     free(rm.coordinates);
     free(rm.incident_start);
@@ -416,15 +417,18 @@ static piola_status render_read(const piola_world *w, piola_render_mesh_id id, f
 
 piola_status piola_render_mesh_get_positions(const piola_world *w, piola_render_mesh_id id,
                                              float *xyz, int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return render_read(w, id, xyz, count, false);
 }
 
 piola_status piola_render_mesh_get_normals(const piola_world *w, piola_render_mesh_id id,
                                            float *xyz, int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return render_read(w, id, xyz, count, true);
 }
 
 piola_status piola_world_remove_render_mesh(piola_world *w, piola_render_mesh_id id) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -432,7 +436,7 @@ piola_status piola_world_remove_render_mesh(piola_world *w, piola_render_mesh_id
   if (rm == NULL) {
     return PIOLA_ERROR_INVALID_RENDER_MESH;
   }
-  piola_opencl_render_release(rm);
+  piola_opencl_render_release(w, rm);
   free(rm->triangle);
   free(rm->coordinates);
   free(rm->incident_start);
@@ -445,6 +449,7 @@ piola_status piola_world_remove_render_mesh(piola_world *w, piola_render_mesh_id
 
 piola_status piola_body_get_surface_vertices(const piola_world *w, piola_body_id id,
                                              int32_t *vertices, int32_t capacity, int32_t *count) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }

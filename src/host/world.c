@@ -222,7 +222,20 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
   return PIOLA_OK;
 }
 
+void piola_faults_arm(piola_faults *f, piola_fault_kind kind, int32_t nth, int32_t error) {
+  f->kind = kind;
+  f->nth = nth;
+  f->error = error;
+  memset(f->calls, 0, sizeof f->calls);
+  f->injected = 0;
+}
+
 piola_status piola_world_create(const piola_world_def *def, piola_world **out) {
+  return piola_world_create_with_faults(def, NULL, out);
+}
+
+piola_status piola_world_create_with_faults(const piola_world_def *def, piola_faults *faults,
+                                            piola_world **out) {
   if (out == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -243,7 +256,7 @@ piola_status piola_world_create(const piola_world_def *def, piola_world **out) {
   w->def = *def;
   w->backend = PIOLA_BACKEND_CPU_REFERENCE;
   if (def->backend == PIOLA_BACKEND_OPENCL || def->backend == PIOLA_BACKEND_AUTO) {
-    s = piola_opencl_create(w);
+    s = piola_opencl_create(w, faults);
     if (s == PIOLA_OK) {
       w->backend = PIOLA_BACKEND_OPENCL;
     } else if (def->backend == PIOLA_BACKEND_OPENCL) {
@@ -305,20 +318,38 @@ static piola_status run_stage(piola_world *w, piola_stage stage, double h) {
 }
 
 piola_status piola_world_step(piola_world *w) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   double t0 = piola_now_ms();
-  const bool attachments_changed = w->attachments_dirty || w->tets_dirty;
+  /* New solver arrays move vertices: the attachments are rebuilt with them (marked here, so that
+   * a step failing before the rebuild still rebuilds them next time). */
+  if (w->tets_dirty) {
+    w->attachments_dirty = true;
+  }
+  /* Whether this step uploads the state from the host: then a failure on the device leaves the
+   * host arrays with the state before the step, and the world as it was (see abort below). */
+  const bool from_host = w->cl != NULL && !piola_opencl_live(w);
+  /* A failed step leaves the solver arrays to be built again, as it found them. */
+  const bool tets_were_dirty = w->tets_dirty;
   piola_status s = piola_world_build_tets(w);
   if (s == PIOLA_OK && w->cl != NULL) {
     s = piola_opencl_begin_step(w);
   }
-  if (s == PIOLA_OK && attachments_changed) {
+  if (s == PIOLA_OK && w->attachments_dirty) {
     s = piola_attachments_build(w);
   }
   if (s != PIOLA_OK) {
-    return s;
+    /* Nothing ran: the device holds the state before the step (or nothing, when the upload
+     * failed and it is re-uploaded next time). */
+    if (tets_were_dirty) {
+      w->tets_dirty = true;
+      if (w->cl != NULL) {
+        piola_opencl_invalidate(w); /* the host is current: the device is uploaded again */
+      }
+    }
+    return piola_opencl_lost(w) ? PIOLA_ERROR_DEVICE_LOST : s;
   }
   memset(w->stage_ms, 0, sizeof w->stage_ms);
   const int32_t substeps = w->def.substeps;
@@ -374,7 +405,10 @@ piola_status piola_world_step(piola_world *w) {
     s = piola_opencl_end_step(w);
   }
   if (s != PIOLA_OK) {
-    return s;
+    /* The CPU reference fails only before its stages. On OpenCL the device state may be half
+     * advanced: restored (dropped in favour of the host's) or the world is lost. */
+    w->tets_dirty = w->tets_dirty || tets_were_dirty;
+    return w->cl != NULL ? piola_opencl_abort_step(w, from_host, s) : s;
   }
   advance_colliders(w);
   w->step_count++;
@@ -384,6 +418,7 @@ piola_status piola_world_step(piola_world *w) {
 }
 
 piola_status piola_world_finish(piola_world *w) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -391,6 +426,7 @@ piola_status piola_world_finish(piola_world *w) {
 }
 
 piola_status piola_world_set_iterations(piola_world *w, int32_t iterations) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -403,6 +439,7 @@ piola_status piola_world_set_iterations(piola_world *w, int32_t iterations) {
 }
 
 piola_status piola_world_set_gravity(piola_world *w, const float gravity[3]) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL || gravity == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -415,6 +452,7 @@ piola_status piola_world_set_gravity(piola_world *w, const float gravity[3]) {
 }
 
 piola_status piola_world_get_stage_times(const piola_world *w, double stage_ms[PIOLA_STAGE_COUNT]) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL || stage_ms == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -428,6 +466,7 @@ piola_status piola_world_get_stage_times(const piola_world *w, double stage_ms[P
 
 piola_status piola_world_get_color_sizes(const piola_world *w, int32_t *sizes, int32_t capacity,
                                          int32_t *color_count) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL || capacity < 0 || (sizes == NULL && capacity > 0)) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -455,6 +494,7 @@ piola_status piola_world_get_color_sizes(const piola_world *w, int32_t *sizes, i
 }
 
 piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL || out == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -906,6 +946,7 @@ static int32_t intern_material(piola_world *w, const piola_material *m) {
 piola_status piola_world_add_tet_body(piola_world *w, const piola_tet_mesh *mesh,
                                       const piola_material *material, const float translation[3],
                                       piola_body_id *out) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1346,6 +1387,7 @@ static int32_t intern_cloth_material(piola_world *w, const piola_cloth_material 
 piola_status piola_world_add_cloth(piola_world *w, const piola_tri_mesh *mesh,
                                    const piola_cloth_material *material, const float translation[3],
                                    piola_body_id *out) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1424,6 +1466,7 @@ piola_status piola_world_add_cloth(piola_world *w, const piola_tri_mesh *mesh,
 }
 
 piola_status piola_world_remove_body(piola_world *w, piola_body_id id) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1527,22 +1570,49 @@ static piola_status body_write(piola_world *w, piola_body_id id, const float *da
       }
     }
   }
-  if (w->cl != NULL) {
+  const size_t first = (size_t)b->vertex_offset, nv = (size_t)count, n = per * nv;
+  /* On OpenCL the body's vertices are read from the device, changed and written back, the new
+   * values in one write (x and w share a float4): the host's x, p, v, w of the body are kept
+   * to put back if a read or the write fails, so that a failed call changes nothing. */
+  double *old = NULL;
+  const bool live = w->cl != NULL && piola_opencl_live(w);
+  if (live) {
+    old = malloc(sizeof *old * 10 * nv + 1);
+    if (old == NULL) {
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(old, w->x + 3 * first, sizeof *old * 3 * nv);
+    memcpy(old + 3 * nv, w->p + 3 * first, sizeof *old * 3 * nv);
+    memcpy(old + 6 * nv, w->v + 3 * first, sizeof *old * 3 * nv);
+    memcpy(old + 9 * nv, w->w + first, sizeof *old * nv);
     s = piola_opencl_pull_range(w, b->vertex_offset, b->vertex_count);
     if (s != PIOLA_OK) {
+      free(old);
       return s;
     }
   }
   double *dst = field == FIELD_POSITION   ? w->x + 3 * (size_t)b->vertex_offset
                 : field == FIELD_VELOCITY ? w->v + 3 * (size_t)b->vertex_offset
                                           : w->w + b->vertex_offset;
-  for (size_t i = 0; i < per * (size_t)count; ++i) {
+  double *pdst = w->p + 3 * (size_t)b->vertex_offset;
+  for (size_t i = 0; i < n; ++i) {
     dst[i] = (double)data[i];
   }
   if (field == FIELD_POSITION) {
-    memcpy(w->p + 3 * (size_t)b->vertex_offset, dst, 3 * sizeof(double) * (size_t)count);
+    memcpy(pdst, dst, 3 * sizeof(double) * (size_t)count);
   }
-  return w->cl != NULL ? piola_opencl_push_range(w, b->vertex_offset, b->vertex_count) : PIOLA_OK;
+  if (live) {
+    s = piola_opencl_push_range(w, b->vertex_offset, b->vertex_count, field != FIELD_VELOCITY,
+                                field == FIELD_VELOCITY);
+    if (s != PIOLA_OK) {
+      memcpy(w->x + 3 * first, old, sizeof *old * 3 * nv);
+      memcpy(w->p + 3 * first, old + 3 * nv, sizeof *old * 3 * nv);
+      memcpy(w->v + 3 * first, old + 6 * nv, sizeof *old * 3 * nv);
+      memcpy(w->w + first, old + 9 * nv, sizeof *old * nv);
+    }
+    free(old);
+  }
+  return s;
 }
 
 static piola_status body_read(const piola_world *w, piola_body_id id, float *data, int32_t count,
@@ -1569,26 +1639,31 @@ static piola_status body_read(const piola_world *w, piola_body_id id, float *dat
 
 piola_status piola_body_set_inverse_masses(piola_world *w, piola_body_id id,
                                            const float *inverse_masses, int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return body_write(w, id, inverse_masses, count, FIELD_INVERSE_MASS);
 }
 
 piola_status piola_body_get_inverse_masses(const piola_world *w, piola_body_id id,
                                            float *inverse_masses, int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return body_read(w, id, inverse_masses, count, FIELD_INVERSE_MASS);
 }
 
 piola_status piola_body_set_positions(piola_world *w, piola_body_id id, const float *xyz,
                                       int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return body_write(w, id, xyz, count, FIELD_POSITION);
 }
 
 piola_status piola_body_set_velocities(piola_world *w, piola_body_id id, const float *xyz,
                                        int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return body_write(w, id, xyz, count, FIELD_VELOCITY);
 }
 
 piola_status piola_body_set_forces(piola_world *w, piola_body_id id, const float *xyz,
                                    int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1608,7 +1683,8 @@ piola_status piola_body_set_forces(piola_world *w, piola_body_id id, const float
       return s;
     }
   }
-  if (w->f == NULL) {
+  const bool fresh = w->f == NULL;
+  if (fresh) {
     if (xyz == NULL) {
       return PIOLA_OK; /* nothing to clear */
     }
@@ -1617,20 +1693,46 @@ piola_status piola_body_set_forces(piola_world *w, piola_body_id id, const float
       return PIOLA_ERROR_OUT_OF_MEMORY;
     }
   }
+  const size_t n = 3 * (size_t)b->vertex_count;
   double *dst = w->f + 3 * (size_t)b->vertex_offset;
-  for (size_t i = 0; i < 3 * (size_t)b->vertex_count; ++i) {
+  /* The old forces, to put back if the device write fails (a failed call changes nothing). */
+  double *old = w->cl != NULL ? malloc(sizeof *old * (n + 1)) : NULL;
+  if (w->cl != NULL && old == NULL) {
+    if (fresh) {
+      free(w->f);
+      w->f = NULL;
+    }
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (old != NULL) {
+    memcpy(old, dst, sizeof *old * n);
+  }
+  for (size_t i = 0; i < n; ++i) {
     dst[i] = xyz != NULL ? (double)xyz[i] : 0.0;
   }
-  return w->cl != NULL ? piola_opencl_push_forces(w, b->vertex_offset, b->vertex_count) : PIOLA_OK;
+  piola_status s =
+      w->cl != NULL ? piola_opencl_push_forces(w, b->vertex_offset, b->vertex_count) : PIOLA_OK;
+  if (s != PIOLA_OK) {
+    if (fresh) {
+      free(w->f);
+      w->f = NULL;
+    } else {
+      memcpy(dst, old, sizeof *old * n);
+    }
+  }
+  free(old);
+  return s;
 }
 
 piola_status piola_body_get_positions(const piola_world *w, piola_body_id id, float *xyz,
                                       int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return body_read(w, id, xyz, count, FIELD_POSITION);
 }
 
 piola_status piola_body_get_velocities(const piola_world *w, piola_body_id id, float *xyz,
                                        int32_t count) {
+  PIOLA_RETURN_IF_LOST(w);
   return body_read(w, id, xyz, count, FIELD_VELOCITY);
 }
 
@@ -1646,6 +1748,7 @@ static piola_body *body_for_change(piola_world *w, piola_body_id id, piola_statu
 
 piola_status piola_body_set_collision_filter(piola_world *w, piola_body_id id, uint32_t group,
                                              uint32_t mask) {
+  PIOLA_RETURN_IF_LOST(w);
   piola_status s;
   piola_body *b = body_for_change(w, id, &s);
   if (b != NULL) {
@@ -1657,6 +1760,7 @@ piola_status piola_body_set_collision_filter(piola_world *w, piola_body_id id, u
 }
 
 piola_status piola_body_set_self_collision(piola_world *w, piola_body_id id, bool enabled) {
+  PIOLA_RETURN_IF_LOST(w);
   piola_status s;
   piola_body *b = body_for_change(w, id, &s);
   if (b != NULL) {
@@ -1668,6 +1772,7 @@ piola_status piola_body_set_self_collision(piola_world *w, piola_body_id id, boo
 
 piola_status piola_body_get_surface(const piola_world *w, piola_body_id id, int32_t *triangles,
                                     int32_t capacity, int32_t *count) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1711,6 +1816,7 @@ static void colliders_changed(piola_world *w, int32_t first, int32_t end) {
 
 piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *def,
                                       piola_collider_id *out) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1759,6 +1865,7 @@ piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *
 
 piola_status piola_world_add_plane(piola_world *w, const float normal[3], float offset,
                                    float friction, piola_collider_id *out) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1776,6 +1883,7 @@ piola_status piola_world_add_plane(piola_world *w, const float normal[3], float 
 }
 
 piola_status piola_world_remove_collider(piola_world *w, piola_collider_id id) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1801,6 +1909,7 @@ piola_status piola_world_set_collider_pose(piola_world *w, piola_collider_id id,
                                            const float position[3], const float rotation[4],
                                            const float linear_velocity[3],
                                            const float angular_velocity[3]) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
@@ -1844,6 +1953,7 @@ piola_status piola_world_set_collider_pose(piola_world *w, piola_collider_id id,
 piola_status piola_world_get_collider_pose(const piola_world *w, piola_collider_id id,
                                            float position[3], float rotation[4],
                                            float linear_velocity[3], float angular_velocity[3]) {
+  PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
