@@ -1,7 +1,8 @@
 /* Fuzz target of body creation from a parsed mesh: an input holding a NUL byte is a TetGen pair
  * (.node, NUL, .ele, as in fuzz_tetgen.c), any other input a Gmsh .msh file. A mesh that loads
- * goes into a CPU-reference world with the default material (piola_world_add_tet_body) and runs
- * a few steps; every position and velocity must stay finite (fuzz_common.c). */
+ * goes into a CPU-reference world with a ground plane and the default material
+ * (piola_world_add_tet_body), twice, the copies overlapping, and runs a few steps; every position
+ * and velocity must stay finite (fuzz_common.c). */
 #include "fuzz_common.h"
 
 #include <string.h>
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s = piola_mesh_load_gmsh(piola_fuzz_write(0, data, size), &mesh);
   }
   if (s == PIOLA_OK) {
-    piola_fuzz_simulate(&mesh, NULL, 4);
+    piola_fuzz_simulate(&mesh, NULL, 4, 2);
     piola_mesh_free(&mesh);
   }
   return 0;

@@ -2,7 +2,8 @@
  * the fuzzer reaches piola_world_add_tet_body() and the step with any geometry, NaN, infinity
  * and huge or tiny coordinates included. Layout (missing bytes read as 0):
  *
- *   byte 0   flags: bits 0-1 the position mode, bit 2 a translation follows the header
+ *   byte 0   flags: bits 0-1 the position mode, bit 2 a translation follows the header, bit 3
+ *            a second copy of the mesh overlaps the first
  *   byte 1   vertex count - 1 (mod 64: 1 to 64 vertices, fewer than 4 is rejected)
  *   byte 2   tet count (mod 64: 0 to 63 tets, 0 is rejected)
  *   byte 3   scale exponent e (mode 1)
@@ -13,7 +14,8 @@
  *   tets, 4 bytes each: vertex index = byte % (vertex count + 1), 255 -> -1 (so an index out
  *            of range is possible)
  *
- * The mesh goes into a CPU-reference world with the default material and runs a few steps;
+ * The mesh goes into a CPU-reference world with a ground plane and the default material (once,
+ * or twice with bit 3) and runs a few steps;
  * every position and velocity must stay finite (fuzz_common.c). */
 #include "fuzz_common.h"
 
@@ -71,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tets[i] = v == 255 ? -1 : (int32_t)(v % (nv + 1));
   }
   piola_tet_mesh mesh = {positions, nv, tets, nt};
-  piola_fuzz_simulate(&mesh, translated ? translation : NULL, 4);
+  piola_fuzz_simulate(&mesh, translated ? translation : NULL, 4, (flags & 8) != 0 ? 2 : 1);
   free(positions);
   free(tets);
   return 0;

@@ -92,7 +92,22 @@ static void check_finite(const float *v, size_t n, const char *what, int step) {
   }
 }
 
-void piola_fuzz_simulate(const piola_tet_mesh *mesh, const float translation[3], int steps) {
+/* Adds one copy of the mesh; aborts on an undocumented status. */
+static piola_status add_copy(piola_world *world, const piola_tet_mesh *mesh,
+                             const float translation[3], piola_body_id *body) {
+  piola_material material = piola_default_material();
+  piola_status s = piola_world_add_tet_body(world, mesh, &material, translation, body);
+  if (s != PIOLA_OK && s != PIOLA_ERROR_INVALID_MESH && s != PIOLA_ERROR_NON_FINITE &&
+      s != PIOLA_ERROR_OUT_OF_MEMORY) {
+    fprintf(stderr, "piola fuzz: piola_world_add_tet_body: undocumented status %s\n",
+            piola_status_string(s));
+    abort();
+  }
+  return s;
+}
+
+void piola_fuzz_simulate(const piola_tet_mesh *mesh, const float translation[3], int steps,
+                         int copies) {
   piola_world_def def = piola_default_world_def();
   def.backend = PIOLA_BACKEND_CPU_REFERENCE;
   def.logger = piola_fuzz_logger();
@@ -100,22 +115,53 @@ void piola_fuzz_simulate(const piola_tet_mesh *mesh, const float translation[3],
   if (piola_world_create(&def, &world) != PIOLA_OK) {
     fuzz_fail("piola_world_create failed on the CPU reference");
   }
-  piola_material material = piola_default_material();
-  piola_body_id body = {0, 0};
-  piola_status s = piola_world_add_tet_body(world, mesh, &material, translation, &body);
-  if (s != PIOLA_OK && s != PIOLA_ERROR_INVALID_MESH && s != PIOLA_ERROR_NON_FINITE &&
-      s != PIOLA_ERROR_OUT_OF_MEMORY) {
-    fprintf(stderr, "piola fuzz: piola_world_add_tet_body: undocumented status %s\n",
-            piola_status_string(s));
-    abort();
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  if (piola_world_add_plane(world, up, 0.0f, 0.5f, NULL) != PIOLA_OK) {
+    fuzz_fail("piola_world_add_plane failed");
+  }
+  piola_body_id bodies[PIOLA_FUZZ_COPIES];
+  int added = 0;
+  copies = copies < 1 ? 1 : copies > PIOLA_FUZZ_COPIES ? PIOLA_FUZZ_COPIES : copies;
+  piola_status s = add_copy(world, mesh, translation, &bodies[0]);
+  if (getenv("PIOLA_FUZZ_VERBOSE") != NULL) { /* which inputs reach the steps */
+    fprintf(stderr, "piola fuzz: %d vertices, %d tets: %s\n", (int)mesh->vertex_count,
+            (int)mesh->tet_count, piola_status_string(s));
   }
   if (s == PIOLA_OK) {
-    int32_t n = piola_body_get_vertex_count(world, body);
-    if (n != mesh->vertex_count) {
-      fuzz_fail("the body's vertex count differs from the mesh's");
+    added = 1;
+    /* Further copies overlap the first: half its extent higher and aside, so contact between
+     * bodies has work from the first step on. */
+    float lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) {
+      lo[k] = hi[k] = mesh->positions[k];
     }
-    float *xyz = malloc(sizeof *xyz * 3 * (size_t)n);
-    float *vel = malloc(sizeof *vel * 3 * (size_t)n);
+    for (size_t i = 0; i < (size_t)mesh->vertex_count; ++i) {
+      for (int k = 0; k < 3; ++k) {
+        lo[k] = fminf(lo[k], mesh->positions[3 * i + k]);
+        hi[k] = fmaxf(hi[k], mesh->positions[3 * i + k]);
+      }
+    }
+    for (int c = 1; c < copies; ++c) {
+      float shift[3];
+      for (int k = 0; k < 3; ++k) {
+        float base = translation != NULL ? translation[k] : 0.0f;
+        shift[k] = base + (k == 2 ? 0.0f : 0.5f * (float)c * (hi[k] - lo[k]));
+      }
+      if (add_copy(world, mesh, shift, &bodies[added]) == PIOLA_OK) {
+        ++added;
+      }
+    }
+  }
+  for (int c = 0; c < added; ++c) {
+    int32_t n = piola_body_get_vertex_count(world, bodies[c]);
+    if (n != mesh->vertex_count) {
+      fuzz_fail("a body's vertex count differs from the mesh's");
+    }
+  }
+  if (added > 0) {
+    size_t n = (size_t)mesh->vertex_count;
+    float *xyz = malloc(sizeof *xyz * 3 * n);
+    float *vel = malloc(sizeof *vel * 3 * n);
     if (xyz == NULL || vel == NULL) {
       fuzz_fail("out of memory in the fuzz target");
     }
@@ -124,12 +170,14 @@ void piola_fuzz_simulate(const piola_tet_mesh *mesh, const float translation[3],
         fprintf(stderr, "piola fuzz: piola_world_step: %s\n", piola_status_string(s));
         abort();
       }
-      if (piola_body_get_positions(world, body, xyz, n) != PIOLA_OK ||
-          piola_body_get_velocities(world, body, vel, n) != PIOLA_OK) {
-        fuzz_fail("reading a body back failed");
+      for (int c = 0; c < added; ++c) {
+        if (piola_body_get_positions(world, bodies[c], xyz, (int32_t)n) != PIOLA_OK ||
+            piola_body_get_velocities(world, bodies[c], vel, (int32_t)n) != PIOLA_OK) {
+          fuzz_fail("reading a body back failed");
+        }
+        check_finite(xyz, 3 * n, "position", step);
+        check_finite(vel, 3 * n, "velocity", step);
       }
-      check_finite(xyz, 3 * (size_t)n, "position", step);
-      check_finite(vel, 3 * (size_t)n, "velocity", step);
     }
     piola_stats stats;
     if (piola_world_get_stats(world, &stats) != PIOLA_OK) {

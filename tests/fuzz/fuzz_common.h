@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #define PIOLA_FUZZ_FILES 2
+#define PIOLA_FUZZ_COPIES 2
 
 /* The libFuzzer entry point every target defines. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -28,9 +29,13 @@ const char *piola_fuzz_write(int slot, const uint8_t *data, size_t size);
  * and drops it. */
 piola_logger piola_fuzz_logger(void);
 
-/* Adds `mesh` to a fresh CPU-reference world with the default material (translated by
- * `translation`, which may be NULL) and, if the world takes it, runs `steps` steps. Aborts when
- * a call returns a status outside the documented ones or a position or velocity is not finite. */
-void piola_fuzz_simulate(const piola_tet_mesh *mesh, const float translation[3], int steps);
+/* Adds `copies` (1 to PIOLA_FUZZ_COPIES) copies of `mesh` to a fresh CPU-reference world with
+ * a ground plane (y = 0) and the default material: the first translated by `translation` (may be
+ * NULL), each further one shifted from it by half the mesh's extent in x and y, so the copies
+ * overlap. If the world takes the first, runs `steps` steps. Aborts when a call returns a status
+ * outside the documented ones or a position or velocity is not finite. With PIOLA_FUZZ_VERBOSE
+ * set, prints the mesh's counts and the status of adding it. */
+void piola_fuzz_simulate(const piola_tet_mesh *mesh, const float translation[3], int steps,
+                         int copies);
 
 #endif /* PIOLA_FUZZ_COMMON_H */
