@@ -4,7 +4,8 @@
 # (cmake --build <dir> --target piola_fuzz). Targets default to all of them: tetgen gmsh obj body
 # body_raw. PIOLA_FUZZ_SECONDS (default 60) bounds each target's run. Each run starts from the seed
 # corpus (tests/fuzz/corpus/<target>, read only) and keeps what it learns in
-# <build-dir>/fuzz-corpus/<target>; inputs of at most 64 KiB, 10 s per input, 2 GiB of memory.
+# <build-dir>/fuzz-corpus/<target>, with the dictionary tests/fuzz/<target>.dict where there is
+# one; inputs of at most 64 KiB, 10 s per input, 2 GiB of memory.
 # A crash, a hang, a sanitizer report or a leak stops the run, leaves the input in
 # <build-dir>/fuzz-artifacts/<target>/ and makes this script fail; add it to the seed corpus as
 # crash-<what> with the fix.
@@ -29,8 +30,11 @@ for t in $targets; do
   corpus="$build/fuzz-corpus/$t"
   artifacts="$build/fuzz-artifacts/$t"
   mkdir -p "$corpus" "$artifacts"
+  dict=""
+  [ -f "tests/fuzz/$t.dict" ] && dict="-dict=tests/fuzz/$t.dict"
   echo "fuzz: $t for ${seconds} s"
-  if ! "$program" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+  # shellcheck disable=SC2086 # $dict is one word or none
+  if ! "$program" $dict -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "tests/fuzz/corpus/$t" \
       > "$build/fuzz-$t.log" 2>&1; then
     echo "fuzz: $t FAILED; input(s) in $artifacts, log $build/fuzz-$t.log:" >&2
