@@ -6,6 +6,7 @@
  * (FNV-1a of the final state); pinned vertices; damping; substeps. */
 #include "world_helpers.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,6 +312,72 @@ void test_add_body_rejects_bad_meshes(piola_test *t) {
   }
   free(tets);
   free(pos);
+  busy_world_free(&b);
+}
+
+/* Meshes that float cannot carry, found by the fuzz targets (the crash-* inputs of
+ * tests/fuzz/corpus/body and body_raw): vertices beyond PIOLA_POSITION_LIMIT, in the mesh or
+ * after a finite translation (3e38 + 1.5e38 was stored as an infinite float position; a tet of
+ * 1e38 m came back with infinite velocities after one step), and tets so small that the inverse
+ * of their lumped mass overflows a float, are rejected with PIOLA_ERROR_INVALID_MESH and one
+ * message; a body just inside the limit, and one of 1e-10 m tets, still goes in and steps
+ * without NaN. */
+void test_add_body_rejects_float_range(piola_test *t) {
+  busy_world b;
+  if (!busy_world_make(t, &b)) {
+    return;
+  }
+  piola_material mat = piola_default_material();
+  int32_t one[4] = {0, 1, 2, 3};
+  float p[12];
+  piola_tet_mesh tet = {p, 4, one, 1};
+
+  /* The body fuzz target's input: a tet of 3e38 m, as loaded. */
+  memset(p, 0, sizeof p);
+  p[3] = p[7] = p[11] = 3e38f;
+  CHECK_REJECTED(t, &b, piola_world_add_tet_body(b.w, &tet, &mat, NULL, NULL),
+                 PIOLA_ERROR_INVALID_MESH, true);
+  const float shift[3] = {1.5e38f, 1.5e38f, 0.0f};
+  CHECK_REJECTED(t, &b, piola_world_add_tet_body(b.w, &tet, &mat, shift, NULL),
+                 PIOLA_ERROR_INVALID_MESH, true);
+
+  /* A unit tet beyond the limit by its translation only, on each axis and both sides. */
+  for (int k = 0; k < 6; ++k) {
+    memcpy(p, wt_unit_tet, sizeof p);
+    float far[3] = {0.0f, 0.0f, 0.0f};
+    far[k % 3] = (k < 3 ? 1.0f : -1.0f) * 2.0f * (float)PIOLA_POSITION_LIMIT;
+    CHECK_REJECTED(t, &b, piola_world_add_tet_body(b.w, &tet, &mat, far, NULL),
+                   PIOLA_ERROR_INVALID_MESH, true);
+  }
+
+  /* Tets of 1e-30 m: a lumped mass near 1e-87 kg, whose inverse is no float. */
+  for (int i = 0; i < 12; ++i) {
+    p[i] = wt_unit_tet[i] * 1e-30f;
+  }
+  CHECK_REJECTED(t, &b, piola_world_add_tet_body(b.w, &tet, &mat, NULL, NULL),
+                 PIOLA_ERROR_INVALID_MESH, true);
+
+  /* Accepted: a unit tet near the limit, and a tet of 1e-10 m; both step without NaN. */
+  piola_body_id ids[2];
+  const float near[3] = {0.5f * (float)PIOLA_POSITION_LIMIT, 0.0f, 0.0f};
+  memcpy(p, wt_unit_tet, sizeof p);
+  CHECK_STATUS(t, piola_world_add_tet_body(b.w, &tet, &mat, near, &ids[0]), PIOLA_OK);
+  for (int i = 0; i < 12; ++i) {
+    p[i] = wt_unit_tet[i] * 1e-10f;
+  }
+  CHECK_STATUS(t, piola_world_add_tet_body(b.w, &tet, &mat, NULL, &ids[1]), PIOLA_OK);
+  for (int step = 0; step < 4; ++step) {
+    CHECK_STATUS(t, piola_world_step(b.w), PIOLA_OK);
+  }
+  for (int k = 0; k < 2; ++k) {
+    float x[12], v[12];
+    CHECK_STATUS(t, piola_body_get_positions(b.w, ids[k], x, 4), PIOLA_OK);
+    CHECK_STATUS(t, piola_body_get_velocities(b.w, ids[k], v, 4), PIOLA_OK);
+    for (int i = 0; i < 12; ++i) {
+      CHECK_MSG(t, isfinite(x[i]) && isfinite(v[i]), "body %d: x = %g, v = %g", k, (double)x[i],
+                (double)v[i]);
+    }
+  }
   busy_world_free(&b);
 }
 

@@ -19,6 +19,13 @@ extern "C" {
 /** The most triangles one surface vertex is in contact with in a substep (the nearest win). */
 #define PIOLA_MAX_VERTEX_CONTACTS 8
 
+/** m: how far from the origin a body's vertices may start (piola_world_add_tet_body()). Bodies
+ * are simulated and read back in float, so a body must be small enough that its volumes,
+ * masses and the velocities of its motion stay floats (a tet of this size holds about 1e26 m^3
+ * and a move across it in a 1 ms step is 1e12 m/s); positions of float range itself came back
+ * as infinity after a step. Box2D bounds its worlds the same way (B2_HUGE). */
+#define PIOLA_POSITION_LIMIT 1.0e9
+
 /** Result of every fallible call. PIOLA_OK is zero; piola_status_string() names each one. */
 typedef enum piola_status {
   PIOLA_OK = 0,

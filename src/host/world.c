@@ -18,6 +18,7 @@
  */
 #include "piola_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -825,6 +826,17 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
       out->rest[3 * (size_t)i + k] =
           (double)mesh->positions[3 * (size_t)i + k] + (translation ? translation[k] : 0.0);
     }
+    const double *r = out->rest + 3 * (size_t)i;
+    if (!(fabs(r[0]) <= PIOLA_POSITION_LIMIT && fabs(r[1]) <= PIOLA_POSITION_LIMIT &&
+          fabs(r[2]) <= PIOLA_POSITION_LIMIT)) {
+      piola_log(log, PIOLA_LOG_ERROR,
+                "piola_world_add_tet_body: vertex %d at (%.3g, %.3g, %.3g) m%s lies beyond "
+                "PIOLA_POSITION_LIMIT (%.3g m) from the origin",
+                (int)i, r[0], r[1], r[2], translation != NULL ? " (translated)" : "",
+                PIOLA_POSITION_LIMIT);
+      free_build(out);
+      return PIOLA_ERROR_INVALID_MESH;
+    }
   }
   /* Rest shape per tet: Dm = [x1 - x0, x2 - x0, x3 - x0], V = det(Dm) / 6. A tet is
    * degenerate when |det Dm| <= 1e-9 l^3 (l its longest edge): flat to within rounding. */
@@ -877,7 +889,20 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
   }
   for (int32_t i = 0; i < nv; ++i) {
     if (out->inv_mass[i] > 0.0) {
-      out->inv_mass[i] = 1.0 / out->inv_mass[i];
+      /* Inverse masses are floats on the device and in piola_body_get_inverse_masses(): one
+       * that overflows (tiny tets) would give infinite moves, one that flushes to zero (a huge
+       * mass) would silently pin the vertex. */
+      const double mass = out->inv_mass[i];
+      out->inv_mass[i] = 1.0 / mass;
+      if (!(out->inv_mass[i] <= FLT_MAX && out->inv_mass[i] >= FLT_MIN)) {
+        piola_log(log, PIOLA_LOG_ERROR,
+                  "piola_world_add_tet_body: vertex %d has a lumped mass of %.3g kg, whose "
+                  "inverse is no normal float (tets too small or too large for the density "
+                  "%.3g kg/m^3)",
+                  (int)i, mass, density);
+        free_build(out);
+        return PIOLA_ERROR_INVALID_MESH;
+      }
     } else {
       out->unreferenced++; /* belongs to no tet: stays where it is */
     }
