@@ -93,7 +93,10 @@ PIOLA_API piola_status piola_world_get_color_sizes(const piola_world *world, int
  * `translation` (m, may be NULL). Masses are lumped: each tet gives density * V / 4 to each
  * of its vertices. Tets with negative rest volume are reoriented (reported to the logger);
  * out-of-range or repeated indices, near-zero volumes, non-finite positions and invalid
- * materials are rejected, leaving the world as it was. `out` may be NULL. */
+ * materials are rejected, leaving the world as it was. A material with one constraint per tet
+ * (PIOLA_SOLVER_PBD, or PIOLA_SPLIT_NONE) and nu >= 0.4 is accepted with a warning to the
+ * logger: that projection overshoots the volume mode and the body can tear apart (positions
+ * stay finite). `out` may be NULL. */
 PIOLA_API piola_status piola_world_add_tet_body(piola_world *world, const piola_tet_mesh *mesh,
                                                 const piola_material *material,
                                                 const float translation[3], piola_body_id *out);
