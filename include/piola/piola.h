@@ -9,6 +9,9 @@
  * details go to the world's logger. Arrays of points are packed xyz floats in metres, in the
  * vertex order of the mesh the body was made from. The library never exits, aborts in release
  * builds or prints by itself, and holds no global state: worlds are independent.
+ *
+ * Threads: different worlds may be used from different threads at once; one world must be used
+ * by one thread at a time (calls on the same world must not overlap).
  */
 #ifndef PIOLA_H
 #define PIOLA_H
