@@ -9,6 +9,9 @@
  * details go to the world's logger. Arrays of points are packed xyz floats in metres, in the
  * vertex order of the mesh the body was made from. The library never exits, aborts in release
  * builds or prints by itself, and holds no global state: worlds are independent.
+ *
+ * Threads: different worlds may be used from different threads at once; one world must be used
+ * by one thread at a time (calls on the same world must not overlap).
  */
 #ifndef PIOLA_H
 #define PIOLA_H
@@ -96,7 +99,10 @@ PIOLA_API piola_status piola_world_get_color_sizes(const piola_world *world, int
  * materials are rejected, leaving the world as it was. So are vertices (translated) farther than
  * PIOLA_POSITION_LIMIT from the origin on an axis and vertices whose lumped mass has an inverse
  * outside the normal floats (tets too small, or too heavy, for the density):
- * PIOLA_ERROR_INVALID_MESH. `out` may be NULL. */
+ * PIOLA_ERROR_INVALID_MESH. A material with one constraint per tet (PIOLA_SOLVER_PBD, or
+ * PIOLA_SPLIT_NONE) and nu >= 0.4 is accepted with a warning to the logger: that projection
+ * overshoots the volume mode and the body can tear apart (positions stay finite). `out` may be
+ * NULL. */
 PIOLA_API piola_status piola_world_add_tet_body(piola_world *world, const piola_tet_mesh *mesh,
                                                 const piola_material *material,
                                                 const float translation[3], piola_body_id *out);

@@ -24,6 +24,9 @@
 #include <stdint.h>
 
 #define PIOLA_COOKIE 0x5049 /* "PI" */
+/* From this Poisson ratio on, one constraint per tet (the PBD form, PIOLA_SPLIT_NONE)
+ * overshoots the volume mode (lambda/mu >= 4); piola_world_add_tet_body() warns. */
+#define PIOLA_ONE_CONSTRAINT_MAX_NU 0.4f
 
 /* Messages ----------------------------------------------------------------------------- */
 

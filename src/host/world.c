@@ -1050,6 +1050,21 @@ piola_status piola_world_add_tet_body(piola_world *w, const piola_tet_mesh *mesh
               "piola_world_add_tet_body: %d vertices belong to no tet; they stay fixed",
               (int)build.unreferenced);
   }
+  if ((material->solver == PIOLA_SOLVER_PBD || material->split == PIOLA_SPLIT_NONE) &&
+      material->poisson_ratio >= PIOLA_ONE_CONSTRAINT_MAX_NU) {
+    /* Found by the hostile-parameter sweep (tests/test_hostile.c): one constraint per tet
+     * moves along grad U scaled for the whole energy and overshoots the volume mode by up to
+     * lambda / mu; Neo-Hookean bodies then tear apart (vertices hundreds of body sizes away,
+     * finite). */
+    const double nu = material->poisson_ratio;
+    piola_log(&w->def.logger, PIOLA_LOG_WARNING,
+              "piola_world_add_tet_body: nu = %g (lambda/mu = %.3g) with one constraint per tet "
+              "(%s): its projection overshoots the volume mode and the body can tear apart; "
+              "use XPBD with PIOLA_SPLIT_LAME for nu >= %g",
+              nu, 2.0 * nu / (1.0 - 2.0 * nu),
+              material->solver == PIOLA_SOLVER_PBD ? "the PBD form" : "PIOLA_SPLIT_NONE",
+              (double)PIOLA_ONE_CONSTRAINT_MAX_NU);
+  }
   if (out != NULL) {
     out->index1 = slot + 1;
     out->generation = generation;
