@@ -117,9 +117,9 @@ PIOLA_API piola_status piola_world_add_tet_body(piola_world *world, const piola_
  * repeated within a triangle, degenerate (near-zero area) triangles, edges shared by more than
  * two triangles (non-manifold), hinges folded flat onto themselves; PIOLA_ERROR_NON_FINITE for
  * non-finite positions, uvs or translation; PIOLA_ERROR_INVALID_MATERIAL (or _INVALID_DEF
- * without the cookie) for a bad material. On failure the world is unchanged. Cloth bodies
- * collide with colliders but take no part in body-body contact yet (they have no collision
- * surface). `out` may be NULL. */
+ * without the cookie) for a bad material. On failure the world is unchanged. A cloth collides
+ * with colliders, with bodies and with itself: its triangles are its collision surface,
+ * two-sided (a vertex is kept on the side it came from). `out` may be NULL. */
 PIOLA_API piola_status piola_world_add_cloth(piola_world *world, const piola_tri_mesh *mesh,
                                              const piola_cloth_material *material,
                                              const float translation[3], piola_body_id *out);
