@@ -49,7 +49,33 @@ typedef struct bench_run {
   int32_t triangles, bends, cloth_colors; /* cloth constraints */
   bool cloth_split_profiled;              /* the cloth split from a second, profiled run */
   double cloth_ms, bending_ms;            /* per step: solve_cloth and solve_bending */
+  int32_t colliders;
 } bench_run;
+
+/* Bytes the elastic step's kernels read and write per step, by the device layout
+ * (docs/ARCHITECTURE.md, "Data layout"): every vertex is 3 float4 (x with the inverse mass, the
+ * displacement d, v), a tet record 68 bytes (int4 corners, 9-float Dm^-1, volume, 2 multipliers,
+ * material), a cloth triangle 44 (int4, float4 Dm^-1 and frame, area, multiplier), a bending
+ * stencil 48 (int4, 6 rest floats, multiplier). Per substep: predict reads x, v and writes v, d
+ * (64 B per vertex), the multipliers are zeroed, each iteration reads every constraint's record,
+ * writes its multipliers and gathers and scatters its corners (x and d read, d written: 48 B per
+ * corner), the colliders read x, d and write d of every vertex, and the update reads x, d and
+ * writes x, v, d (80 B per vertex). Every gather is counted, as if no cache held anything, and
+ * the contact stages are left out (their traffic depends on the contacts found): an upper bound
+ * of the elastic step's traffic, to compare with the device's memory bandwidth. */
+static double bytes_per_step(const bench_run *r) {
+  const double v = r->vertices, t = r->tets, tr = r->triangles, b = r->bends;
+  const double per_iteration = (68.0 + 8.0 + 4.0 * 48.0) * t + (44.0 + 4.0 + 3.0 * 48.0) * tr +
+                               (48.0 + 4.0 + 4.0 * 48.0) * b + (r->colliders > 0 ? 48.0 * v : 0.0);
+  const double per_substep =
+      (64.0 + 80.0) * v + 8.0 * t + 4.0 * (tr + b) + (double)r->iterations * per_iteration;
+  return (double)r->substeps * per_substep;
+}
+
+/* The achieved bandwidth of the elastic step: bytes_per_step() over its median time, GB/s. */
+static double achieved_gb_per_s(const bench_run *r) {
+  return r->elastic_median > 0.0 ? bytes_per_step(r) / (r->elastic_median * 1e-3) / 1e9 : 0.0;
+}
 
 static int compare_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -271,6 +297,7 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   }
   r->triangles = st.triangle_count;
   r->bends = st.bend_count;
+  r->colliders = st.collider_count;
   r->cloth_colors = st.cloth_color_count;
   r->cloth_ms = r->stage_ms[PIOLA_STAGE_SOLVE_CLOTH];
   r->bending_ms = r->stage_ms[PIOLA_STAGE_SOLVE_BENDING];
@@ -288,20 +315,22 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
 }
 
 static void print_header(void) {
-  printf("%-12s %6s %8s %9s %6s %5s %4s %-7s %9s %9s %9s %12s %9s %7s %6s %10s %10s %9s\n", "scene",
-         "bodies", "vertices", "tets", "colors", "iters", "sub", "backend", "min ms", "median ms",
-         "p95 ms", "tet solves/s", "device MB", "active", "inv", "elastic ms", "contact ms",
-         "contacts");
+  printf("%-12s %6s %8s %9s %6s %5s %4s %-7s %9s %9s %9s %12s %9s %7s %6s %10s %10s %9s %8s "
+         "%7s\n",
+         "scene", "bodies", "vertices", "tets", "colors", "iters", "sub", "backend", "min ms",
+         "median ms", "p95 ms", "tet solves/s", "device MB", "active", "inv", "elastic ms",
+         "contact ms", "contacts", "MB/step", "GB/s");
 }
 
 static void print_row(const bench_run *r) {
   printf("%-12s %6d %8d %9d %6d %5d %4d %-7s %9.3f %9.3f %9.3f %12.3e %9.1f %6.1f%% %6d %10.3f "
-         "%10.3f %9.0f\n",
+         "%10.3f %9.0f %8.1f %7.1f\n",
          r->scene, (int)r->bodies, (int)r->vertices, (int)r->tets, (int)r->colors,
          (int)r->iterations, (int)r->substeps, piola_backend_name(r->backend), r->ms_min,
          r->ms_median, r->ms_p95, r->tet_solves_per_second, (double)r->device_bytes / 1048576.0,
          r->tets > 0 ? 100.0 * r->active_tets / r->tets : 0.0, (int)r->inverted_tets,
-         r->elastic_median, r->ms_median - r->elastic_median, r->contact_count_mean);
+         r->elastic_median, r->ms_median - r->elastic_median, r->contact_count_mean,
+         bytes_per_step(r) / 1e6, achieved_gb_per_s(r));
 }
 
 static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
@@ -335,6 +364,8 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
   fprintf(f, "%s\"contact_overflow_max\": %d,\n", indent, (int)r->contact_overflow_max);
   fprintf(f, "%s\"tet_solves_per_second\": %.6e,\n", indent, r->tet_solves_per_second);
   fprintf(f, "%s\"device_bytes\": %lld,\n", indent, (long long)r->device_bytes);
+  fprintf(f, "%s\"bytes_per_step\": %.0f,\n%s\"achieved_gb_per_s\": %.3f,\n", indent,
+          bytes_per_step(r), indent, achieved_gb_per_s(r));
   fprintf(f, "%s\"active_tets\": %d,\n%s\"inverted_tets\": %d,\n", indent, (int)r->active_tets,
           indent, (int)r->inverted_tets);
   fprintf(f, "%s\"elastic_energy_j\": %.9g,\n", indent, r->elastic_energy);
@@ -402,8 +433,11 @@ static void print_help(void) {
          "options with contacts off, given the first one's state before each step: 'elastic ms'\n"
          "(its median), 'contact ms' (the median total minus that: broad phase, narrow phase\n"
          "and contact solve) and 'contacts' (vertex-triangle contacts per step, mean). The\n"
-         "paper's figure excludes collision handling: compare it with 'elastic ms'. --profile\n"
-         "adds the time of each stage.\n\n"
+         "paper's figure excludes collision handling: compare it with 'elastic ms'. 'MB/step'\n"
+         "is the traffic of the elastic step's kernels by the device layout, every gather counted\n"
+         "(an upper bound: no cache assumed; contact stages left out), and 'GB/s' that over the\n"
+         "elastic median: compare it with the device's memory bandwidth. --profile adds the\n"
+         "time of each stage.\n\n"
          "  --steps N       timed steps (default 50)\n"
          "  --warmup N      untimed steps first (default 5; funnel scene 200, so that the\n"
          "                  timed steps see the bodies piling up in the funnel)\n"
