@@ -1,6 +1,6 @@
 #!/bin/sh
-# What the open issues need measured on a GPU, in one command for a session lent one (15 minutes
-# of device time in all): the contact suite (bench/run_contact_suite.sh: funnel 10 s with its
+# What the open issues need measured on a GPU, in one command (GPU time is scarce): the
+# contact suite (bench/run_contact_suite.sh: funnel 10 s with its
 # checks, funnel and grid timed with and without contacts, the funnel cross-check), the cloth
 # scene's bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one
 # Armadillo alone (single-body latency), and the body-count scaling.
