@@ -320,22 +320,35 @@ static piola_status read_nodes_v2(gmsh_file *g) {
   return s == PIOLA_OK ? expect_marker(g, "$EndNodes", "the declared nodes") : s;
 }
 
-static piola_status read_nodes_v4(gmsh_file *g) {
+/* The first line of a 4.1 $Nodes or $Elements section: "<#blocks> <#nouns> <min tag> <max tag>"
+ * (the tag range is checked and not used). */
+static piola_status read_v4_header(gmsh_file *g, const char *noun, int64_t *blocks,
+                                   int64_t *count) {
   piola_field f[4];
-  int64_t blocks = 0, count = 0, ignored = 0;
-  piola_status s = data_line(g, "the line '<#blocks> <#nodes> <min tag> <max tag>'");
+  int64_t ignored = 0;
+  char what[64];
+  piola_status s = data_line(g, "the line '<#blocks> <#%ss> <min tag> <max tag>'", noun);
   if (s == PIOLA_OK) {
-    s = fixed_fields(g, 4, f, "#blocks #nodes min-tag max-tag");
+    snprintf(what, sizeof what, "#blocks #%ss min-tag max-tag", noun);
+    s = fixed_fields(g, 4, f, what);
   }
   if (s == PIOLA_OK) {
-    s = piola_reader_count(&g->r, f[0], "block count", PIOLA_MESH_COUNT_LIMIT, &blocks);
+    s = piola_reader_count(&g->r, f[0], "block count", PIOLA_MESH_COUNT_LIMIT, blocks);
   }
   if (s == PIOLA_OK) {
-    s = piola_reader_count(&g->r, f[1], "node count", PIOLA_MESH_COUNT_LIMIT, &count);
+    snprintf(what, sizeof what, "%s count", noun);
+    s = piola_reader_count(&g->r, f[1], what, PIOLA_MESH_COUNT_LIMIT, count);
   }
   for (int k = 2; s == PIOLA_OK && k < 4; ++k) {
     s = ranged_integer(g, f[k], k == 2 ? "min tag" : "max tag", 0, INT64_MAX - 1, &ignored);
   }
+  return s;
+}
+
+static piola_status read_nodes_v4(gmsh_file *g) {
+  piola_field f[4];
+  int64_t blocks = 0, count = 0, ignored = 0;
+  piola_status s = read_v4_header(g, "node", &blocks, &count);
   long header = g->r.line_number;
   int64_t seen = 0;
   for (int64_t b = 0; s == PIOLA_OK && b < blocks; ++b) {
@@ -591,19 +604,7 @@ static piola_status read_elements_v2(gmsh_file *g, piola_field **fields, int64_t
 static piola_status read_elements_v4(gmsh_file *g, piola_field **fields, int64_t *cap) {
   piola_field f[4];
   int64_t blocks = 0, count = 0, ignored = 0;
-  piola_status s = data_line(g, "the line '<#blocks> <#elements> <min tag> <max tag>'");
-  if (s == PIOLA_OK) {
-    s = fixed_fields(g, 4, f, "#blocks #elements min-tag max-tag");
-  }
-  if (s == PIOLA_OK) {
-    s = piola_reader_count(&g->r, f[0], "block count", PIOLA_MESH_COUNT_LIMIT, &blocks);
-  }
-  if (s == PIOLA_OK) {
-    s = piola_reader_count(&g->r, f[1], "element count", PIOLA_MESH_COUNT_LIMIT, &count);
-  }
-  for (int k = 2; s == PIOLA_OK && k < 4; ++k) {
-    s = ranged_integer(g, f[k], k == 2 ? "min tag" : "max tag", 0, INT64_MAX - 1, &ignored);
-  }
+  piola_status s = read_v4_header(g, "element", &blocks, &count);
   long header = g->r.line_number;
   int64_t seen = 0;
   for (int64_t b = 0; s == PIOLA_OK && b < blocks; ++b) {
