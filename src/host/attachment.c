@@ -74,16 +74,12 @@ piola_status piola_world_add_attachment(piola_world *w, piola_body_id body, int3
   while (slot < w->attachment_slot_count && w->attachment_slots[slot].alive) {
     ++slot;
   }
-  if (slot == w->attachment_slot_capacity) {
-    const int32_t cap = w->attachment_slot_capacity > 0 ? 2 * w->attachment_slot_capacity : 8;
-    piola_attachment_slot *grown = realloc(w->attachment_slots, sizeof *grown * (size_t)cap);
-    if (grown == NULL) {
-      return PIOLA_ERROR_OUT_OF_MEMORY;
-    }
-    memset(grown + w->attachment_slot_capacity, 0,
-           sizeof *grown * (size_t)(cap - w->attachment_slot_capacity));
-    w->attachment_slots = grown;
-    w->attachment_slot_capacity = cap;
+  if (!piola_grow((void **)&w->attachment_slots, sizeof *w->attachment_slots, slot + 1,
+                  &w->attachment_slot_capacity)) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (slot == w->attachment_slot_count) {
+    memset(&w->attachment_slots[slot], 0, sizeof w->attachment_slots[slot]);
   }
   piola_attachment_slot *a = &w->attachment_slots[slot];
   a->alive = true;

@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -431,4 +432,21 @@ void piola_collider_pose_pack(const piola_collider_slot *slot, piola_collider_da
   }
   c->position[3] = c->velocity[3] = c->angular_velocity[3] = 0.0f;
   c->posed = identity ? 0 : 1;
+}
+
+bool piola_grow(void **ptr, size_t size, int32_t needed, int32_t *capacity) {
+  if (needed <= *capacity) {
+    return true;
+  }
+  int32_t cap = *capacity > 0 ? *capacity : 16;
+  while (cap < needed) {
+    cap = cap > INT32_MAX / 2 ? INT32_MAX : cap * 2;
+  }
+  void *p = realloc(*ptr, size * (size_t)cap);
+  if (p == NULL) {
+    return false;
+  }
+  *ptr = p;
+  *capacity = cap;
+  return true;
 }

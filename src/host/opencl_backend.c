@@ -2175,19 +2175,15 @@ piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm,
                                         const piola_body *b) {
   const size_t nsv = (size_t)b->surface_vertex_count, nt = (size_t)b->surface_count;
   const size_t n = (size_t)rm->count;
-  int32_t *local_to_sv = malloc(sizeof *local_to_sv * (size_t)b->vertex_count);
   cl_int *tri = malloc(sizeof *tri * 4 * nt);
   float *coord = malloc(sizeof *coord * 4 * n);
   piola_status s = PIOLA_OK;
-  if (local_to_sv == NULL || tri == NULL || coord == NULL) {
+  if (tri == NULL || coord == NULL) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   } else {
-    for (size_t k = 0; k < nsv; ++k) {
-      local_to_sv[b->surface_vertices[k]] = (int32_t)k;
-    }
     for (size_t t = 0; t < nt; ++t) {
       for (int k = 0; k < 3; ++k) {
-        tri[4 * t + (size_t)k] = local_to_sv[b->surface[3 * t + (size_t)k]];
+        tri[4 * t + (size_t)k] = rm->triangle_sv[3 * t + (size_t)k];
       }
       tri[4 * t + 3] = 0;
     }
@@ -2220,7 +2216,6 @@ piola_status piola_opencl_render_upload(piola_world *w, piola_render_mesh *rm,
       }
     }
   }
-  free(local_to_sv);
   free(tri);
   free(coord);
   if (s != PIOLA_OK) {

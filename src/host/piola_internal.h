@@ -53,6 +53,10 @@ void piola_log(const piola_logger *logger, piola_log_level level, const char *fo
 void piola_misuse(const piola_world *world, const char *condition, const char *file, int line);
 #define PIOLA_MISUSE(world, cond) piola_misuse((world), (cond), __FILE__, __LINE__)
 
+/* Grows *ptr (elements of `size` bytes) to at least `needed` elements; capacity doubles. On
+ * failure the old block stays valid and false is returned. New elements are not initialised. */
+bool piola_grow(void **ptr, size_t size, int32_t needed, int32_t *capacity);
+
 /* Materials ---------------------------------------------------------------------------- */
 
 /* Checks a material; writes the reason to `reason` (size n) when it is invalid. */
@@ -287,6 +291,8 @@ typedef struct piola_render_mesh {
   int32_t count;       /* detail vertices */
   int32_t *triangle;   /* per detail vertex: the index of its triangle in the body's surface */
   double *coordinates; /* 4 per detail vertex: barycentric u, v, w and the offset d (m) */
+  int32_t
+      *triangle_sv; /* 3 per surface triangle of the body: its corners' surface-vertex indices */
   int32_t *incident_start, *incident; /* per surface vertex of the body: its triangles, ascending */
   void *device[PIOLA_RENDER_BUFFERS]; /* the OpenCL backend's buffers; NULL on the CPU reference */
 } piola_render_mesh;

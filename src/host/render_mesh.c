@@ -30,6 +30,7 @@ void piola_render_meshes_free(piola_world *w) {
     piola_opencl_render_release(w, rm);
     free(rm->triangle);
     free(rm->coordinates);
+    free(rm->triangle_sv);
     free(rm->incident_start);
     free(rm->incident);
   }
@@ -49,8 +50,9 @@ static piola_render_mesh *render_mesh(const piola_world *w, piola_render_mesh_id
   return &w->render_meshes[slot];
 }
 
-/* Per surface vertex of b, its triangles in ascending order (CSR); false when out of memory. */
-static bool build_incidence(const piola_body *b, int32_t *local_to_sv, int32_t **start,
+/* Per surface vertex of b, its triangles (corners triangle_sv) in ascending order (CSR); false
+ * when out of memory. */
+static bool build_incidence(const piola_body *b, const int32_t *triangle_sv, int32_t **start,
                             int32_t **incident) {
   const int32_t nsv = b->surface_vertex_count, nt = b->surface_count;
   *start = calloc((size_t)nsv + 1, sizeof **start);
@@ -62,7 +64,7 @@ static bool build_incidence(const piola_body *b, int32_t *local_to_sv, int32_t *
   }
   for (int32_t t = 0; t < nt; ++t) {
     for (int k = 0; k < 3; ++k) {
-      (*start)[local_to_sv[b->surface[3 * (size_t)t + k]] + 1]++;
+      (*start)[triangle_sv[3 * (size_t)t + k] + 1]++;
     }
   }
   for (int32_t i = 0; i < nsv; ++i) {
@@ -71,7 +73,7 @@ static bool build_incidence(const piola_body *b, int32_t *local_to_sv, int32_t *
   memcpy(cursor, *start, sizeof *cursor * (size_t)nsv);
   for (int32_t t = 0; t < nt; ++t) {
     for (int k = 0; k < 3; ++k) {
-      (*incident)[cursor[local_to_sv[b->surface[3 * (size_t)t + k]]]++] = t;
+      (*incident)[cursor[triangle_sv[3 * (size_t)t + k]]++] = t;
     }
   }
   free(cursor);
@@ -99,13 +101,12 @@ typedef struct render_triangle {
   piola_v3 x[3], n[3];
 } render_triangle;
 
-static render_triangle load_triangle(const piola_body *b, const int32_t *local_to_sv,
+static render_triangle load_triangle(const piola_body *b, const int32_t *triangle_sv,
                                      const double *x, const double *normals, int32_t t) {
   render_triangle r;
   for (int k = 0; k < 3; ++k) {
-    const int32_t v = b->surface[3 * (size_t)t + k];
-    r.x[k] = at3(x, v);
-    r.n[k] = at3(normals, local_to_sv[v]);
+    r.x[k] = at3(x, b->surface[3 * (size_t)t + k]);
+    r.n[k] = at3(normals, triangle_sv[3 * (size_t)t + k]);
   }
   return r;
 }
@@ -175,14 +176,14 @@ static double box_distance2(const render_triangle *r, piola_v3 p) {
 }
 
 /* Embeds point p: its triangle and (u, v, w, d). */
-static void embed_point(const piola_body *b, const int32_t *local_to_sv, const double *x,
+static void embed_point(const piola_body *b, const int32_t *triangle_sv, const double *x,
                         const double *normals, piola_v3 p, int32_t *triangle, double coord[4]) {
   /* The nearest candidates, ascending by distance (then triangle index). */
   double best[PIOLA_RENDER_CANDIDATES];
   int32_t tri[PIOLA_RENDER_CANDIDATES];
   int n = 0;
   for (int32_t t = 0; t < b->surface_count; ++t) {
-    const render_triangle r = load_triangle(b, local_to_sv, x, normals, t);
+    const render_triangle r = load_triangle(b, triangle_sv, x, normals, t);
     if (n == PIOLA_RENDER_CANDIDATES && box_distance2(&r, p) > best[n - 1]) {
       continue;
     }
@@ -202,7 +203,7 @@ static void embed_point(const piola_body *b, const int32_t *local_to_sv, const d
     tri[i] = t;
   }
   for (int k = 0; k < n; ++k) {
-    const render_triangle r = load_triangle(b, local_to_sv, x, normals, tri[k]);
+    const render_triangle r = load_triangle(b, triangle_sv, x, normals, tri[k]);
     const piola_v3 bary = piola_closest_on_triangle(p, r.x[0], r.x[1], r.x[2]);
     const piola_v3 q = piola_barycentric_point(bary, r.x[0], r.x[1], r.x[2]);
     piola_v3 base, normal;
@@ -249,17 +250,24 @@ static piola_status body_positions(const piola_world *w, const piola_body *b, do
   return PIOLA_OK;
 }
 
-static int32_t *surface_index(const piola_body *b) {
+/* The surface-vertex indices of the corners of b's surface triangles (3 each); NULL when out of
+ * memory. */
+static int32_t *triangle_corners(const piola_body *b) {
   int32_t *local_to_sv = malloc(sizeof *local_to_sv * (size_t)b->vertex_count);
-  if (local_to_sv != NULL) {
-    for (int32_t i = 0; i < b->vertex_count; ++i) {
-      local_to_sv[i] = -1;
-    }
+  int32_t *corners = malloc(sizeof *corners * 3 * (size_t)b->surface_count);
+  if (local_to_sv != NULL && corners != NULL) {
     for (int32_t k = 0; k < b->surface_vertex_count; ++k) {
       local_to_sv[b->surface_vertices[k]] = k;
     }
+    for (size_t k = 0; k < 3 * (size_t)b->surface_count; ++k) {
+      corners[k] = local_to_sv[b->surface[k]];
+    }
+  } else {
+    free(corners);
+    corners = NULL;
   }
-  return local_to_sv;
+  free(local_to_sv);
+  return corners;
 }
 
 piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, const float *xyz,
@@ -291,16 +299,12 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
   while (slot < w->render_mesh_slots && w->render_meshes[slot].alive) {
     ++slot;
   }
-  if (slot == w->render_mesh_capacity) {
-    const int32_t cap = w->render_mesh_capacity > 0 ? 2 * w->render_mesh_capacity : 4;
-    piola_render_mesh *grown = realloc(w->render_meshes, sizeof *grown * (size_t)cap);
-    if (grown == NULL) {
-      return PIOLA_ERROR_OUT_OF_MEMORY;
-    }
-    memset(grown + w->render_mesh_capacity, 0,
-           sizeof *grown * (size_t)(cap - w->render_mesh_capacity));
-    w->render_meshes = grown;
-    w->render_mesh_capacity = cap;
+  if (!piola_grow((void **)&w->render_meshes, sizeof *w->render_meshes, slot + 1,
+                  &w->render_mesh_capacity)) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (slot == w->render_mesh_slots) {
+    memset(&w->render_meshes[slot], 0, sizeof w->render_meshes[slot]);
   }
   piola_render_mesh rm;
   memset(&rm, 0, sizeof rm);
@@ -311,10 +315,11 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
   rm.coordinates = malloc(sizeof *rm.coordinates * 4 * (size_t)count);
   double *x = malloc(sizeof *x * 3 * (size_t)b->vertex_count);
   double *normals = malloc(sizeof *normals * 3 * (size_t)b->surface_vertex_count);
-  int32_t *local_to_sv = surface_index(b);
+  rm.triangle_sv = triangle_corners(b);
   piola_status s = PIOLA_ERROR_OUT_OF_MEMORY;
   if (rm.triangle != NULL && rm.coordinates != NULL && x != NULL && normals != NULL &&
-      local_to_sv != NULL && build_incidence(b, local_to_sv, &rm.incident_start, &rm.incident)) {
+      rm.triangle_sv != NULL &&
+      build_incidence(b, rm.triangle_sv, &rm.incident_start, &rm.incident)) {
     s = body_positions(w, b, x);
   }
   if (s == PIOLA_OK) {
@@ -322,7 +327,8 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
     for (int32_t i = 0; i < count; ++i) {
       const piola_v3 p =
           piola_v3_make(xyz[3 * (size_t)i], xyz[3 * (size_t)i + 1], xyz[3 * (size_t)i + 2]);
-      embed_point(b, local_to_sv, x, normals, p, &rm.triangle[i], rm.coordinates + 4 * (size_t)i);
+      embed_point(b, rm.triangle_sv, x, normals, p, &rm.triangle[i],
+                  rm.coordinates + 4 * (size_t)i);
     }
     if (w->cl != NULL) {
       s = piola_opencl_render_upload(w, &rm, b);
@@ -330,11 +336,11 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
   }
   free(x);
   free(normals);
-  free(local_to_sv);
   if (s != PIOLA_OK) {
     piola_opencl_render_release(w, &rm);
     free(rm.triangle);
     free(rm.coordinates);
+    free(rm.triangle_sv);
     free(rm.incident_start);
     free(rm.incident);
     return s;
@@ -354,15 +360,14 @@ static piola_status render_host(const piola_world *w, const piola_render_mesh *r
                                 const piola_body *b, float *positions, float *normals) {
   double *x = malloc(sizeof *x * 3 * (size_t)b->vertex_count);
   double *vn = malloc(sizeof *vn * 3 * (size_t)b->surface_vertex_count);
-  int32_t *local_to_sv = surface_index(b);
   piola_status s = PIOLA_ERROR_OUT_OF_MEMORY;
-  if (x != NULL && vn != NULL && local_to_sv != NULL) {
+  if (x != NULL && vn != NULL) {
     s = body_positions(w, b, x);
   }
   if (s == PIOLA_OK) {
     vertex_normals(b, rm->incident_start, rm->incident, x, vn);
     for (int32_t i = 0; i < rm->count; ++i) {
-      const render_triangle r = load_triangle(b, local_to_sv, x, vn, rm->triangle[i]);
+      const render_triangle r = load_triangle(b, rm->triangle_sv, x, vn, rm->triangle[i]);
       const double *c = rm->coordinates + 4 * (size_t)i;
       piola_v3 p, n;
       piola_render_point(piola_v3_make(c[0], c[1], c[2]), c[3], r.x[0], r.x[1], r.x[2], r.n[0],
@@ -383,7 +388,6 @@ static piola_status render_host(const piola_world *w, const piola_render_mesh *r
   }
   free(x);
   free(vn);
-  free(local_to_sv);
   return s;
 }
 
@@ -444,29 +448,5 @@ piola_status piola_world_remove_render_mesh(piola_world *w, piola_render_mesh_id
   const uint32_t generation = rm->generation + 1u;
   memset(rm, 0, sizeof *rm);
   rm->generation = generation;
-  return PIOLA_OK;
-}
-
-piola_status piola_body_get_surface_vertices(const piola_world *w, piola_body_id id,
-                                             int32_t *vertices, int32_t capacity, int32_t *count) {
-  PIOLA_RETURN_IF_LOST(w);
-  if (w == NULL) {
-    return PIOLA_ERROR_INVALID_ARGUMENT;
-  }
-  const piola_body *b = piola_world_body(w, id);
-  if (b == NULL) {
-    return PIOLA_ERROR_INVALID_BODY;
-  }
-  if (capacity < 0 || (vertices == NULL && capacity > 0)) {
-    PIOLA_MISUSE(w, "capacity >= 0 && (vertices != NULL || capacity == 0)");
-    return PIOLA_ERROR_INVALID_ARGUMENT;
-  }
-  const int32_t n = capacity < b->surface_vertex_count ? capacity : b->surface_vertex_count;
-  if (n > 0) {
-    memcpy(vertices, b->surface_vertices, sizeof *vertices * (size_t)n);
-  }
-  if (count != NULL) {
-    *count = b->surface_vertex_count;
-  }
   return PIOLA_OK;
 }

@@ -30,25 +30,6 @@ static bool finite3(const float v[3]) {
   return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
 }
 
-/* Grows *ptr (elements of `size` bytes) to at least `needed` elements; capacity doubles. On
- * failure the old block stays valid and false is returned. */
-static bool grow(void **ptr, size_t size, int32_t needed, int32_t *capacity) {
-  if (needed <= *capacity) {
-    return true;
-  }
-  int32_t cap = *capacity > 0 ? *capacity : 16;
-  while (cap < needed) {
-    cap = cap > INT32_MAX / 2 ? INT32_MAX : cap * 2;
-  }
-  void *p = realloc(*ptr, size * (size_t)cap);
-  if (p == NULL) {
-    return false;
-  }
-  *ptr = p;
-  *capacity = cap;
-  return true;
-}
-
 /* Grows the vertex arrays together; capacity changes only when all of them grew. */
 static bool grow_vertices(piola_world *w, int32_t needed) {
   if (needed <= w->vertex_capacity) {
@@ -59,17 +40,17 @@ static bool grow_vertices(piola_world *w, int32_t needed) {
   double **arrays[3] = {&w->x, &w->p, &w->v};
   for (int i = 0; i < 3; ++i) {
     c = cap;
-    if (!grow((void **)arrays[i], 3 * sizeof(double), needed, &c)) {
+    if (!piola_grow((void **)arrays[i], 3 * sizeof(double), needed, &c)) {
       return false;
     }
   }
   c = cap;
-  if (!grow((void **)&w->w, sizeof(double), needed, &c)) {
+  if (!piola_grow((void **)&w->w, sizeof(double), needed, &c)) {
     return false;
   }
   if (w->f != NULL) {
     c = cap;
-    if (!grow((void **)&w->f, 3 * sizeof(double), needed, &c)) {
+    if (!piola_grow((void **)&w->f, 3 * sizeof(double), needed, &c)) {
       return false;
     }
   }
@@ -652,6 +633,51 @@ static const int tet_faces[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
 
 /* The collision surface of a body: the faces that belong to exactly one tet (the boundary of
  * the mesh), outward, in tet order, and the vertices on them. */
+/* Lengthens each vertex's reach, its longest rest edge, by the edges of `count` elements of
+ * `corners` vertices each (every pair of an element's corners is an edge). Every vertex joined
+ * by an edge to a triangle's corner lies within its reach of the triangle (see
+ * piola_contact_self_allowed). */
+static void add_reach(const int32_t *elements, int32_t count, int corners, const double *rest,
+                      double *reach) {
+  for (int32_t e = 0; e < count; ++e) {
+    const int32_t *q = elements + (size_t)corners * (size_t)e;
+    for (int i = 0; i < corners; ++i) {
+      for (int j = i + 1; j < corners; ++j) {
+        const double *a = rest + 3 * (size_t)q[i], *c = rest + 3 * (size_t)q[j];
+        const double len = sqrt((a[0] - c[0]) * (a[0] - c[0]) + (a[1] - c[1]) * (a[1] - c[1]) +
+                                (a[2] - c[2]) * (a[2] - c[2]));
+        reach[q[i]] = fmax(reach[q[i]], len);
+        reach[q[j]] = fmax(reach[q[j]], len);
+      }
+    }
+  }
+}
+
+/* The body's surface vertices (those marked in `on`, ascending) with their rest positions and
+ * reach. */
+static piola_status gather_surface_vertices(piola_body *b, const double *rest, const bool *on,
+                                            const double *reach) {
+  int32_t nsv = 0;
+  for (int32_t i = 0; i < b->vertex_count; ++i) {
+    nsv += on[i];
+  }
+  b->surface_vertices = malloc(sizeof *b->surface_vertices * (size_t)(nsv > 0 ? nsv : 1));
+  b->surface_rest = malloc(sizeof *b->surface_rest * 3 * (size_t)(nsv > 0 ? nsv : 1));
+  b->surface_reach = malloc(sizeof *b->surface_reach * (size_t)(nsv > 0 ? nsv : 1));
+  if (b->surface_vertices == NULL || b->surface_rest == NULL || b->surface_reach == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  b->surface_vertex_count = nsv;
+  for (int32_t i = 0, k = 0; i < b->vertex_count; ++i) {
+    if (on[i]) {
+      memcpy(b->surface_rest + 3 * (size_t)k, rest + 3 * (size_t)i, 3 * sizeof(double));
+      b->surface_reach[k] = reach[i];
+      b->surface_vertices[k++] = i;
+    }
+  }
+  return PIOLA_OK;
+}
+
 static piola_status build_surface(piola_body *b, const double *rest) {
   const int32_t nf = 4 * b->tet_count;
   face_key *faces = malloc(sizeof *faces * (size_t)nf);
@@ -711,45 +737,15 @@ static piola_status build_surface(piola_body *b, const double *rest) {
     }
   }
   free(boundary);
-  int32_t nsv = 0;
-  for (int32_t i = 0; i < b->vertex_count; ++i) {
-    nsv += on_surface[i];
-  }
-  b->surface_vertices = malloc(sizeof *b->surface_vertices * (size_t)(nsv > 0 ? nsv : 1));
-  b->surface_rest = malloc(sizeof *b->surface_rest * 3 * (size_t)(nsv > 0 ? nsv : 1));
-  b->surface_reach = malloc(sizeof *b->surface_reach * (size_t)(nsv > 0 ? nsv : 1));
   double *reach = calloc((size_t)b->vertex_count, sizeof *reach);
-  if (b->surface_vertices == NULL || b->surface_rest == NULL || b->surface_reach == NULL ||
-      reach == NULL) {
-    free(on_surface);
-    free(reach);
-    return PIOLA_ERROR_OUT_OF_MEMORY;
-  }
-  /* Each vertex's longest rest edge: every vertex joined by a tet edge to a triangle's corner
-   * lies within it of the triangle (see piola_contact_self_allowed). */
-  for (int32_t t = 0; t < b->tet_count; ++t) {
-    const int32_t *q = b->tets + 4 * (size_t)t;
-    for (int i = 0; i < 4; ++i) {
-      for (int j = i + 1; j < 4; ++j) {
-        const double *a = rest + 3 * (size_t)q[i], *c = rest + 3 * (size_t)q[j];
-        const double len = sqrt((a[0] - c[0]) * (a[0] - c[0]) + (a[1] - c[1]) * (a[1] - c[1]) +
-                                (a[2] - c[2]) * (a[2] - c[2]));
-        reach[q[i]] = fmax(reach[q[i]], len);
-        reach[q[j]] = fmax(reach[q[j]], len);
-      }
-    }
-  }
-  b->surface_vertex_count = nsv;
-  for (int32_t i = 0, k = 0; i < b->vertex_count; ++i) {
-    if (on_surface[i]) {
-      memcpy(b->surface_rest + 3 * (size_t)k, rest + 3 * (size_t)i, 3 * sizeof(double));
-      b->surface_reach[k] = reach[i];
-      b->surface_vertices[k++] = i;
-    }
+  piola_status s = PIOLA_ERROR_OUT_OF_MEMORY;
+  if (reach != NULL) {
+    add_reach(b->tets, b->tet_count, 4, rest, reach);
+    s = gather_surface_vertices(b, rest, on_surface, reach);
   }
   free(on_surface);
   free(reach);
-  return PIOLA_OK;
+  return s;
 }
 
 /* Checks the mesh and computes everything the body needs; touches nothing in the world. */
@@ -957,8 +953,8 @@ static int32_t intern_material(piola_world *w, const piola_material *m) {
       return i;
     }
   }
-  if (!grow((void **)&w->materials, sizeof *w->materials, w->material_count + 1,
-            &w->material_capacity)) {
+  if (!piola_grow((void **)&w->materials, sizeof *w->materials, w->material_count + 1,
+                  &w->material_capacity)) {
     return -1;
   }
   piola_material_entry *e = &w->materials[w->material_count];
@@ -1002,7 +998,7 @@ piola_status piola_world_add_tet_body(piola_world *w, const piola_tet_mesh *mesh
       }
     }
     if ((plastic && (b->plastic_strain == NULL || b->m_eff == NULL)) ||
-        !grow((void **)&w->bodies, sizeof *w->bodies, slot + 1, &w->body_capacity) ||
+        !piola_grow((void **)&w->bodies, sizeof *w->bodies, slot + 1, &w->body_capacity) ||
         !grow_vertices(w, w->vertex_count + b->vertex_count) ||
         (material_index = intern_material(w, material)) < 0) {
       s = PIOLA_ERROR_OUT_OF_MEMORY;
@@ -1181,55 +1177,31 @@ static piola_status build_bends(const piola_logger *log, piola_body *b, const do
   return PIOLA_OK;
 }
 
-/* Checks a cloth mesh and material and computes the body's rest data; touches nothing in the
- * world. *uv_fallback counts triangles whose u is constant (weft along the first edge). */
 /* A cloth's collision surface: its own triangles (two-sided: contacts keep a vertex on the
  * side it came from), the vertices on them with their rest positions, and each one's reach, its
  * longest rest triangle edge (see piola_contact_self_allowed). */
 static piola_status cloth_surface(piola_body *b, const double *rest) {
-  const int32_t nv = b->vertex_count, nt = b->tri_count;
+  const int32_t nt = b->tri_count;
   b->surface = malloc(sizeof *b->surface * 3 * (size_t)nt);
-  double *reach = calloc((size_t)nv, sizeof *reach);
-  if (b->surface == NULL || reach == NULL) {
-    free(reach);
-    return PIOLA_ERROR_OUT_OF_MEMORY;
-  }
-  memcpy(b->surface, b->tris, sizeof *b->surface * 3 * (size_t)nt);
-  b->surface_count = nt;
-  for (int32_t t = 0; t < nt; ++t) {
-    const int32_t *q = b->tris + 3 * (size_t)t;
-    for (int i = 0; i < 3; ++i) {
-      const int32_t u = q[i], v = q[(i + 1) % 3];
-      const double *a = rest + 3 * (size_t)u, *c = rest + 3 * (size_t)v;
-      const double len = sqrt((a[0] - c[0]) * (a[0] - c[0]) + (a[1] - c[1]) * (a[1] - c[1]) +
-                              (a[2] - c[2]) * (a[2] - c[2]));
-      reach[u] = fmax(reach[u], len);
-      reach[v] = fmax(reach[v], len);
+  double *reach = calloc((size_t)b->vertex_count, sizeof *reach);
+  bool *on = calloc((size_t)b->vertex_count, sizeof *on);
+  piola_status s = PIOLA_ERROR_OUT_OF_MEMORY;
+  if (b->surface != NULL && reach != NULL && on != NULL) {
+    memcpy(b->surface, b->tris, sizeof *b->surface * 3 * (size_t)nt);
+    b->surface_count = nt;
+    for (size_t k = 0; k < 3 * (size_t)nt; ++k) {
+      on[b->tris[k]] = true;
     }
-  }
-  int32_t nsv = 0;
-  for (int32_t i = 0; i < nv; ++i) {
-    nsv += reach[i] > 0.0;
-  }
-  b->surface_vertices = malloc(sizeof *b->surface_vertices * (size_t)(nsv > 0 ? nsv : 1));
-  b->surface_rest = malloc(sizeof *b->surface_rest * 3 * (size_t)(nsv > 0 ? nsv : 1));
-  b->surface_reach = malloc(sizeof *b->surface_reach * (size_t)(nsv > 0 ? nsv : 1));
-  if (b->surface_vertices == NULL || b->surface_rest == NULL || b->surface_reach == NULL) {
-    free(reach);
-    return PIOLA_ERROR_OUT_OF_MEMORY;
-  }
-  b->surface_vertex_count = nsv;
-  for (int32_t i = 0, k = 0; i < nv; ++i) {
-    if (reach[i] > 0.0) {
-      memcpy(b->surface_rest + 3 * (size_t)k, rest + 3 * (size_t)i, 3 * sizeof(double));
-      b->surface_reach[k] = reach[i];
-      b->surface_vertices[k++] = i;
-    }
+    add_reach(b->tris, nt, 3, rest, reach);
+    s = gather_surface_vertices(b, rest, on, reach);
   }
   free(reach);
-  return PIOLA_OK;
+  free(on);
+  return s;
 }
 
+/* Checks a cloth mesh and material and computes the body's rest data; touches nothing in the
+ * world. *uv_fallback counts triangles whose u is constant (weft along the first edge). */
 static piola_status prepare_cloth(const piola_world *w, const piola_tri_mesh *mesh,
                                   const piola_cloth_material *material, const float translation[3],
                                   body_build *out, int32_t *uv_fallback) {
@@ -1406,8 +1378,8 @@ static int32_t intern_cloth_material(piola_world *w, const piola_cloth_material 
       return i;
     }
   }
-  if (!grow((void **)&w->cloth_materials, sizeof *w->cloth_materials, w->cloth_material_count + 1,
-            &w->cloth_material_capacity)) {
+  if (!piola_grow((void **)&w->cloth_materials, sizeof *w->cloth_materials,
+                  w->cloth_material_count + 1, &w->cloth_material_capacity)) {
     return -1;
   }
   piola_cloth_material_entry *e = &w->cloth_materials[w->cloth_material_count];
@@ -1450,7 +1422,7 @@ piola_status piola_world_add_cloth(piola_world *w, const piola_tri_mesh *mesh,
   }
   int32_t material_index = -1;
   if (s == PIOLA_OK &&
-      (!grow((void **)&w->bodies, sizeof *w->bodies, slot + 1, &w->body_capacity) ||
+      (!piola_grow((void **)&w->bodies, sizeof *w->bodies, slot + 1, &w->body_capacity) ||
        !grow_vertices(w, w->vertex_count + b->vertex_count) ||
        (material_index = intern_cloth_material(w, material)) < 0)) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
@@ -1810,8 +1782,10 @@ piola_status piola_body_set_self_collision(piola_world *w, piola_body_id id, boo
   return s;
 }
 
-piola_status piola_body_get_surface(const piola_world *w, piola_body_id id, int32_t *triangles,
-                                    int32_t capacity, int32_t *count) {
+/* The body's surface triangles (3 indices each) or surface vertices (1 each): min(capacity,
+ * count) of them to out, the count to *count. */
+static piola_status surface_listing(const piola_world *w, piola_body_id id, bool vertices,
+                                    int32_t *out, int32_t capacity, int32_t *count) {
   PIOLA_RETURN_IF_LOST(w);
   if (w == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
@@ -1820,19 +1794,30 @@ piola_status piola_body_get_surface(const piola_world *w, piola_body_id id, int3
   if (b == NULL) {
     return PIOLA_ERROR_INVALID_BODY;
   }
-  if (capacity < 0 || (triangles == NULL && capacity > 0)) {
-    PIOLA_MISUSE(w, "capacity >= 0 && (triangles != NULL || capacity == 0)");
+  if (capacity < 0 || (out == NULL && capacity > 0)) {
+    PIOLA_MISUSE(w, "capacity >= 0 && (out != NULL || capacity == 0)");
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  const int32_t total = b->cloth ? b->tri_count : b->surface_count;
-  int32_t n = capacity < total ? capacity : total;
+  const int32_t total = vertices ? b->surface_vertex_count : b->surface_count;
+  const size_t per = vertices ? 1 : 3;
+  const int32_t n = capacity < total ? capacity : total;
   if (n > 0) {
-    memcpy(triangles, b->cloth ? b->tris : b->surface, sizeof *triangles * 3 * (size_t)n);
+    memcpy(out, vertices ? b->surface_vertices : b->surface, sizeof *out * per * (size_t)n);
   }
   if (count != NULL) {
     *count = total;
   }
   return PIOLA_OK;
+}
+
+piola_status piola_body_get_surface(const piola_world *w, piola_body_id id, int32_t *triangles,
+                                    int32_t capacity, int32_t *count) {
+  return surface_listing(w, id, false, triangles, capacity, count);
+}
+
+piola_status piola_body_get_surface_vertices(const piola_world *w, piola_body_id id,
+                                             int32_t *vertices, int32_t capacity, int32_t *count) {
+  return surface_listing(w, id, true, vertices, capacity, count);
 }
 
 /* ---- Colliders ----------------------------------------------------------------------- */
@@ -1876,10 +1861,10 @@ piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *
     ++slot;
   }
   int32_t cap = w->collider_capacity, n = w->collider_count + 1;
-  if (!grow((void **)&w->collider_slots, sizeof *w->collider_slots, slot + 1,
-            &w->collider_slot_capacity) ||
-      !grow((void **)&w->colliders, sizeof *w->colliders, n, &cap) ||
-      !grow((void **)&w->collider_slot, sizeof *w->collider_slot, n, &w->collider_capacity)) {
+  if (!piola_grow((void **)&w->collider_slots, sizeof *w->collider_slots, slot + 1,
+                  &w->collider_slot_capacity) ||
+      !piola_grow((void **)&w->colliders, sizeof *w->colliders, n, &cap) ||
+      !piola_grow((void **)&w->collider_slot, sizeof *w->collider_slot, n, &w->collider_capacity)) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   if (slot == w->collider_slot_count) {
