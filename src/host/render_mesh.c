@@ -24,15 +24,20 @@ static piola_v3 at3(const double *a, int32_t i) {
   return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
 }
 
+/* Frees a render mesh's arrays and device buffers (the record itself stays). */
+static void render_mesh_release(piola_world *w, piola_render_mesh *rm) {
+  piola_opencl_render_release(w, rm);
+  free(rm->triangle);
+  free(rm->coordinates);
+  free(rm->triangle_sv);
+  free(rm->incident_start);
+  free(rm->incident);
+}
+
 void piola_render_meshes_free(piola_world *w) {
   for (int32_t i = 0; i < w->render_mesh_slots; ++i) {
     piola_render_mesh *rm = &w->render_meshes[i];
-    piola_opencl_render_release(w, rm);
-    free(rm->triangle);
-    free(rm->coordinates);
-    free(rm->triangle_sv);
-    free(rm->incident_start);
-    free(rm->incident);
+    render_mesh_release(w, rm);
   }
   free(w->render_meshes);
   w->render_meshes = NULL;
@@ -337,12 +342,7 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
   free(x);
   free(normals);
   if (s != PIOLA_OK) {
-    piola_opencl_render_release(w, &rm);
-    free(rm.triangle);
-    free(rm.coordinates);
-    free(rm.triangle_sv);
-    free(rm.incident_start);
-    free(rm.incident);
+    render_mesh_release(w, &rm);
     return s;
   }
   rm.alive = true;
@@ -440,11 +440,7 @@ piola_status piola_world_remove_render_mesh(piola_world *w, piola_render_mesh_id
   if (rm == NULL) {
     return PIOLA_ERROR_INVALID_RENDER_MESH;
   }
-  piola_opencl_render_release(w, rm);
-  free(rm->triangle);
-  free(rm->coordinates);
-  free(rm->incident_start);
-  free(rm->incident);
+  render_mesh_release(w, rm);
   const uint32_t generation = rm->generation + 1u;
   memset(rm, 0, sizeof *rm);
   rm->generation = generation;
