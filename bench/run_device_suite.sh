@@ -1,9 +1,9 @@
 #!/bin/sh
-# What the open issues need measured on a GPU, in one command (GPU time is scarce): the
-# contact suite (bench/run_contact_suite.sh: funnel 10 s with its
-# checks, funnel and grid timed with and without contacts, the funnel cross-check), the cloth
-# scene's bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one
-# Armadillo alone (single-body latency), and the body-count scaling.
+# What the open issues need measured on a GPU, in one command (GPU time is scarce), most
+# needed first: the contact suite (bench/run_contact_suite.sh: funnel 10 s with its checks,
+# funnel and grid timed with and without contacts, the funnel cross-check), the cloth scene's
+# bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one Armadillo
+# alone (single-body latency), the body-count scaling, and `piola validate`.
 # Writes logs and JSON to OUT; a failing command is recorded in OUT/failures.txt and the suite
 # goes on. Run it on the device with `. .device/gpu-env.sh` first (../shared/device/README.md).
 #
@@ -18,11 +18,12 @@ mkdir -p "$out"
 : > "$out/failures.txt"
 . "$(dirname "$0")/suite_run.sh"
 "$piola" devices > "$out/devices.txt" 2>&1
+sh "$(dirname "$0")/run_contact_suite.sh" "$out/contact" "$mesh" "$@"
+cat "$out/contact/failures.txt" >> "$out/failures.txt"
 run bench_cloth bench --scene cloth --steps 100 --json "$out/bench_cloth.json" "$@"
 run bench_armadillo_one bench --mesh "$mesh" --bodies 1 --steps 200 --no-contacts \
   --json "$out/bench_armadillo_one.json" "$@"
 run bench_scaling bench --mesh "$mesh" --scaling --max-bodies 10000 --steps 20 --no-contacts \
   --json "$out/bench_scaling.json" "$@"
-sh "$(dirname "$0")/run_contact_suite.sh" "$out/contact" "$mesh" "$@"
-cat "$out/contact/failures.txt" >> "$out/failures.txt"
+run validate validate --mesh "$mesh" --json "$out/validate.json" "$@"
 echo "failures: $(tr '\n' ' ' < "$out/failures.txt")" | tee -a "$out/suite.log"
