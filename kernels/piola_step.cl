@@ -6,9 +6,10 @@
  *    in each launch); for bodies of any size;
  *  - per body (piola_substep_bodies): one launch per substep, one work-group per body, which
  *    runs the whole substep for its body in the order of the step (predict; iterations of
- *    colors, Jacobi tail and contacts; velocities) with a barrier between dependent phases.
- *    Bodies share no vertex, so this is the same computation with ~300 times fewer launches;
- *    for bodies small enough for one work-group to go through quickly.
+ *    colors, Jacobi tail and colliders; velocities) with a barrier between dependent phases,
+ *    on a copy of the body's vertices in local memory. Bodies share no vertex, so this is the
+ *    same computation with ~300 times fewer launches and on-chip gathers; for bodies small
+ *    enough for one work-group to go through quickly and for their vertices to fit on chip.
  *
  * Buffers: x, v, d are float4 per vertex: x the positions at the start of the substep (x.w =
  * inverse mass, 0 = pinned), v the velocities, d the displacement of this substep, so that the
@@ -66,39 +67,54 @@ typedef struct piola_tet_arrays {
 
 /* ---- Per-item stage functions ------------------------------------------------------ */
 
-/* PREDICT: v += h (g + f / m); d = h v for free vertices; pinned ones do not move (d = 0). */
+/* PREDICT: v += h (g + f / m); d = h v for free vertices; pinned ones do not move (d = 0).
+ * Returns d; *vi is the new velocity (unchanged for pinned vertices). */
+PIOLA_FN float4 piola_predicted_displacement(float4 xi, float4 *vi, float4 fi, int has_forces,
+                                             float4 h_gravity, float h) {
+  if (!(xi.w > 0.0f)) {
+    return (float4)(0.0f);
+  }
+  float4 v = *vi + h_gravity;
+  if (has_forces) {
+    v += (h * xi.w) * fi;
+  }
+  *vi = v;
+  return (float4)(h * v.x, h * v.y, h * v.z, 0.0f);
+}
+
 PIOLA_FN void piola_predict_vertex(__global const float4 *x, __global float4 *v, __global float4 *d,
                                    __global const float4 *f, int has_forces, float4 h_gravity,
                                    float h, int i) {
-  float4 xi = x[i];
-  if (xi.w > 0.0f) {
-    float4 vi = v[i] + h_gravity;
-    if (has_forces) {
-      vi += (h * xi.w) * f[i];
-    }
-    v[i] = vi;
-    d[i] = (float4)(h * vi.x, h * vi.y, h * vi.z, 0.0f);
-  } else {
-    d[i] = (float4)(0.0f);
-  }
+  float4 vi = v[i];
+  d[i] = piola_predicted_displacement(x[i], &vi, has_forces ? f[i] : (float4)(0.0f), has_forces,
+                                      h_gravity, h);
+  v[i] = vi;
 }
 
-/* Projects tet t from the current positions x + d; corrections into dx, returns the flags. */
-PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d,
-                               piola_tet_arrays a, __constant piola_material_data *materials,
-                               float inv_h2, int t, int4 q, piola_v3 *dx) {
-  float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z], x3 = x[q.w];
+/* Projects tet t whose corners start the substep at x0..x3 (w: inverse mass) and are displaced
+ * by d0..d3; corrections into dx, returns the flags. */
+PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_data *materials,
+                                  float inv_h2, int t, float4 x0, float4 x1, float4 x2, float4 x3,
+                                  float4 d0, float4 d1, float4 d2, float4 d3, piola_v3 *dx) {
   piola_tet_material mat = piola_tet_material_from_data(materials[a.material[t]]);
   piola_real lambda[2] = {a.lambda[t], a.lambda[a.stride + t]};
-  int flags = piola_tet_solve(&mat, piola_load_m3(a.m, t, a.stride), a.volume[t],
-                              mat.compliance * inv_h2, piola_position(x0, d[q.x]),
-                              piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
-                              piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, lambda, dx);
+  int flags =
+      piola_tet_solve(&mat, piola_load_m3(a.m, t, a.stride), a.volume[t], mat.compliance * inv_h2,
+                      piola_position(x0, d0), piola_position(x1, d1), piola_position(x2, d2),
+                      piola_position(x3, d3), x0.w, x1.w, x2.w, x3.w, lambda, dx);
   if (flags & PIOLA_TET_WORKED) {
     a.lambda[t] = (float)lambda[0];
     a.lambda[a.stride + t] = (float)lambda[1];
   }
   return flags;
+}
+
+/* Projects tet t (corners q) from the current positions x + d; corrections into dx. */
+PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d,
+                               piola_tet_arrays a, __constant piola_material_data *materials,
+                               float inv_h2, int t, int4 q, piola_v3 *dx) {
+  return piola_project_tet_at(a, materials, inv_h2, t, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x],
+                              d[q.y], d[q.z], d[q.w], dx);
 }
 
 /* SOLVE_TETS, Gauss-Seidel: tet t of a color (no two tets of it share a vertex). */
@@ -114,47 +130,61 @@ PIOLA_FN void piola_solve_tet(__global const float4 *x, __global float4 *d, piol
   }
 }
 
-/* SOLVE_TETS, Jacobi tail: tet t (the i-th of the tail) projected from the same positions as
- * the rest of the tail; its four corrections (dx, dy, dz, 1 if it did work) go to
- * delta[4 i + corner]. */
-PIOLA_FN void piola_jacobi_tet(__global const float4 *x, __global const float4 *d,
-                               piola_tet_arrays a, __constant piola_material_data *materials,
-                               float inv_h2, int t, int i, __global float4 *delta) {
-  piola_v3 dx[4];
-  float worked =
-      (piola_project_tet(x, d, a, materials, inv_h2, t, a.tets[t], dx) & PIOLA_TET_WORKED) ? 1.0f
-                                                                                           : 0.0f;
+/* SOLVE_TETS, Jacobi tail: the i-th tail tet's corrections dx (dx, dy, dz, 1 if it did work)
+ * into delta[4 i + corner]. */
+PIOLA_FN void piola_store_jacobi_delta(__global float4 *delta, int i, const piola_v3 *dx,
+                                       int flags) {
+  float worked = (flags & PIOLA_TET_WORKED) ? 1.0f : 0.0f;
   for (int k = 0; k < 4; ++k) {
     delta[4 * i + k] = (float4)(dx[k].x, dx[k].y, dx[k].z, worked);
   }
 }
 
-/* SOLVE_TETS, Jacobi tail: tail vertex i gathers its corrections in list order and moves by
- * omega times their mean over the tets that did work. */
-PIOLA_FN void piola_jacobi_vertex(__global float4 *d, __global const int *vertices,
-                                  __global const int *start, __global const int *incidence,
-                                  __global const float4 *delta, float omega, int i) {
+/* SOLVE_TETS, Jacobi tail: tet t (the i-th of the tail) projected from the same positions as
+ * the rest of the tail. */
+PIOLA_FN void piola_jacobi_tet(__global const float4 *x, __global const float4 *d,
+                               piola_tet_arrays a, __constant piola_material_data *materials,
+                               float inv_h2, int t, int i, __global float4 *delta) {
+  piola_v3 dx[4];
+  piola_store_jacobi_delta(delta, i, dx,
+                           piola_project_tet(x, d, a, materials, inv_h2, t, a.tets[t], dx));
+}
+
+/* SOLVE_TETS, Jacobi tail: the corrections of tail vertex i summed in list order (w: how many
+ * tets did work); the vertex moves by omega times their mean. */
+PIOLA_FN float4 piola_jacobi_sum(__global const int *start, __global const int *incidence,
+                                 __global const float4 *delta, int i) {
   float4 sum = (float4)(0.0f);
   for (int j = start[i]; j < start[i + 1]; ++j) {
     sum += delta[incidence[j]];
   }
+  return sum;
+}
+
+PIOLA_FN float4 piola_jacobi_displace(float4 d, float4 sum, float omega) {
+  float s = omega / sum.w;
+  return piola_displace(d, piola_v3_make(s * sum.x, s * sum.y, s * sum.z));
+}
+
+PIOLA_FN void piola_jacobi_vertex(__global float4 *d, __global const int *vertices,
+                                  __global const int *start, __global const int *incidence,
+                                  __global const float4 *delta, float omega, int i) {
+  float4 sum = piola_jacobi_sum(start, incidence, delta, i);
   if (sum.w > 0.0f) {
     int v = vertices[i];
-    float s = omega / sum.w;
-    d[v] = piola_displace(d[v], piola_v3_make(s * sum.x, s * sum.y, s * sum.z));
+    d[v] = piola_jacobi_displace(d[v], sum, omega);
   }
 }
 
-/* COLLIDE: vertex i projected out of every collider, in order, each at its pose at the end of
- * the substep (t_end seconds into the step; h the substep). */
-PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
-                                   __constant piola_collider_data *colliders, int collider_count,
-                                   float t_end, float h, int i) {
-  float4 xi = x[i];
+/* COLLIDE: the displacement di of a vertex starting the substep at xi, projected out of every
+ * collider, in order, each at its pose at the end of the substep (t_end seconds into the step;
+ * h the substep). */
+PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
+                                            __constant piola_collider_data *colliders,
+                                            int collider_count, float t_end, float h) {
   if (!(xi.w > 0.0f)) {
-    return;
+    return di;
   }
-  float4 di = d[i];
   piola_v3 xs = piola_v3_from4(xi);
   for (int c = 0; c < collider_count; ++c) {
     piola_collider_data col = colliders[c];
@@ -163,7 +193,13 @@ PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
       di = piola_displace(di, correction);
     }
   }
-  d[i] = di;
+  return di;
+}
+
+PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
+                                   __constant piola_collider_data *colliders, int collider_count,
+                                   float t_end, float h, int i) {
+  d[i] = piola_collided_displacement(x[i], d[i], colliders, collider_count, t_end, h);
 }
 
 /* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
@@ -317,6 +353,34 @@ PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v
 
 /* ---- The per-body schedule ----------------------------------------------------------- */
 
+/* The per-body kernel keeps a body's vertices on chip: lx and ld hold x and d of its vertices
+ * (local index = global index - v0) for the whole launch. These are the gathers and scatters
+ * of the functions above on local memory; the math is the same calls. */
+PIOLA_FN void piola_solve_tet_local(__local const float4 *x, __local float4 *d, piola_tet_arrays a,
+                                    __constant piola_material_data *materials, float inv_h2, int t,
+                                    int v0) {
+  int4 q = a.tets[t] - (int4)(v0);
+  piola_v3 dx[4];
+  if (piola_project_tet_at(a, materials, inv_h2, t, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x], d[q.y],
+                           d[q.z], d[q.w], dx) &
+      PIOLA_TET_WORKED) {
+    d[q.x] = piola_displace(d[q.x], dx[0]);
+    d[q.y] = piola_displace(d[q.y], dx[1]);
+    d[q.z] = piola_displace(d[q.z], dx[2]);
+    d[q.w] = piola_displace(d[q.w], dx[3]);
+  }
+}
+
+PIOLA_FN void piola_jacobi_tet_local(__local const float4 *x, __local const float4 *d,
+                                     piola_tet_arrays a, __constant piola_material_data *materials,
+                                     float inv_h2, int t, int i, int v0, __global float4 *delta) {
+  int4 q = a.tets[t] - (int4)(v0);
+  piola_v3 dx[4];
+  piola_store_jacobi_delta(delta, i, dx,
+                           piola_project_tet_at(a, materials, inv_h2, t, x[q.x], x[q.y], x[q.z],
+                                                x[q.w], d[q.x], d[q.y], d[q.z], d[q.w], dx));
+}
+
 /* One substep of every body, work-group b for body b. body_vertex holds (first, count) of each
  * body's vertices; body_color (first, count) of its tets in each of the color_count colors;
  * body_jacobi (first, count) of its tail tets and (first, count) of its entries in the tail's
@@ -324,7 +388,11 @@ PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v
  * `part` (piola_bodies_part): 0 the whole substep; with contacts, which couple the bodies and
  * run as launches of their own between the parts, 1 predict and reset the multipliers only,
  * 2 one iteration over the tets only (contacts and colliders follow it). collider_t_end: the
- * time from the start of the step to the end of this substep (s), where the colliders stand. */
+ * time from the start of the step to the end of this substep (s), where the colliders stand.
+ * lx, ld: local memory for the largest body's vertex count each. The body's x and d are read
+ * once, every phase works on chip, and d (with part 0, also x and v) is written back at the end.
+ * The multipliers of a tet are read and written by one work-item only (the same k of the same
+ * color in every iteration), so only the Jacobi tail's delta needs a global fence. */
 PIOLA_KERNEL void piola_substep_bodies(
     __global float4 *x, __global float4 *v, __global float4 *d, __global const float4 *f,
     int has_forces, __global const int4 *tets, __global const float *tet_m,
@@ -334,17 +402,32 @@ PIOLA_KERNEL void piola_substep_bodies(
     __global const int *body_jacobi, __global const int *jacobi_vertices,
     __global const int *jacobi_start, __global const int *jacobi_incidence, __global float4 *delta,
     int color_count, int iterations, int stride, int jacobi_first, float4 h_gravity, float h,
-    float inv_h, float inv_h2, float damp, float omega, int part, float collider_t_end) {
+    float inv_h, float inv_h2, float damp, float omega, int part, float collider_t_end,
+    __local float4 *on_chip, int on_chip_vertices) {
+  __local float4 *lx = on_chip, *ld = on_chip + on_chip_vertices;
   const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
   const int tail_first = body_jacobi[4 * b], tail_count = body_jacobi[4 * b + 1];
   const int tv_first = body_jacobi[4 * b + 2], tv_count = body_jacobi[4 * b + 3];
   piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
-  if (part != 2) {
-    /* PREDICT and RESET_MULTIPLIERS */
-    for (int i = lid; i < nv; i += nl) {
-      piola_predict_vertex(x, v, d, f, has_forces, h_gravity, h, v0 + i);
+  /* The body on chip; PREDICT unless this is an iteration of its own */
+  for (int i = lid; i < nv; i += nl) {
+    float4 xi = x[v0 + i];
+    lx[i] = xi;
+    if (part == 2) {
+      ld[i] = d[v0 + i];
+    } else {
+      float4 vi = v[v0 + i];
+      ld[i] = piola_predicted_displacement(xi, &vi, has_forces ? f[v0 + i] : (float4)(0.0f),
+                                           has_forces, h_gravity, h);
+      v[v0 + i] = vi;
+      if (part == 1) {
+        d[v0 + i] = ld[i];
+      }
     }
+  }
+  if (part != 2) {
+    /* RESET_MULTIPLIERS */
     for (int c = 0; c <= color_count; ++c) {
       int first = c < color_count ? body_color[2 * (b * color_count + c)] : tail_first;
       int count = c < color_count ? body_color[2 * (b * color_count + c) + 1] : tail_count;
@@ -353,44 +436,50 @@ PIOLA_KERNEL void piola_substep_bodies(
         tet_lambda[stride + first + k] = 0.0f;
       }
     }
-    if (part == 1) {
-      return;
-    }
-    barrier(CLK_GLOBAL_MEM_FENCE);
   }
-  for (int it = 0; it < (part == 2 ? 1 : iterations); ++it) {
+  /* Part 1 goes through the barrier and runs no pass rather than returning early: with an
+   * early return (or an if around the rest) PoCL 3.1 corrupted host memory running this
+   * kernel, although the condition is uniform. */
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  const int passes = part == 0 ? iterations : part == 2 ? 1 : 0;
+  for (int it = 0; it < passes; ++it) {
     /* SOLVE_TETS: the colors, then the Jacobi tail */
     for (int c = 0; c < color_count; ++c) {
       int first = body_color[2 * (b * color_count + c)];
       int count = body_color[2 * (b * color_count + c) + 1];
       for (int k = lid; k < count; k += nl) {
-        piola_solve_tet(x, d, a, materials, inv_h2, first + k);
+        piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + k, v0);
       }
-      barrier(CLK_GLOBAL_MEM_FENCE);
+      barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (tail_count > 0) {
       for (int k = lid; k < tail_count; k += nl) {
-        piola_jacobi_tet(x, d, a, materials, inv_h2, tail_first + k, tail_first + k - jacobi_first,
-                         delta);
+        piola_jacobi_tet_local(lx, ld, a, materials, inv_h2, tail_first + k,
+                               tail_first + k - jacobi_first, v0, delta);
       }
       barrier(CLK_GLOBAL_MEM_FENCE);
       for (int k = lid; k < tv_count; k += nl) {
-        piola_jacobi_vertex(d, jacobi_vertices, jacobi_start, jacobi_incidence, delta, omega,
-                            tv_first + k);
+        float4 sum = piola_jacobi_sum(jacobi_start, jacobi_incidence, delta, tv_first + k);
+        if (sum.w > 0.0f) {
+          int i = jacobi_vertices[tv_first + k] - v0;
+          ld[i] = piola_jacobi_displace(ld[i], sum, omega);
+        }
       }
-      barrier(CLK_GLOBAL_MEM_FENCE);
+      barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
     /* COLLIDE */
     if (collider_count > 0 && part == 0) {
       for (int i = lid; i < nv; i += nl) {
-        piola_collide_vertex(x, d, colliders, collider_count, collider_t_end, h, v0 + i);
+        ld[i] =
+            piola_collided_displacement(lx[i], ld[i], colliders, collider_count, collider_t_end, h);
       }
-      barrier(CLK_GLOBAL_MEM_FENCE);
+      barrier(CLK_LOCAL_MEM_FENCE);
     }
   }
-  /* UPDATE_VELOCITIES */
-  if (part == 0) {
-    for (int i = lid; i < nv; i += nl) {
+  /* Back to global memory; UPDATE_VELOCITIES with the whole substep */
+  for (int i = lid; i < nv && part != 1; i += nl) {
+    d[v0 + i] = ld[i];
+    if (part == 0) {
       piola_update_vertex(x, v, d, inv_h, damp, v0 + i);
     }
   }

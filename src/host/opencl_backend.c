@@ -162,7 +162,8 @@ struct piola_opencl {
   size_t buffer_bytes[BUF_COUNT];
   char device_name[128];
   size_t wg;
-  bool live; /* the device holds the current vertex and tet state */
+  cl_ulong local_bytes; /* the device's local memory per work-group */
+  bool live;            /* the device holds the current vertex and tet state */
   /* Collider records [first, end) changed since the upload (empty when first >= end). */
   int32_t colliders_dirty_first, colliders_dirty_end;
   int32_t vertex_count; /* sizes of the uploaded state */
@@ -814,6 +815,8 @@ piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
   cl->device = d.device;
   snprintf(cl->device_name, sizeof cl->device_name, "%s", d.info.name);
   cl->wg = pick_work_group_size(&w->def, &d);
+  clGetDeviceInfo(cl->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_bytes, &cl->local_bytes,
+                  NULL);
   s = make_context(faults, &d, w->def.profile, log, &cl->context, &cl->queue);
   if (s == PIOLA_OK) {
     char options[256];
@@ -1994,11 +1997,18 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
 /* Bodies up to this many tets run under PIOLA_SCHEDULE_AUTO with one work-group each. */
 #define PIOLA_BODY_SCHEDULE_MAX_TETS 65536
 
+/* Local memory the per-body kernel takes: x and d (float4 each) of the largest body. */
+static size_t body_local_bytes(const piola_world *w) {
+  return (size_t)w->solver.max_body_vertices * 2 * sizeof(cl_float4);
+}
+
 bool piola_opencl_per_body(const piola_world *w) {
   const piola_schedule s = w->def.schedule;
-  /* The cloth kinds have kernels for the per-stage schedule only: with cloth in the world,
-   * every schedule runs per stage. */
+  /* The cloth kinds have kernels for the per-stage schedule only, and the per-body kernel holds
+   * a body's vertices in local memory: with cloth in the world, or a body too large for the
+   * device's local memory, every schedule runs per stage. */
   return w->solver.body_count > 0 && w->cloth.tri_count == 0 && w->cloth.bend_count == 0 &&
+         body_local_bytes(w) <= w->cl->local_bytes &&
          (s == PIOLA_SCHEDULE_BODIES || (s == PIOLA_SCHEDULE_AUTO && !w->def.profile &&
                                          w->solver.max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
 }
@@ -2048,6 +2058,9 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   SET_ARG(k, 30, part_arg);
   cl_float collider_t_end = (cl_float)w->collider_time;
   SET_ARG(k, 31, collider_t_end);
+  CL_CHECK(ocl_set_arg(cl->faults, cl->kernels[k], 32, body_local_bytes(w), NULL));
+  cl_int on_chip_vertices = w->solver.max_body_vertices;
+  SET_ARG(k, 33, on_chip_vertices);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));

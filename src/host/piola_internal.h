@@ -213,8 +213,9 @@ typedef struct piola_solver_tets {
   /* Per body of the solver arrays (the live bodies in slot order), for the per-body schedule:
    * body_vertex (first, count) of its vertices; body_color (first, count) of its tets in each
    * of the color_count colors; body_jacobi (first, count) of its tail tets and (first, count)
-   * of its entries in jacobi_vertices. max_body_tets: the largest body. */
-  int32_t body_count, max_body_tets;
+   * of its entries in jacobi_vertices. max_body_tets, max_body_vertices: the largest body's
+   * counts. */
+  int32_t body_count, max_body_tets, max_body_vertices;
   int32_t *body_vertex, *body_color, *body_jacobi;
   /* Plastic tets (in solver order): their solver index, rest Dm^-1 and plastic strain. */
   int32_t plastic_count;

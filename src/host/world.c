@@ -2309,6 +2309,8 @@ piola_status piola_world_build_tets(piola_world *w) {
     nw.body_jacobi[4 * dense + 2] = first;
     nw.body_jacobi[4 * dense + 3] = end - first;
     nw.max_body_tets = b->tet_count > nw.max_body_tets ? b->tet_count : nw.max_body_tets;
+    nw.max_body_vertices =
+        b->vertex_count > nw.max_body_vertices ? b->vertex_count : nw.max_body_vertices;
     dense++;
   }
   free_solver_tets(&w->solver);
