@@ -91,17 +91,40 @@ PIOLA_FN void piola_predict_vertex(__global const float4 *x, __global float4 *v,
   v[i] = vi;
 }
 
-/* Projects tet t whose corners start the substep at x0..x3 (w: inverse mass) and are displaced
- * by d0..d3; corrections into dx, returns the flags. */
+/* What the projection of a tet reads besides its corners: loaded in one place, so that the
+ * per-body kernel can load a color's records ahead of their use. */
+typedef struct piola_tet_record {
+  int4 q; /* corners */
+  piola_m3 m;
+  float volume;
+  float lambda[2];
+  int material;
+} piola_tet_record;
+
+PIOLA_FN piola_tet_record piola_load_tet(piola_tet_arrays a, int t) {
+  piola_tet_record r;
+  r.q = a.tets[t];
+  r.m = piola_load_m3(a.m, t, a.stride);
+  r.volume = a.volume[t];
+  r.lambda[0] = a.lambda[t];
+  r.lambda[1] = a.lambda[a.stride + t];
+  r.material = a.material[t];
+  return r;
+}
+
+/* Projects tet t (its record r) whose corners start the substep at x0..x3 (w: inverse mass)
+ * and are displaced by d0..d3; corrections into dx, the multipliers back into a.lambda, returns
+ * the flags. */
 PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_data *materials,
-                                  float inv_h2, int t, float4 x0, float4 x1, float4 x2, float4 x3,
-                                  float4 d0, float4 d1, float4 d2, float4 d3, piola_v3 *dx) {
-  piola_tet_material mat = piola_tet_material_from_data(materials[a.material[t]]);
-  piola_real lambda[2] = {a.lambda[t], a.lambda[a.stride + t]};
+                                  float inv_h2, int t, const piola_tet_record *r, float4 x0,
+                                  float4 x1, float4 x2, float4 x3, float4 d0, float4 d1, float4 d2,
+                                  float4 d3, piola_v3 *dx) {
+  piola_tet_material mat = piola_tet_material_from_data(materials[r->material]);
+  piola_real lambda[2] = {r->lambda[0], r->lambda[1]};
   int flags =
-      piola_tet_solve(&mat, piola_load_m3(a.m, t, a.stride), a.volume[t], mat.compliance * inv_h2,
-                      piola_position(x0, d0), piola_position(x1, d1), piola_position(x2, d2),
-                      piola_position(x3, d3), x0.w, x1.w, x2.w, x3.w, lambda, dx);
+      piola_tet_solve(&mat, r->m, r->volume, mat.compliance * inv_h2, piola_position(x0, d0),
+                      piola_position(x1, d1), piola_position(x2, d2), piola_position(x3, d3), x0.w,
+                      x1.w, x2.w, x3.w, lambda, dx);
   if (flags & PIOLA_TET_WORKED) {
     a.lambda[t] = (float)lambda[0];
     a.lambda[a.stride + t] = (float)lambda[1];
@@ -109,20 +132,22 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
   return flags;
 }
 
-/* Projects tet t (corners q) from the current positions x + d; corrections into dx. */
+/* Projects tet t (its record r) from the current positions x + d; corrections into dx. */
 PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d,
                                piola_tet_arrays a, __constant piola_material_data *materials,
-                               float inv_h2, int t, int4 q, piola_v3 *dx) {
-  return piola_project_tet_at(a, materials, inv_h2, t, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x],
+                               float inv_h2, int t, const piola_tet_record *r, piola_v3 *dx) {
+  const int4 q = r->q;
+  return piola_project_tet_at(a, materials, inv_h2, t, r, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x],
                               d[q.y], d[q.z], d[q.w], dx);
 }
 
 /* SOLVE_TETS, Gauss-Seidel: tet t of a color (no two tets of it share a vertex). */
 PIOLA_FN void piola_solve_tet(__global const float4 *x, __global float4 *d, piola_tet_arrays a,
                               __constant piola_material_data *materials, float inv_h2, int t) {
-  int4 q = a.tets[t];
+  const piola_tet_record r = piola_load_tet(a, t);
+  const int4 q = r.q;
   piola_v3 dx[4];
-  if (piola_project_tet(x, d, a, materials, inv_h2, t, q, dx) & PIOLA_TET_WORKED) {
+  if (piola_project_tet(x, d, a, materials, inv_h2, t, &r, dx) & PIOLA_TET_WORKED) {
     d[q.x] = piola_displace(d[q.x], dx[0]);
     d[q.y] = piola_displace(d[q.y], dx[1]);
     d[q.z] = piola_displace(d[q.z], dx[2]);
@@ -145,9 +170,9 @@ PIOLA_FN void piola_store_jacobi_delta(__global float4 *delta, int i, const piol
 PIOLA_FN void piola_jacobi_tet(__global const float4 *x, __global const float4 *d,
                                piola_tet_arrays a, __constant piola_material_data *materials,
                                float inv_h2, int t, int i, __global float4 *delta) {
+  const piola_tet_record r = piola_load_tet(a, t);
   piola_v3 dx[4];
-  piola_store_jacobi_delta(delta, i, dx,
-                           piola_project_tet(x, d, a, materials, inv_h2, t, a.tets[t], dx));
+  piola_store_jacobi_delta(delta, i, dx, piola_project_tet(x, d, a, materials, inv_h2, t, &r, dx));
 }
 
 /* SOLVE_TETS, Jacobi tail: the corrections of tail vertex i summed in list order (w: how many
@@ -358,11 +383,11 @@ PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v
  * of the functions above on local memory; the math is the same calls. */
 PIOLA_FN void piola_solve_tet_local(__local const float4 *x, __local float4 *d, piola_tet_arrays a,
                                     __constant piola_material_data *materials, float inv_h2, int t,
-                                    int v0) {
-  int4 q = a.tets[t] - (int4)(v0);
+                                    const piola_tet_record *r, int v0) {
+  const int4 q = r->q - (int4)(v0);
   piola_v3 dx[4];
-  if (piola_project_tet_at(a, materials, inv_h2, t, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x], d[q.y],
-                           d[q.z], d[q.w], dx) &
+  if (piola_project_tet_at(a, materials, inv_h2, t, r, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x],
+                           d[q.y], d[q.z], d[q.w], dx) &
       PIOLA_TET_WORKED) {
     d[q.x] = piola_displace(d[q.x], dx[0]);
     d[q.y] = piola_displace(d[q.y], dx[1]);
@@ -374,12 +399,20 @@ PIOLA_FN void piola_solve_tet_local(__local const float4 *x, __local float4 *d, 
 PIOLA_FN void piola_jacobi_tet_local(__local const float4 *x, __local const float4 *d,
                                      piola_tet_arrays a, __constant piola_material_data *materials,
                                      float inv_h2, int t, int i, int v0, __global float4 *delta) {
-  int4 q = a.tets[t] - (int4)(v0);
+  const piola_tet_record r = piola_load_tet(a, t);
+  const int4 q = r.q - (int4)(v0);
   piola_v3 dx[4];
   piola_store_jacobi_delta(delta, i, dx,
-                           piola_project_tet_at(a, materials, inv_h2, t, x[q.x], x[q.y], x[q.z],
+                           piola_project_tet_at(a, materials, inv_h2, t, &r, x[q.x], x[q.y], x[q.z],
                                                 x[q.w], d[q.x], d[q.y], d[q.z], d[q.w], dx));
 }
+
+/* PIOLA_PREFETCH (default 1): the per-body kernel loads each work-item's record of the next
+ * color before projecting the current one, so that those global loads overlap the projection
+ * instead of starting after the barrier (0: load at the point of use, for measuring). */
+#ifndef PIOLA_PREFETCH
+#define PIOLA_PREFETCH 1
+#endif
 
 /* One substep of every body, work-group b for body b. body_vertex holds (first, count) of each
  * body's vertices; body_color (first, count) of its tets in each of the color_count colors;
@@ -443,12 +476,29 @@ PIOLA_KERNEL void piola_substep_bodies(
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   const int passes = part == 0 ? iterations : part == 2 ? 1 : 0;
   for (int it = 0; it < passes; ++it) {
-    /* SOLVE_TETS: the colors, then the Jacobi tail */
+    /* SOLVE_TETS: the colors, then the Jacobi tail. `next`: this work-item's first tet of the
+     * next color (PIOLA_PREFETCH); tets beyond the work-group's size load where they are used. */
+    piola_tet_record next;
+    if (PIOLA_PREFETCH && color_count > 0 && lid < body_color[2 * b * color_count + 1]) {
+      next = piola_load_tet(a, body_color[2 * b * color_count] + lid);
+    }
     for (int c = 0; c < color_count; ++c) {
-      int first = body_color[2 * (b * color_count + c)];
-      int count = body_color[2 * (b * color_count + c) + 1];
-      for (int k = lid; k < count; k += nl) {
-        piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + k, v0);
+      const int first = body_color[2 * (b * color_count + c)];
+      const int count = body_color[2 * (b * color_count + c) + 1];
+      piola_tet_record cur = next;
+      if (!PIOLA_PREFETCH && lid < count) {
+        cur = piola_load_tet(a, first + lid);
+      }
+      if (PIOLA_PREFETCH && c + 1 < color_count &&
+          lid < body_color[2 * (b * color_count + c + 1) + 1]) {
+        next = piola_load_tet(a, body_color[2 * (b * color_count + c + 1)] + lid);
+      }
+      if (lid < count) {
+        piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + lid, &cur, v0);
+      }
+      for (int k = lid + nl; k < count; k += nl) {
+        const piola_tet_record r = piola_load_tet(a, first + k);
+        piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + k, &r, v0);
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
