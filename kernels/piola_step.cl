@@ -283,59 +283,59 @@ PIOLA_KERNEL void piola_apply_jacobi(__global float4 *d, __global const int *ver
   }
 }
 
-/* SOLVE_TETS, the cloth kinds (per-stage schedule only): triangles [first, first + count) of
- * one color. tris: 3 vertices and the cloth material index; tri_dm: Dm^-1 (row-major). No two
- * items of a color, of any kind, share a vertex. */
-PIOLA_KERNEL void piola_solve_cloth_tris(__global const float4 *x, __global float4 *d,
-                                         __global const int4 *tris, __global const float4 *tri_dm,
-                                         __global const float *tri_area, __global float *tri_lambda,
-                                         __constant piola_cloth_material_data *materials, int first,
-                                         int count, float inv_h2) {
-  int i = get_global_id(0);
-  if (i >= count) {
-    return;
-  }
-  int t = first + i;
-  int4 q = tris[t];
+/* The cloth kinds' per-item arrays (sorted by color), gathered in one place like the tet's.
+ * tris: 3 vertices and the cloth material index; tri_dm: Dm^-1 (row-major); bend_k: the
+ * cotangent weights K; bend_q: q and v_bar (piola_cloth_bend_rest). */
+typedef struct piola_cloth_arrays {
+  __global const int4 *tris;
+  __global const float4 *tri_dm;
+  __global const float *tri_area;
+  __global float *tri_lambda;
+  __global const int4 *bends;
+  __global const float4 *bend_k;
+  __global const float2 *bend_q;
+  __global float *bend_lambda;
+  __global const int *bend_material;
+} piola_cloth_arrays;
+
+/* SOLVE_TETS, the cloth kinds, Gauss-Seidel: triangle t of a color (no two items of a color,
+ * of any kind, share a vertex). */
+PIOLA_FN void piola_solve_cloth_tri(__global const float4 *x, __global float4 *d,
+                                    piola_cloth_arrays a,
+                                    __constant piola_cloth_material_data *materials, float inv_h2,
+                                    int t) {
+  int4 q = a.tris[t];
   piola_cloth_tri_material mat = piola_cloth_tri_material_from_data(materials[q.w]);
-  float4 m = tri_dm[t];
+  float4 m = a.tri_dm[t];
   piola_m2 dm;
   dm.m[0] = m.x;
   dm.m[1] = m.y;
   dm.m[2] = m.z;
   dm.m[3] = m.w;
   float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z];
-  piola_real lambda = tri_lambda[t];
+  piola_real lambda = a.tri_lambda[t];
   piola_v3 dx[3];
-  if (piola_cloth_tri_correction(&mat, dm, tri_area[t], mat.compliance * inv_h2,
+  if (piola_cloth_tri_correction(&mat, dm, a.tri_area[t], mat.compliance * inv_h2,
                                  piola_position(x0, d[q.x]), piola_position(x1, d[q.y]),
                                  piola_position(x2, d[q.z]), x0.w, x1.w, x2.w, &lambda, dx) &
       PIOLA_CLOTH_WORKED) {
-    tri_lambda[t] = (float)lambda;
+    a.tri_lambda[t] = (float)lambda;
     d[q.x] = piola_displace(d[q.x], dx[0]);
     d[q.y] = piola_displace(d[q.y], dx[1]);
     d[q.z] = piola_displace(d[q.z], dx[2]);
   }
 }
 
-/* SOLVE_TETS, the cloth kinds: bending stencils [first, first + count) of one color. bend_k:
- * the cotangent weights K; bend_q: q and v_bar (piola_cloth_bend_rest). */
-PIOLA_KERNEL void piola_solve_cloth_bends(__global const float4 *x, __global float4 *d,
-                                          __global const int4 *bends, __global const float4 *bend_k,
-                                          __global const float2 *bend_q,
-                                          __global float *bend_lambda,
-                                          __global const int *bend_material,
-                                          __constant piola_cloth_material_data *materials,
-                                          int first, int count, float inv_h2) {
-  int i = get_global_id(0);
-  if (i >= count) {
-    return;
-  }
-  int t = first + i;
-  int4 q = bends[t];
-  piola_cloth_bend_material mat = piola_cloth_bend_material_from_data(materials[bend_material[t]]);
-  float4 k = bend_k[t];
-  float2 qr = bend_q[t];
+/* SOLVE_TETS, the cloth kinds, Gauss-Seidel: bending stencil t of a color. */
+PIOLA_FN void piola_solve_cloth_bend(__global const float4 *x, __global float4 *d,
+                                     piola_cloth_arrays a,
+                                     __constant piola_cloth_material_data *materials, float inv_h2,
+                                     int t) {
+  int4 q = a.bends[t];
+  piola_cloth_bend_material mat =
+      piola_cloth_bend_material_from_data(materials[a.bend_material[t]]);
+  float4 k = a.bend_k[t];
+  float2 qr = a.bend_q[t];
   piola_cloth_bend_rest rest;
   rest.k[0] = k.x;
   rest.k[1] = k.y;
@@ -344,17 +344,71 @@ PIOLA_KERNEL void piola_solve_cloth_bends(__global const float4 *x, __global flo
   rest.q = qr.x;
   rest.rest = qr.y;
   float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z], x3 = x[q.w];
-  piola_real lambda = bend_lambda[t];
+  piola_real lambda = a.bend_lambda[t];
   piola_v3 dx[4];
   if (piola_cloth_bend_correction(&mat, &rest, mat.compliance * inv_h2, piola_position(x0, d[q.x]),
                                   piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
                                   piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, &lambda, dx) &
       PIOLA_CLOTH_WORKED) {
-    bend_lambda[t] = (float)lambda;
+    a.bend_lambda[t] = (float)lambda;
     d[q.x] = piola_displace(d[q.x], dx[0]);
     d[q.y] = piola_displace(d[q.y], dx[1]);
     d[q.z] = piola_displace(d[q.z], dx[2]);
     d[q.w] = piola_displace(d[q.w], dx[3]);
+  }
+}
+
+/* SOLVE_TETS, the cloth kinds (per-stage schedule only), one launch per color for both kinds:
+ * work-items [0, tri_count) project the color's triangles [tri_first, tri_first + tri_count),
+ * items [tri_count, tri_count + bend_count) its stencils [bend_first, ...). No two items of a
+ * color, of any kind, share a vertex, so this computes bitwise what the two per-kind launches
+ * below compute one after the other (which the backend uses when profiling, to time the kinds
+ * apart). */
+PIOLA_KERNEL void
+piola_solve_cloth_color(__global const float4 *x, __global float4 *d, __global const int4 *tris,
+                        __global const float4 *tri_dm, __global const float *tri_area,
+                        __global float *tri_lambda, __global const int4 *bends,
+                        __global const float4 *bend_k, __global const float2 *bend_q,
+                        __global float *bend_lambda, __global const int *bend_material,
+                        __constant piola_cloth_material_data *materials, int tri_first,
+                        int tri_count, int bend_first, int bend_count, float inv_h2) {
+  int i = get_global_id(0);
+  piola_cloth_arrays a = {tris,   tri_dm, tri_area,    tri_lambda,   bends,
+                          bend_k, bend_q, bend_lambda, bend_material};
+  if (i < tri_count) {
+    piola_solve_cloth_tri(x, d, a, materials, inv_h2, tri_first + i);
+  } else if (i - tri_count < bend_count) {
+    piola_solve_cloth_bend(x, d, a, materials, inv_h2, bend_first + (i - tri_count));
+  }
+}
+
+/* SOLVE_TETS, the cloth kinds, one kind per launch (with profiling): triangles [first, first +
+ * count) of one color. */
+PIOLA_KERNEL void piola_solve_cloth_tris(__global const float4 *x, __global float4 *d,
+                                         __global const int4 *tris, __global const float4 *tri_dm,
+                                         __global const float *tri_area, __global float *tri_lambda,
+                                         __constant piola_cloth_material_data *materials, int first,
+                                         int count, float inv_h2) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_cloth_arrays a = {tris, tri_dm, tri_area, tri_lambda, 0, 0, 0, 0, 0};
+    piola_solve_cloth_tri(x, d, a, materials, inv_h2, first + i);
+  }
+}
+
+/* SOLVE_TETS, the cloth kinds, one kind per launch (with profiling): bending stencils [first,
+ * first + count) of one color. */
+PIOLA_KERNEL void piola_solve_cloth_bends(__global const float4 *x, __global float4 *d,
+                                          __global const int4 *bends, __global const float4 *bend_k,
+                                          __global const float2 *bend_q,
+                                          __global float *bend_lambda,
+                                          __global const int *bend_material,
+                                          __constant piola_cloth_material_data *materials,
+                                          int first, int count, float inv_h2) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_cloth_arrays a = {0, 0, 0, 0, bends, bend_k, bend_q, bend_lambda, bend_material};
+    piola_solve_cloth_bend(x, d, a, materials, inv_h2, first + i);
   }
 }
 

@@ -7,6 +7,7 @@
  * picks whenever there is cloth. Tolerances come from the closed forms; measured values are in
  * the comments. */
 #include "crosscheck.h"
+#include "piola_internal.h"
 #include "test_opencl_common.h"
 #include "world_helpers.h"
 
@@ -649,6 +650,92 @@ void test_opencl_cloth_deterministic(piola_test *t) {
   }
   CHECK_MSG(t, hash[0] == hash[1], "two runs differ: %016llx vs %016llx",
             (unsigned long long)hash[0], (unsigned long long)hash[1]);
+}
+
+/* The two launch paths of the cloth kinds on OpenCL: without profiling one launch per color for
+ * both kinds (piola_solve_cloth_color), with def.profile one per kind per color (so that the
+ * kinds' device times stay apart). The swinging cloth over a box, 40 steps each way, bitwise
+ * equal positions and velocities; the unprofiled world makes one launch fewer per color that has
+ * both kinds, per iteration and substep (counted through the fault hook, nothing armed). */
+void test_opencl_cloth_fused_launches_bitwise(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  enum { STEPS = 40 };
+  float *state[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [profiled][positions, velocities] */
+  int32_t enqueues[2] = {0, 0};                      /* per step, the last step */
+  int32_t both_kinds = 0, vertex_count = 0, substeps = 0, iterations = 0;
+  for (int profiled = 0; profiled < 2; ++profiled) {
+    piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
+    def.dt = 0.005f;
+    def.substeps = 2;
+    def.iterations = 5;
+    def.damping = 0.0f;
+    def.profile = profiled != 0;
+    piola_faults faults;
+    memset(&faults, 0, sizeof faults);
+    piola_world *w = NULL;
+    REQUIRE_OK(t, piola_world_create_with_faults(&def, &faults, &w));
+    piola_tri_mesh m = grid(12, 12, 1.0f, 1.0f);
+    piola_cloth_material mat = piola_default_cloth_material();
+    mat.stretch_warp = 600.0f;
+    mat.bending_stiffness = 1e-3f;
+    piola_body_id id;
+    REQUIRE_OK(t, piola_world_add_cloth(w, &m, &mat, (const float[3]){-0.5f, 0.5f, -0.5f}, &id));
+    float *inv = malloc(sizeof *inv * (size_t)m.vertex_count);
+    REQUIRE(t, inv != NULL);
+    REQUIRE_OK(t, piola_body_get_inverse_masses(w, id, inv, m.vertex_count));
+    inv[0] = inv[12] = 0.0f; /* two corners, as in swing_world */
+    REQUIRE_OK(t, piola_body_set_inverse_masses(w, id, inv, m.vertex_count));
+    free(inv);
+    piola_collider_def box = piola_default_collider_def();
+    box.type = PIOLA_COLLIDER_BOX;
+    box.shape.box.center[1] = -0.2f;
+    REQUIRE_OK(t, piola_world_add_collider(w, &box, NULL));
+    for (int s = 0; s < STEPS; ++s) {
+      piola_faults_arm(&faults, PIOLA_FAULT_NONE, 0, 0);
+      REQUIRE_OK(t, piola_world_step(w));
+      enqueues[profiled] = faults.calls[PIOLA_FAULT_ENQUEUE];
+    }
+    vertex_count = m.vertex_count;
+    substeps = def.substeps;
+    iterations = def.iterations;
+    both_kinds = 0;
+    for (int32_t c = 0; c < w->cloth.color_count; ++c) {
+      both_kinds += w->cloth.kind_size[PIOLA_KIND_TRIANGLE][c] > 0 &&
+                    w->cloth.kind_size[PIOLA_KIND_BEND][c] > 0;
+    }
+    state[profiled][0] = wt_get_positions(w, id);
+    state[profiled][1] = malloc(sizeof(float) * 3 * (size_t)m.vertex_count);
+    REQUIRE(t, state[profiled][0] != NULL && state[profiled][1] != NULL);
+    REQUIRE_OK(t, piola_body_get_velocities(w, id, state[profiled][1], m.vertex_count));
+    piola_tri_mesh_free(&m);
+    piola_world_destroy(w);
+  }
+  const size_t bytes = sizeof(float) * 3 * (size_t)vertex_count;
+  int32_t differ = 0;
+  double moved = 0.0;
+  for (int32_t i = 0; i < 3 * vertex_count; ++i) {
+    differ += memcmp(&state[0][0][i], &state[1][0][i], sizeof(float)) != 0 ||
+              memcmp(&state[0][1][i], &state[1][1][i], sizeof(float)) != 0;
+    moved = fmax(moved, fabs((double)state[0][1][i]));
+  }
+  printf("cloth launches: %d enqueues per step fused, %d per kind (%d colors with both kinds, "
+         "%d iterations x %d substeps); %d of %d floats differ; fastest vertex %.3f m/s\n",
+         (int)enqueues[0], (int)enqueues[1], (int)both_kinds, (int)iterations, (int)substeps,
+         (int)differ, (int)(3 * vertex_count), moved);
+  CHECK_MSG(t, moved > 0.1, "the cloth hardly moves (%.3g m/s): a weak comparison", moved);
+  CHECK_MSG(t,
+            differ == 0 && memcmp(state[0][0], state[1][0], bytes) == 0 &&
+                memcmp(state[0][1], state[1][1], bytes) == 0,
+            "fused and per-kind launches differ in %d floats", (int)differ);
+  CHECK_MSG(t, both_kinds > 0 && enqueues[1] - enqueues[0] == both_kinds * iterations * substeps,
+            "enqueues per step: %d fused, %d per kind; expected a difference of %d",
+            (int)enqueues[0], (int)enqueues[1], (int)(both_kinds * iterations * substeps));
+  for (int p = 0; p < 2; ++p) {
+    free(state[p][0]);
+    free(state[p][1]);
+  }
 }
 
 /* ---- A tet body beside a cloth body ------------------------------------------------------ */
