@@ -221,6 +221,47 @@ PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v
   return PIOLA_R(0.0);
 }
 
+/* Whether p may be in contact with a collider at its pose at t_end, from the fields of its
+ * record (piola_collider_data) that bound its shape: 0 only where p lies outside a sphere
+ * outside which piola_collider_contact() returns depth <= 0, grown by a relative margin that
+ * covers the rounding of the exact test, so that skipping the exact test there changes
+ * nothing. The solid shapes (sphere, capsule, box) touch exactly the points inside them; a
+ * plane is unbounded, and a funnel keeps a particle on the side of its wall it started on, so a
+ * particle that crossed the wall is in contact however far it went: both answer 1. A posed
+ * collider's sphere is taken about its frame's origin, which the pose moves without rotating
+ * it: no rotation is evaluated. Values rather than the record, so that a kernel can test a
+ * record in constant memory before copying it. */
+PIOLA_FN int piola_collider_may_touch_at(piola_i32 kind, piola_i32 posed, piola_v3 a, piola_real a3,
+                                         piola_v3 b, piola_v3 position, piola_v3 velocity,
+                                         piola_v3 p, piola_real t_end) {
+  piola_v3 center = a;
+  piola_real radius;
+  if (kind == PIOLA_COLLIDER_KIND_SPHERE) {
+    radius = a3;
+  } else if (kind == PIOLA_COLLIDER_KIND_CAPSULE) {
+    center = piola_v3_scale(piola_v3_add(a, b), PIOLA_R(0.5));
+    radius = PIOLA_R(0.5) * piola_v3_length(piola_v3_sub(b, a)) + a3;
+  } else if (kind == PIOLA_COLLIDER_KIND_BOX) {
+    radius = piola_v3_length(b); /* b: the half extents */
+  } else {
+    return 1;
+  }
+  if (posed) {
+    radius += piola_v3_length(center);
+    center = piola_v3_add(position, piola_v3_scale(velocity, t_end));
+  }
+  piola_v3 d = piola_v3_sub(p, center);
+  piola_real reach = PIOLA_R(1.001) * radius + PIOLA_R(1e-6);
+  return piola_v3_dot(d, d) <= reach * reach;
+}
+
+/* piola_collider_may_touch_at() of collider c. */
+PIOLA_FN int piola_collider_may_touch(const piola_collider_data *c, piola_v3 p, piola_real t_end) {
+  return piola_collider_may_touch_at(c->kind, c->posed, piola_f32x3(c->a), (piola_real)c->a[3],
+                                     piola_f32x3(c->b), piola_f32x3(c->position),
+                                     piola_f32x3(c->velocity), p, t_end);
+}
+
 /* The correction that projects p out of collider c, with friction (zero without contact);
  * returns 1 on contact. A correction, not a new position, so that a float caller can add it to
  * a small displacement and keep its precision.
@@ -239,6 +280,9 @@ PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3
   piola_real depth;
   piola_rigid_pose end;
   *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  if (!piola_collider_may_touch(c, p, t_end)) {
+    return 0;
+  }
   if (c->posed) {
     end = piola_collider_pose_at(c, t_end);
     piola_v3 xl = piola_pose_to_local(piola_collider_pose_at(c, t_end - h), x_start);
