@@ -3,7 +3,7 @@
 # needed first: the contact suite (bench/run_contact_suite.sh: funnel 10 s with its checks,
 # funnel and grid timed with and without contacts, the funnel cross-check), the cloth scene's
 # bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one Armadillo
-# alone (single-body latency), the body-count scaling, and `piola validate`.
+# alone (single-body latency), one 374400-tet box, the body-count scaling, and `piola validate`.
 # Writes logs and JSON to OUT; a failing command is recorded in OUT/failures.txt and the suite
 # goes on. Run it on the device with `. .device/gpu-env.sh` first (../shared/device/README.md).
 #
@@ -27,6 +27,8 @@ cat "$out/contact/failures.txt" >> "$out/failures.txt"
 run bench_cloth bench --scene cloth --steps 100 --json "$out/bench_cloth.json" "$@"
 run bench_armadillo_one bench --mesh "$mesh" --bodies 1 --steps 200 --no-contacts \
   --json "$out/bench_armadillo_one.json" "$@"
+run bench_box_single bench --box 40,39,40 --bodies 1 --steps 50 --no-contacts \
+  --json "$out/bench_box_single.json" "$@"
 run bench_scaling bench --mesh "$mesh" --scaling --max-bodies 10000 --steps 20 --no-contacts \
   --json "$out/bench_scaling.json" "$@"
 run validate validate --mesh "$mesh" --json "$out/validate.json" "$@"

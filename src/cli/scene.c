@@ -115,6 +115,8 @@ void scene_print_help(void) {
          "                      Gmsh file (ASCII 2.2 or 4.1), any other path a TetGen mesh\n"
          "                      (PATH.node and the .ele beside it), e.g.\n"
          "                      ../shared/data/armadillo/armadillo_4k.node\n"
+         "  --box NX,NY,NZ      a box of NX x NY x NZ cubes of 5 cm, 6 tets each, instead\n"
+         "                      (e.g. 40,39,40: 374400 tets, one large body with --bodies 1)\n"
          "  --backend B         cpu (the double-precision reference), opencl or auto (default)\n"
          "  --device SPEC       OpenCL device: P:D, gpu, cpu or a name substring\n"
          "  --iterations N      solver iterations per substep (default 5)\n"
@@ -184,6 +186,14 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
   } else if (strcmp(a, "--mesh") == 0) {
     o->mesh_path = v;
     ok = v != NULL;
+  } else if (strcmp(a, "--box") == 0) {
+    int n = 0;
+    ok = v != NULL &&
+         sscanf(v, "%d,%d,%d%n", &o->box_cells[0], &o->box_cells[1], &o->box_cells[2], &n) == 3 &&
+         v[n] == '\0' && o->box_cells[0] > 0 && o->box_cells[1] > 0 && o->box_cells[2] > 0;
+    if (!ok) {
+      fprintf(stderr, "piola: --box needs three positive cell counts, e.g. 40,39,40\n");
+    }
   } else if (strcmp(a, "--backend") == 0) {
     static const char *const names[] = {"auto", "cpu", "opencl"};
     int k = choose(a, v, names, 3);
@@ -318,7 +328,19 @@ static bool is_gmsh_path(const char *path) {
 piola_status scene_load_mesh(const scene_options *o, piola_tet_mesh *mesh, char *name,
                              size_t name_size) {
   piola_status s;
-  if (o->mesh_path == NULL) {
+  if (o->box_cells[0] > 0) {
+    const float cell = 0.05f;
+    const float size[3] = {cell * (float)o->box_cells[0], cell * (float)o->box_cells[1],
+                           cell * (float)o->box_cells[2]};
+    s = piola_mesh_make_box(o->box_cells, size, mesh);
+    snprintf(name, name_size, "box_%dx%dx%d", (int)o->box_cells[0], (int)o->box_cells[1],
+             (int)o->box_cells[2]);
+    /* Centred on x = z = 0 with its bottom at y = 0, like the creature. */
+    for (int32_t i = 0; s == PIOLA_OK && i < mesh->vertex_count; ++i) {
+      mesh->positions[3 * i] -= 0.5f * size[0];
+      mesh->positions[3 * i + 2] -= 0.5f * size[2];
+    }
+  } else if (o->mesh_path == NULL) {
     s = piola_mesh_make_creature(3.0f, mesh);
     snprintf(name, name_size, "creature");
   } else {

@@ -26,6 +26,7 @@ typedef struct scene_options {
   int32_t bodies;                /* default 100 */
   const char *mesh_path;         /* a Gmsh .msh file, or a TetGen .node (its .ele beside it); NULL =
                                     the procedural creature */
+  int32_t box_cells[3];          /* > 0: a box of these cells (5 cm cubes, 6 tets each) instead */
   piola_backend backend;         /* default AUTO */
   const char *device;            /* OpenCL device spec; NULL = PIOLA_DEVICE or the best */
   int32_t iterations;            /* default 5 */
