@@ -227,9 +227,8 @@ PIOLA_FN piola_real piola_sym3_frobenius2(piola_sym3 s) {
          PIOLA_R(2.0) * (s.xy * s.xy + s.xz * s.xz + s.yz * s.yz);
 }
 
-/* Green strain E = (F^T F - I) / 2. */
-PIOLA_FN piola_sym3 piola_green_strain(piola_m3 f) {
-  piola_m3 c = piola_m3_mul_at(f, f);
+/* Green strain E = (C - I) / 2 of the right Cauchy-Green tensor C = F^T F. */
+PIOLA_FN piola_sym3 piola_green_strain_of(piola_m3 c) {
   piola_sym3 e;
   e.xx = PIOLA_R(0.5) * (c.m[0] - PIOLA_R(1.0));
   e.yy = PIOLA_R(0.5) * (c.m[4] - PIOLA_R(1.0));
@@ -238,6 +237,11 @@ PIOLA_FN piola_sym3 piola_green_strain(piola_m3 f) {
   e.xz = PIOLA_R(0.5) * c.m[2];
   e.yz = PIOLA_R(0.5) * c.m[5];
   return e;
+}
+
+/* Green strain E = (F^T F - I) / 2. */
+PIOLA_FN piola_sym3 piola_green_strain(piola_m3 f) {
+  return piola_green_strain_of(piola_m3_mul_at(f, f));
 }
 
 #endif /* PIOLA_SHARED_H */

@@ -182,10 +182,10 @@ PIOLA_FN piola_real piola_principal_energy_clamped(const piola_tet_material *mat
 
 /* ---- Energies on F (the regular path) -------------------------------------------------- */
 
-/* Psi / E and P / E of Saint Venant-Kirchhoff. */
-PIOLA_FN piola_real piola_stvk_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
-                                      piola_real *measure) {
-  piola_sym3 e = piola_green_strain(f);
+/* Psi / E and P / E of Saint Venant-Kirchhoff; c = F^T F. */
+PIOLA_FN piola_real piola_stvk_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 c,
+                                      piola_m3 *p, piola_real *measure) {
+  piola_sym3 e = piola_green_strain_of(c);
   piola_real tr = e.xx + e.yy + e.zz;
   *measure = tr;
   piola_m3 s = piola_m3_scale(piola_sym3_to_m3(e), PIOLA_R(2.0) * mat->mu);
@@ -196,12 +196,12 @@ PIOLA_FN piola_real piola_stvk_energy(const piola_tet_material *mat, piola_m3 f,
   return mat->mu * piola_sym3_frobenius2(e) + PIOLA_R(0.5) * mat->lambda * tr * tr;
 }
 
-/* Psi / E and P / E of Neo-Hookean; requires det f > 0. With E the Green strain,
+/* Psi / E and P / E of Neo-Hookean; c = F^T F, j = det F > 0. With E the Green strain,
  * J^2 - 1 = 2 tr E + 4 i2(E) + 8 det E =: x and log J = log1p(x) / 2, so
  * I1 - 3 - 2 log J = (x - log1p(x)) - 4 i2(E) - 8 det E, free of first-order cancellation. */
-PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
-                                            piola_real *measure) {
-  piola_sym3 e = piola_green_strain(f);
+PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola_m3 f, piola_m3 c,
+                                            piola_real j, piola_m3 *p, piola_real *measure) {
+  piola_sym3 e = piola_green_strain_of(c);
   piola_real tr = e.xx + e.yy + e.zz;
   piola_real i2 = e.xx * e.yy + e.xx * e.zz + e.yy * e.zz - e.xy * e.xy - e.xz * e.xz - e.yz * e.yz;
   piola_real de = e.xx * (e.yy * e.zz - e.yz * e.yz) - e.xy * (e.xy * e.zz - e.yz * e.xz) +
@@ -213,7 +213,6 @@ PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola
   piola_real iso = (x - l1p) - PIOLA_R(4.0) * i2 - PIOLA_R(8.0) * de; /* I1 - 3 - 2 log J */
   /* P = mu F + (lambda log J - mu) F^-T, F^-T = cof(F) / det F. */
   piola_m3 cof = piola_m3_cofactor(f);
-  piola_real j = piola_m3_det(f);
   piola_real a = (mat->lambda * log_j - mat->mu) / j;
   for (int i = 0; i < 9; ++i) {
     p->m[i] = mat->mu * f.m[i] + a * cof.m[i];
@@ -223,15 +222,21 @@ PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola
 
 /* Whether F is inverted or has a principal stretch below the clamp, exactly and without an
  * SVD: every sigma >= clamp and det F > 0 iff det F > 0 and F^T F - clamp^2 I is positive
- * definite, which Sylvester's criterion decides from its three leading principal minors. */
-PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
-  piola_m3 a = piola_m3_mul_at(f, f);
+ * definite, which Sylvester's criterion decides from its three leading principal minors. From
+ * c = F^T F and j = det F, which the energies need too. */
+PIOLA_FN int piola_may_need_clamp_of(piola_m3 c, piola_real j) {
+  piola_m3 a = c;
   const piola_real k = PIOLA_CLAMP_STRETCH * PIOLA_CLAMP_STRETCH;
   a.m[0] -= k;
   a.m[4] -= k;
   a.m[8] -= k;
-  return !(piola_m3_det(f) > PIOLA_R(0.0) && a.m[0] > PIOLA_R(0.0) &&
+  return !(j > PIOLA_R(0.0) && a.m[0] > PIOLA_R(0.0) &&
            a.m[0] * a.m[4] - a.m[1] * a.m[3] > PIOLA_R(0.0) && piola_m3_det(a) > PIOLA_R(0.0));
+}
+
+/* piola_may_need_clamp_of() of F. */
+PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
+  return piola_may_need_clamp_of(piola_m3_mul_at(f, f), piola_m3_det(f));
 }
 
 /* Psi / E and P / E of the tet's model at F, with the inversion handling of the material, and
@@ -240,8 +245,10 @@ PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
  * det F <= 0 and inversion handling off). *used_svd tells whether the SVD path ran. */
 PIOLA_FN piola_real piola_energy_stress_measure(const piola_tet_material *mat, piola_m3 f,
                                                 piola_m3 *p, int *used_svd, piola_real *measure) {
+  const piola_m3 c = piola_m3_mul_at(f, f); /* F^T F */
+  const piola_real j = piola_m3_det(f);
   int svd = mat->inversion == PIOLA_TET_INVERSION_ALWAYS ||
-            (mat->inversion == PIOLA_TET_INVERSION_ON && piola_may_need_clamp(f));
+            (mat->inversion == PIOLA_TET_INVERSION_ON && piola_may_need_clamp_of(c, j));
   *used_svd = svd;
   if (svd) {
     piola_svd3 d = piola_svd3_compute(f);
@@ -251,14 +258,14 @@ PIOLA_FN piola_real piola_energy_stress_measure(const piola_tet_material *mat, p
     return psi;
   }
   if (mat->model == PIOLA_TET_MODEL_STVK) {
-    return piola_stvk_energy(mat, f, p, measure);
+    return piola_stvk_energy(mat, f, c, p, measure);
   }
-  if (!(piola_m3_det(f) > PIOLA_R(0.0))) {
+  if (!(j > PIOLA_R(0.0))) {
     *p = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
     *measure = PIOLA_R(0.0);
     return PIOLA_R(-1.0);
   }
-  return piola_neohookean_energy(mat, f, p, measure);
+  return piola_neohookean_energy(mat, f, c, j, p, measure);
 }
 
 /* piola_energy_stress_measure() without the measure. */
