@@ -126,8 +126,10 @@ typedef enum piola_schedule {
    * any size; stage times can be profiled. */
   PIOLA_SCHEDULE_STAGES = 1,
   /** One launch per substep, one work-group per body running the whole substep for it with
-   * barriers between colors: the same computation (bodies share no vertex) with hundreds of
-   * times fewer launches; best for many small bodies. */
+   * barriers between colors, the body's vertices held in local memory (32 bytes each): the same
+   * computation (bodies share no vertex) with hundreds of times fewer launches; best for many
+   * small bodies. Where the largest body's vertices do not fit the device's local memory (48
+   * KiB on NVIDIA GPUs: 1536 vertices), or with cloth in the world, the step runs per stage. */
   PIOLA_SCHEDULE_BODIES = 2
 } piola_schedule;
 
