@@ -132,12 +132,29 @@ static int write_vtk_surface(const char *path, const scene *sc, const frame_data
   return write_error(path, f);
 }
 
+/* Opens DIR/scene.json for writing (its path into `path`); NULL after a message on failure. */
+static FILE *open_scene_json(const char *dir, char *path, size_t size) {
+  snprintf(path, size, "%s/scene.json", dir);
+  return open_out(path);
+}
+
+/* The ground plane's entry in scene.json's collider list (if the scene has one), after *sep. */
+static void print_ground_json(FILE *f, const scene_geometry *g, const char **sep) {
+  if (g->has_ground) {
+    fprintf(f,
+            "%s    {\"type\": \"plane\", \"normal\": [%g, %g, %g], \"offset\": %g, "
+            "\"friction\": %g}",
+            *sep, (double)g->ground.normal[0], (double)g->ground.normal[1],
+            (double)g->ground.normal[2], (double)g->ground.offset, (double)g->ground_friction);
+    *sep = ",\n";
+  }
+}
+
 /* Writes DIR/scene.json: what a frame holds and the colliders to draw with it. */
 static int write_scene_json(const char *dir, const scene *sc, const scene_options *o,
                             const run_options *r) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/scene.json", dir);
-  FILE *f = open_out(path);
+  FILE *f = open_scene_json(dir, path, sizeof path);
   if (f == NULL) {
     return 1;
   }
@@ -153,14 +170,7 @@ static int write_scene_json(const char *dir, const scene *sc, const scene_option
           (double)g->body_height, (double)g->body_width, g->body_mass);
   fprintf(f, "  \"colliders\": [");
   const char *sep = "\n";
-  if (g->has_ground) {
-    fprintf(f,
-            "%s    {\"type\": \"plane\", \"normal\": [%g, %g, %g], \"offset\": %g, "
-            "\"friction\": %g}",
-            sep, (double)g->ground.normal[0], (double)g->ground.normal[1],
-            (double)g->ground.normal[2], (double)g->ground.offset, (double)g->ground_friction);
-    sep = ",\n";
-  }
+  print_ground_json(f, g, &sep);
   if (g->has_funnel) {
     const piola_funnel_shape *u = &g->funnel;
     fprintf(f,
@@ -330,8 +340,7 @@ static double cloth_depth(const scene_geometry *g, const float sphere_center[3],
 static int write_cloth_scene_json(const char *dir, const scene *sc, const scene_options *o,
                                   const run_options *r) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/scene.json", dir);
-  FILE *f = open_out(path);
+  FILE *f = open_scene_json(dir, path, sizeof path);
   if (f == NULL) {
     return 1;
   }
@@ -345,14 +354,7 @@ static int write_cloth_scene_json(const char *dir, const scene *sc, const scene_
           (int)o->cloth_cells, (int)sc->cloth_mesh.triangle_count, (double)g->cloth_size);
   fprintf(f, "  \"cloth_mass\": %.6g,\n  \"colliders\": [", g->cloth_mass);
   const char *sep = "\n";
-  if (g->has_ground) {
-    fprintf(f,
-            "%s    {\"type\": \"plane\", \"normal\": [%g, %g, %g], \"offset\": %g, "
-            "\"friction\": %g}",
-            sep, (double)g->ground.normal[0], (double)g->ground.normal[1],
-            (double)g->ground.normal[2], (double)g->ground.offset, (double)g->ground_friction);
-    sep = ",\n";
-  }
+  print_ground_json(f, g, &sep);
   for (int32_t b = 0; b < g->box_count; ++b) {
     const piola_box_shape *x = &g->boxes[b];
     fprintf(f,

@@ -227,18 +227,9 @@ static void sim_destroy(sim *s) {
   memset(s, 0, sizeof *s);
 }
 
-/* Makes a world with one body of `mesh` (taken over: freed with the sim). */
-static piola_status sim_create(validate_report *r, const piola_world_def *def, piola_tet_mesh *mesh,
-                               const piola_material *m, sim *s) {
-  memset(s, 0, sizeof *s);
-  s->mesh = *mesh;
-  memset(mesh, 0, sizeof *mesh);
-  s->n = s->mesh.vertex_count;
-  s->dt = (double)def->dt;
-  piola_status st = piola_world_create(def, &s->world);
-  if (st == PIOLA_OK) {
-    st = piola_world_add_tet_body(s->world, &s->mesh, m, NULL, &s->body);
-  }
+/* The rest of making a sim once its world and body exist (st: how that went): the arrays, the
+ * inverse masses, the report's device name; on failure everything is freed. */
+static piola_status sim_finish(validate_report *r, piola_status st, sim *s) {
   if (st == PIOLA_OK) {
     s->x = malloc(sizeof *s->x * 3 * (size_t)s->n);
     s->inv_mass = malloc(sizeof *s->inv_mass * (size_t)s->n);
@@ -257,6 +248,21 @@ static piola_status sim_create(validate_report *r, const piola_world_def *def, p
     sim_destroy(s);
   }
   return st;
+}
+
+/* Makes a world with one body of `mesh` (taken over: freed with the sim). */
+static piola_status sim_create(validate_report *r, const piola_world_def *def, piola_tet_mesh *mesh,
+                               const piola_material *m, sim *s) {
+  memset(s, 0, sizeof *s);
+  s->mesh = *mesh;
+  memset(mesh, 0, sizeof *mesh);
+  s->n = s->mesh.vertex_count;
+  s->dt = (double)def->dt;
+  piola_status st = piola_world_create(def, &s->world);
+  if (st == PIOLA_OK) {
+    st = piola_world_add_tet_body(s->world, &s->mesh, m, NULL, &s->body);
+  }
+  return sim_finish(r, st, s);
 }
 
 static piola_status sim_read(sim *s) {
@@ -1454,24 +1460,7 @@ static piola_status cloth_sim_create(validate_report *r, const piola_world_def *
   if (st == PIOLA_OK) {
     st = piola_world_add_cloth(s->world, mesh, m, at, &s->body);
   }
-  if (st == PIOLA_OK) {
-    s->x = malloc(sizeof *s->x * 3 * (size_t)s->n);
-    s->inv_mass = malloc(sizeof *s->inv_mass * (size_t)s->n);
-    st = s->x == NULL || s->inv_mass == NULL ? PIOLA_ERROR_OUT_OF_MEMORY : PIOLA_OK;
-  }
-  if (st == PIOLA_OK) {
-    st = piola_body_get_inverse_masses(s->world, s->body, s->inv_mass, s->n);
-  }
-  if (st == PIOLA_OK && r->device[0] == '\0') {
-    piola_stats stats;
-    if (piola_world_get_stats(s->world, &stats) == PIOLA_OK) {
-      snprintf(r->device, sizeof r->device, "%s", stats.device_name);
-    }
-  }
-  if (st != PIOLA_OK) {
-    sim_destroy(s);
-  }
-  return st;
+  return sim_finish(r, st, s);
 }
 
 /* A membrane-only cloth material (no bending constraints): stretch k_weft and k_warp, shear

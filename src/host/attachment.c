@@ -36,10 +36,6 @@ static piola_attachment_slot *attachment_slot(const piola_world *w, piola_attach
   return &w->attachment_slots[slot];
 }
 
-static bool finite3(const float v[3]) {
-  return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
-}
-
 piola_status piola_world_add_attachment(piola_world *w, piola_body_id body, int32_t vertex,
                                         const float target[3], float compliance,
                                         piola_attachment_id *out) {
@@ -61,7 +57,7 @@ piola_status piola_world_add_attachment(piola_world *w, piola_body_id body, int3
               (int)b->vertex_count);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  if (!finite3(target) || !isfinite(compliance)) {
+  if (!piola_finite3(target) || !isfinite(compliance)) {
     piola_log(&w->def.logger, PIOLA_LOG_ERROR, "attachment: target and compliance must be finite");
     return PIOLA_ERROR_NON_FINITE;
   }
@@ -112,7 +108,7 @@ piola_status piola_attachment_set_target(piola_world *w, piola_attachment_id id,
     PIOLA_MISUSE(w, "target != NULL");
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  if (!finite3(target)) {
+  if (!piola_finite3(target)) {
     piola_log(&w->def.logger, PIOLA_LOG_ERROR, "attachment: the target must be finite");
     return PIOLA_ERROR_NON_FINITE;
   }

@@ -292,14 +292,14 @@ piola_tet_material piola_material_constants(const piola_material *m) {
   return c;
 }
 
-static bool finite3(const float v[3]) {
+bool piola_finite3(const float v[3]) {
   return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
 }
 
 /* Normalises v into out; false for a zero or non-finite vector. */
 static bool unit3(const float v[3], float out[3]) {
   double l = sqrt((double)v[0] * v[0] + (double)v[1] * v[1] + (double)v[2] * v[2]);
-  if (!finite3(v) || !(l > 1e-20)) {
+  if (!piola_finite3(v) || !(l > 1e-20)) {
     return false;
   }
   for (int i = 0; i < 3; ++i) {
@@ -329,8 +329,8 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
     const piola_plane_shape *s = &def->shape.plane;
     if (!unit3(s->normal, c.a) || !isfinite(s->offset)) {
       snprintf(reason, n, "plane needs a finite non-zero normal and a finite offset");
-      return !finite3(s->normal) || !isfinite(s->offset) ? PIOLA_ERROR_NON_FINITE
-                                                         : PIOLA_ERROR_INVALID_ARGUMENT;
+      return !piola_finite3(s->normal) || !isfinite(s->offset) ? PIOLA_ERROR_NON_FINITE
+                                                               : PIOLA_ERROR_INVALID_ARGUMENT;
     }
     c.kind = PIOLA_COLLIDER_KIND_PLANE;
     c.a[3] = s->offset;
@@ -338,7 +338,7 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
   }
   case PIOLA_COLLIDER_SPHERE: {
     const piola_sphere_shape *s = &def->shape.sphere;
-    if (!finite3(s->center) || !isfinite(s->radius)) {
+    if (!piola_finite3(s->center) || !isfinite(s->radius)) {
       snprintf(reason, n, "sphere has a non-finite center or radius");
       return PIOLA_ERROR_NON_FINITE;
     }
@@ -354,7 +354,8 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
   case PIOLA_COLLIDER_BOX: {
     const piola_box_shape *s = &def->shape.box;
     const float *q = s->rotation;
-    if (!finite3(s->center) || !finite3(s->half_extents) || !finite3(q) || !isfinite(q[3])) {
+    if (!piola_finite3(s->center) || !piola_finite3(s->half_extents) || !piola_finite3(q) ||
+        !isfinite(q[3])) {
       snprintf(reason, n, "box has a non-finite center, half extent or rotation");
       return PIOLA_ERROR_NON_FINITE;
     }
@@ -375,7 +376,7 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
   }
   case PIOLA_COLLIDER_CAPSULE: {
     const piola_capsule_shape *s = &def->shape.capsule;
-    if (!finite3(s->a) || !finite3(s->b) || !isfinite(s->radius)) {
+    if (!piola_finite3(s->a) || !piola_finite3(s->b) || !isfinite(s->radius)) {
       snprintf(reason, n, "capsule has a non-finite end or radius");
       return PIOLA_ERROR_NON_FINITE;
     }
@@ -391,7 +392,7 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
   }
   case PIOLA_COLLIDER_FUNNEL: {
     const piola_funnel_shape *s = &def->shape.funnel;
-    if (!finite3(s->base) || !finite3(s->axis) || !isfinite(s->base_radius) ||
+    if (!piola_finite3(s->base) || !piola_finite3(s->axis) || !isfinite(s->base_radius) ||
         !isfinite(s->top_radius) || !isfinite(s->height)) {
       snprintf(reason, n, "funnel has a non-finite value");
       return PIOLA_ERROR_NON_FINITE;

@@ -57,6 +57,9 @@ void piola_misuse(const piola_world *world, const char *condition, const char *f
  * failure the old block stays valid and false is returned. New elements are not initialised. */
 bool piola_grow(void **ptr, size_t size, int32_t needed, int32_t *capacity);
 
+/* Whether all three components of v are finite. */
+bool piola_finite3(const float v[3]);
+
 /* Materials ---------------------------------------------------------------------------- */
 
 /* Checks a material; writes the reason to `reason` (size n) when it is invalid. */

@@ -26,10 +26,6 @@
 
 /* ---- Small helpers ------------------------------------------------------------------- */
 
-static bool finite3(const float v[3]) {
-  return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
-}
-
 /* Grows the vertex arrays together; capacity changes only when all of them grew. */
 static bool grow_vertices(piola_world *w, int32_t needed) {
   if (needed <= w->vertex_capacity) {
@@ -164,7 +160,7 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
     snprintf(reason, n, "world def not made by piola_default_world_def()");
     return PIOLA_ERROR_INVALID_DEF;
   }
-  if (!finite3(def->gravity) || !isfinite(def->dt) || !isfinite(def->damping) ||
+  if (!piola_finite3(def->gravity) || !isfinite(def->dt) || !isfinite(def->damping) ||
       !isfinite(def->jacobi_omega)) {
     snprintf(reason, n, "gravity, dt, damping and jacobi_omega must be finite");
     return PIOLA_ERROR_NON_FINITE;
@@ -425,7 +421,7 @@ piola_status piola_world_set_gravity(piola_world *w, const float gravity[3]) {
   if (w == NULL || gravity == NULL) {
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  if (!finite3(gravity)) {
+  if (!piola_finite3(gravity)) {
     piola_log(&w->def.logger, PIOLA_LOG_ERROR, "gravity must be finite");
     return PIOLA_ERROR_NON_FINITE;
   }
@@ -772,12 +768,12 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
     piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_tet_body: mesh too large");
     return PIOLA_ERROR_INVALID_MESH;
   }
-  if (translation != NULL && !finite3(translation)) {
+  if (translation != NULL && !piola_finite3(translation)) {
     piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_tet_body: non-finite translation");
     return PIOLA_ERROR_NON_FINITE;
   }
   for (int32_t i = 0; i < nv; ++i) {
-    if (!finite3(mesh->positions + 3 * (size_t)i)) {
+    if (!piola_finite3(mesh->positions + 3 * (size_t)i)) {
       piola_log(log, PIOLA_LOG_ERROR,
                 "piola_world_add_tet_body: vertex %d has a non-finite position", (int)i);
       return PIOLA_ERROR_NON_FINITE;
@@ -1226,12 +1222,12 @@ static piola_status prepare_cloth(const piola_world *w, const piola_tri_mesh *me
     piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_cloth: mesh too large");
     return PIOLA_ERROR_INVALID_MESH;
   }
-  if (translation != NULL && !finite3(translation)) {
+  if (translation != NULL && !piola_finite3(translation)) {
     piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_cloth: non-finite translation");
     return PIOLA_ERROR_NON_FINITE;
   }
   for (int32_t i = 0; i < nv; ++i) {
-    if (!finite3(mesh->positions + 3 * (size_t)i) ||
+    if (!piola_finite3(mesh->positions + 3 * (size_t)i) ||
         (mesh->uvs != NULL &&
          (!isfinite(mesh->uvs[2 * (size_t)i]) || !isfinite(mesh->uvs[2 * (size_t)i + 1])))) {
       piola_log(log, PIOLA_LOG_ERROR,
@@ -1946,8 +1942,8 @@ piola_status piola_world_set_collider_pose(piola_world *w, piola_collider_id id,
     PIOLA_MISUSE(w, "position, rotation and velocities != NULL");
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  if (!finite3(position) || !finite3(rotation) || !isfinite(rotation[3]) ||
-      !finite3(linear_velocity) || !finite3(angular_velocity)) {
+  if (!piola_finite3(position) || !piola_finite3(rotation) || !isfinite(rotation[3]) ||
+      !piola_finite3(linear_velocity) || !piola_finite3(angular_velocity)) {
     piola_log(&w->def.logger, PIOLA_LOG_ERROR,
               "piola_world_set_collider_pose: the pose and velocities must be finite");
     return PIOLA_ERROR_NON_FINITE;
