@@ -556,6 +556,16 @@ static piola_status build_funnel(const scene_options *o, const piola_tet_mesh *m
   return s;
 }
 
+/* The ground plane y = 0 with the options' friction, recorded in the scene's geometry. */
+static piola_status add_ground(const scene_options *o, scene *out) {
+  scene_geometry *g = &out->geometry;
+  g->has_ground = true;
+  g->ground.normal[1] = 1.0f;
+  g->ground.offset = 0.0f;
+  g->ground_friction = o->friction;
+  return piola_world_add_plane(out->world, g->ground.normal, g->ground.offset, o->friction, NULL);
+}
+
 /* The cloth scene (Bender et al. 2014, Fig. 1 right, with our colliders): a square cloth of
  * cloth_size metres and N x N cells (piola_mesh_make_grid: weft along x, warp along z), flat at
  * cloth_height above the ground, falls over four boxes standing in for the statues (0.3 m x
@@ -607,11 +617,7 @@ static piola_status build_cloth(const scene_options *o, const piola_world_def *d
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   }
   if (s == PIOLA_OK && o->ground) {
-    g->has_ground = true;
-    g->ground.normal[1] = 1.0f;
-    g->ground.offset = 0.0f;
-    g->ground_friction = o->friction;
-    s = piola_world_add_plane(out->world, g->ground.normal, g->ground.offset, o->friction, NULL);
+    s = add_ground(o, out);
   }
   piola_collider_def box = piola_default_collider_def();
   box.type = PIOLA_COLLIDER_BOX;
@@ -760,11 +766,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   }
   if (s == PIOLA_OK && o->ground) {
-    g->has_ground = true;
-    g->ground.normal[1] = 1.0f;
-    g->ground.offset = 0.0f;
-    g->ground_friction = o->friction;
-    s = piola_world_add_plane(out->world, g->ground.normal, g->ground.offset, o->friction, NULL);
+    s = add_ground(o, out);
   }
   if (s == PIOLA_OK) {
     s = o->scene == SCENE_FUNNEL ? build_funnel(o, &mesh, &e, scratch, out)
