@@ -272,17 +272,15 @@ PIOLA_FN int piola_collider_may_touch(const piola_collider_data *c, piola_v3 p, 
  * funnel's side), and friction acts on the tangential motion of the particle over the substep
  * relative to the surface point under it, which moved by (v + w x (q - origin)) h. An unposed
  * collider (identity pose at rest) skips the transforms, so it computes exactly what a static
- * collider in world coordinates does. */
-PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3 x_start,
-                                          piola_v3 p, piola_real t_end, piola_real h,
-                                          piola_v3 *correction) {
+ * collider in world coordinates does. The exact test alone: piola_collider_correction_at()
+ * checks the bound first. */
+PIOLA_FN int piola_collider_correction_exact(const piola_collider_data *c, piola_v3 x_start,
+                                             piola_v3 p, piola_real t_end, piola_real h,
+                                             piola_v3 *correction) {
   piola_v3 n;
   piola_real depth;
   piola_rigid_pose end;
   *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
-  if (!piola_collider_may_touch(c, p, t_end)) {
-    return 0;
-  }
   if (c->posed) {
     end = piola_collider_pose_at(c, t_end);
     piola_v3 xl = piola_pose_to_local(piola_collider_pose_at(c, t_end - h), x_start);
@@ -320,6 +318,18 @@ PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3
   }
   *correction = piola_v3_sub(push, piola_v3_scale(dt, keep));
   return 1;
+}
+
+/* piola_collider_correction_exact() where p may touch c (piola_collider_may_touch()); else no
+ * contact (0, zero correction), which is what the exact test would give there. */
+PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3 x_start,
+                                          piola_v3 p, piola_real t_end, piola_real h,
+                                          piola_v3 *correction) {
+  if (!piola_collider_may_touch(c, p, t_end)) {
+    *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+    return 0;
+  }
+  return piola_collider_correction_exact(c, x_start, p, t_end, h, correction);
 }
 
 /* piola_collider_correction_at() with the collider held at its pose at the start of the step

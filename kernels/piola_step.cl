@@ -223,7 +223,7 @@ PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
     }
     piola_collider_data col = colliders[c];
     piola_v3 correction;
-    if (piola_collider_correction_at(&col, xs, piola_position(xi, di), t_end, h, &correction)) {
+    if (piola_collider_correction_exact(&col, xs, piola_position(xi, di), t_end, h, &correction)) {
       di = piola_displace(di, correction);
     }
   }
@@ -237,11 +237,15 @@ PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
 }
 
 /* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
-PIOLA_FN void piola_update_vertex(__global float4 *x, __global float4 *v, __global const float4 *d,
-                                  float inv_h, float damp, int i) {
-  float4 xi = x[i], di = d[i];
+PIOLA_FN void piola_update_vertex_at(__global float4 *x, __global float4 *v, float4 xi, float4 di,
+                                     float inv_h, float damp, int i) {
   v[i] = (float4)(di.x * inv_h * damp, di.y * inv_h * damp, di.z * inv_h * damp, 0.0f);
   x[i] = (float4)(xi.x + di.x, xi.y + di.y, xi.z + di.z, xi.w);
+}
+
+PIOLA_FN void piola_update_vertex(__global float4 *x, __global float4 *v, __global const float4 *d,
+                                  float inv_h, float damp, int i) {
+  piola_update_vertex_at(x, v, x[i], d[i], inv_h, damp, i);
 }
 
 /* ---- The per-stage schedule ---------------------------------------------------------- */
@@ -593,7 +597,7 @@ PIOLA_KERNEL void piola_substep_bodies(
   for (int i = lid; i < nv && part != 1; i += nl) {
     d[v0 + i] = ld[i];
     if (part == 0) {
-      piola_update_vertex(x, v, d, inv_h, damp, v0 + i);
+      piola_update_vertex_at(x, v, lx[i], ld[i], inv_h, damp, v0 + i);
     }
   }
 }
