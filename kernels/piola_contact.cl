@@ -75,8 +75,8 @@ PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const f
   }
 }
 
-/* BROAD_PHASE (one work-group): the cell size from the partial maxima (max is exact in any
- * order): grid[0] = cell, grid[1] = 1 / cell. */
+/* BROAD_PHASE (one work-group): the cell size and the triangles' margin from the partial
+ * maxima (max is exact in any order): grid[0] = cell, grid[1] = 1 / cell, grid[2] = margin. */
 PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int group_count,
                                      __global float *grid) {
   __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
@@ -94,11 +94,12 @@ PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int group_co
     float cell = piola_cell_size(tri_max[0], vertex_max[0]);
     grid[0] = cell;
     grid[1] = 1.0f / cell;
+    grid[2] = piola_grid_margin(vertex_max[0]);
   }
 }
 
-/* BROAD_PHASE: triangle t counted in the bucket of every cell its box overlaps (pass 0), or
- * entered there (pass 1, in arbitrary order within a bucket). */
+/* BROAD_PHASE: triangle t counted in each bucket of the cells its grown box overlaps (pass 0),
+ * or entered there (pass 1, in arbitrary order within a bucket). */
 PIOLA_KERNEL void piola_contact_enter(__global const float4 *tri_box, __global const float *grid,
                                       int bucket_mask, int tri_count, int pass,
                                       __global const int *bucket_start, __global int *bucket_count,
@@ -107,18 +108,14 @@ PIOLA_KERNEL void piola_contact_enter(__global const float4 *tri_box, __global c
   if (t >= tri_count) {
     return;
   }
-  int lo[3], hi[3];
-  piola_cell_range(piola_load_box(tri_box, t), grid[1], 3, lo, hi);
-  for (int i = lo[0]; i <= hi[0]; ++i) {
-    for (int j = lo[1]; j <= hi[1]; ++j) {
-      for (int k = lo[2]; k <= hi[2]; ++k) {
-        int bucket = piola_cell_hash(i, j, k, bucket_mask);
-        if (pass == 0) {
-          atomic_inc(&bucket_count[bucket]);
-        } else {
-          bucket_triangles[bucket_start[bucket] + atomic_inc(&bucket_count[bucket])] = t;
-        }
-      }
+  int bucket[PIOLA_CELLS_PER_TRIANGLE];
+  const int n =
+      piola_triangle_buckets(piola_load_box(tri_box, t), grid[2], grid[1], bucket_mask, bucket);
+  for (int e = 0; e < n; ++e) {
+    if (pass == 0) {
+      atomic_inc(&bucket_count[bucket[e]]);
+    } else {
+      bucket_triangles[bucket_start[bucket[e]] + atomic_inc(&bucket_count[bucket[e]])] = t;
     }
   }
 }
@@ -212,9 +209,6 @@ PIOLA_KERNEL void piola_contact_narrow(
   const float4 xv = x[v];
   const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
   const piola_box vb = piola_vertex_box(xs, p, thickness);
-  const float inv_cell = grid[1];
-  int lo[3], hi[3];
-  piola_cell_range(vb, inv_cell, 2, lo, hi);
   const uint4 own = body_filter[body];
   const float4 rest = sv_rest[sv];
   int previous[PIOLA_K];
@@ -225,54 +219,48 @@ PIOLA_KERNEL void piola_contact_narrow(
   float keys[PIOLA_K];
   int tris[PIOLA_K];
   int kept = 0, found = 0;
-  for (int ci = lo[0]; ci <= hi[0]; ++ci) {
-    for (int cj = lo[1]; cj <= hi[1]; ++cj) {
-      for (int ck = lo[2]; ck <= hi[2]; ++ck) {
-        const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
-        for (int e = bucket_start[bucket]; e < bucket_start[bucket + 1]; ++e) {
-          const int t = bucket_triangles[e];
-          const piola_box tb = piola_load_box(tri_box, t);
-          if (!piola_boxes_overlap(vb, tb) || !piola_pair_cell(vb, tb, inv_cell, ci, cj, ck)) {
-            continue;
-          }
-          const int4 q = triangles[t];
-          if (q.w != body) {
-            uint4 other = body_filter[q.w];
-            if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
-              continue;
-            }
-          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
-                     piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                             piola_v3_from4(sv_rest[q.y]),
-                                             piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
-            continue;
-          }
-          const int a = sv_vertex[q.x];
-          int b = sv_vertex[q.y], c = sv_vertex[q.z];
-          int persistent;
-          const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
-                                              piola_v3_from4(x[c]), previous, previous_n, t,
-                                              body_filter[q.w].w != 0u, &persistent);
-          if (side) { /* met from the back: corners b and c swapped */
-            const int swap_corner = b;
-            b = c;
-            c = swap_corner;
-          }
-          const float4 xa = x[a], xb = x[b], xc = x[c];
-          float key;
-          if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
-                                      piola_v3_from4(xc), piola_position(xa, d[a]),
-                                      piola_position(xb, d[b]), piola_position(xc, d[c]), thickness,
-                                      persistent, q.w == body, &key) &&
-              (q.w != body ||
-               piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                          piola_v3_from4(sv_rest[q.y]),
-                                          piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
-            found++;
-            piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
-          }
-        }
+  const int bucket = piola_vertex_bucket(vb, grid[1], bucket_mask);
+  for (int e = bucket_start[bucket]; e < bucket_start[bucket + 1]; ++e) {
+    const int t = bucket_triangles[e];
+    const piola_box tb = piola_load_box(tri_box, t);
+    if (!piola_boxes_overlap(vb, tb)) {
+      continue;
+    }
+    const int4 q = triangles[t];
+    if (q.w != body) {
+      uint4 other = body_filter[q.w];
+      if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+        continue;
       }
+    } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+               piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                       piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
+                                       rest.w, thickness)) {
+      continue;
+    }
+    const int a = sv_vertex[q.x];
+    int b = sv_vertex[q.y], c = sv_vertex[q.z];
+    int persistent;
+    const int side =
+        piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]), piola_v3_from4(x[c]),
+                           previous, previous_n, t, body_filter[q.w].w != 0u, &persistent);
+    if (side) { /* met from the back: corners b and c swapped */
+      const int swap_corner = b;
+      b = c;
+      c = swap_corner;
+    }
+    const float4 xa = x[a], xb = x[b], xc = x[c];
+    float key;
+    if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
+                                piola_position(xa, d[a]), piola_position(xb, d[b]),
+                                piola_position(xc, d[c]), thickness, persistent, q.w == body,
+                                &key) &&
+        (q.w != body ||
+         piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                    piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
+                                    rest.w, thickness))) {
+      found++;
+      piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
     }
   }
   contact_count[sv] = kept;
@@ -332,7 +320,8 @@ PIOLA_KERNEL void piola_contact_sort_corners(__global const int *corner_start,
 }
 
 /* CONTACT, part 1: every contact of surface vertex sv projected from the same positions; its
- * four corrections (x, y, z, 1 when it moves that member) to delta[4 slot + corner]. */
+ * four corrections, each times its weight, and the weight (piola_contact_project) to
+ * delta[4 slot + corner]. */
 PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
                                       __global const int *contact_count,
@@ -353,22 +342,24 @@ PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const f
     const int a = sv_vertex[q.x], b = sv_vertex[side ? q.z : q.y], c = sv_vertex[side ? q.y : q.z];
     const float4 xa = x[a], xb = x[b], xc = x[c];
     piola_v3 dx[4];
-    int moved = piola_contact_project(xs, p, xv.w, piola_v3_from4(xa), piola_v3_from4(xb),
-                                      piola_v3_from4(xc), piola_position(xa, d[a]),
-                                      piola_position(xb, d[b]), piola_position(xc, d[c]), xa.w,
-                                      xb.w, xc.w, thickness, friction, dx);
+    float weight[4];
+    piola_contact_project(xs, p, xv.w, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
+                          piola_position(xa, d[a]), piola_position(xb, d[b]),
+                          piola_position(xc, d[c]), xa.w, xb.w, xc.w, thickness, friction, dx,
+                          weight);
     if (side) {
-      moved = piola_contact_unswap(dx, moved);
+      piola_contact_unswap(dx, weight);
     }
     for (int corner = 0; corner < 4; ++corner) {
       delta[4 * slot + corner] =
-          (float4)(dx[corner].x, dx[corner].y, dx[corner].z, (moved >> corner) & 1 ? 1.0f : 0.0f);
+          (float4)(weight[corner] * dx[corner].x, weight[corner] * dx[corner].y,
+                   weight[corner] * dx[corner].z, weight[corner]);
     }
   }
 }
 
 /* CONTACT, part 2: surface vertex sv sums its own slots, then its corner entries in ascending
- * order, and moves by their mean over the contacts that did work. */
+ * order, and moves by their weighted mean. */
 PIOLA_KERNEL void piola_contact_apply(__global float4 *d, __global const int *sv_vertex,
                                       __global const int *contact_count,
                                       __global const int *corner_start,

@@ -6,26 +6,30 @@
  * step), done once per substep over the motion from the start positions x to the predicted
  * positions p:
  *  - broad phase: boxes around each triangle's and each vertex's motion in the substep; every
- *    triangle is entered into the hashed cells of a uniform grid that its box overlaps (Teschner
- *    et al. 2003, "Optimized Spatial Hashing for Collision Detection of Deformable Objects":
- *    cell hashing with three large primes). Cells are at least half the largest triangle box
- *    (a triangle enters at most 3 x 3 x 3 cells) and at least the largest vertex box (a vertex
- *    looks into at most 2 x 2 x 2); a pair meeting in several cells is taken in one, the cell
- *    of the low corner of the boxes' intersection;
+ *    triangle is entered into the hashed cells of a uniform grid that its box, grown by half the
+ *    largest vertex box, overlaps (Teschner et al. 2003, "Optimized Spatial Hashing for
+ *    Collision Detection of Deformable Objects": cell hashing with three large primes), at most
+ *    once per bucket. A vertex box whose centre lies outside that grown box cannot overlap the
+ *    triangle's box, so a vertex looks into one cell, the one of its box's centre, and meets
+ *    each triangle there at most once. Cells are half the largest grown triangle box, so a
+ *    triangle enters at most 3 x 3 x 3 cells;
  *  - narrow phase: a pair is a contact when the boxes overlap, the vertex starts on the outer
  *    side of the triangle (or within a thickness under it, or the pair was a contact in the
  *    previous substep: contacts persist while they last), its predicted position is within
- *    two thicknesses above the triangle's plane or anywhere under it, and it lies over the
+ *    two thicknesses above the triangle's plane or anywhere under it and lies over the
  *    triangle or within a thickness of its border. A vertex that would pass through a
  *    triangle within the substep is caught, since the test uses its side at the start.
  *    Each vertex keeps the PIOLA_CONTACTS_PER_VERTEX nearest triangles (ties by index).
  * The contact is projected in every iteration as an inequality constraint
- * C = n . (p - q) - thickness >= 0 (q the closest point of the triangle under the vertex,
- * n the triangle's outward normal), with the vertex and the three corners moved in
- * proportion to their inverse masses and barycentric weights (Mueller et al. 2007, "Position
- * Based Dynamics", Sec. 4.4 for the triangle-point constraint), then position-based Coulomb
- * friction on the relative tangential motion of the substep (Macklin, Mueller, Chentanez,
- * Kim 2014, "Unified Particle Physics for Real-Time Applications", Sec. 6.1).
+ * C = gap - thickness >= 0 along the triangle's outward normal n, where the gap is the height
+ * over the triangle, or beside it the distance to its border (piola_contact_gap: continuous, so
+ * that a contact at the edge of its reach does not push), with the vertex and the three corners
+ * moved in proportion to their inverse masses and barycentric weights (Mueller et al. 2007,
+ * "Position Based Dynamics", Sec. 4.4 for the triangle-point constraint), then position-based
+ * Coulomb friction on the relative tangential motion of the substep (Macklin, Mueller,
+ * Chentanez, Kim 2014, "Unified Particle Physics for Real-Time Applications", Sec. 6.1). All
+ * contacts are projected from the same positions (Jacobi) and each vertex moves by the mean of
+ * its corrections weighted by their lengths (piola_contact_project).
  */
 #ifndef PIOLA_CONTACT_H
 #define PIOLA_CONTACT_H
@@ -137,21 +141,52 @@ PIOLA_FN void piola_cell_range(piola_box r, piola_real inv_cell, piola_int most,
   hi[2] = piola_imin(piola_cell_coordinate(r.hi.z, inv_cell), lo[2] + most - 1);
 }
 
-/* Whether cell (i, j, k) is the one where the overlapping boxes a and b are paired: the cell of
- * the low corner of their intersection (which both boxes overlap), so that a pair found in
- * several cells is taken once. */
-PIOLA_FN int piola_pair_cell(piola_box a, piola_box b, piola_real inv_cell, piola_int i,
-                             piola_int j, piola_int k) {
-  return piola_cell_coordinate(fmax(a.lo.x, b.lo.x), inv_cell) == i &&
-         piola_cell_coordinate(fmax(a.lo.y, b.lo.y), inv_cell) == j &&
-         piola_cell_coordinate(fmax(a.lo.z, b.lo.z), inv_cell) == k;
+/* The margin by which a triangle's box grows before it is entered into the grid: half the
+ * largest vertex box (with a margin against rounding), so that the centre of every vertex box
+ * that overlaps the triangle's box lies in the grown box. */
+PIOLA_FN piola_real piola_grid_margin(piola_real vertex_extent) {
+  return PIOLA_R(0.505) * vertex_extent;
 }
 
-/* The cell size: half the largest triangle box, at least the largest vertex box (with a margin
- * against rounding), so that a triangle's box overlaps at most 3 cells per axis and a vertex's
- * at most 2. */
+/* The cell size: half the largest grown triangle box (with a margin against rounding), so that
+ * a triangle enters at most 3 cells per axis. */
 PIOLA_FN piola_real piola_cell_size(piola_real triangle_extent, piola_real vertex_extent) {
-  return PIOLA_R(1.001) * fmax(PIOLA_R(0.5) * triangle_extent, vertex_extent);
+  return PIOLA_R(0.5005) * (triangle_extent + PIOLA_R(2.0) * piola_grid_margin(vertex_extent));
+}
+
+/* The buckets a triangle is entered into: those of the cells its box r grown by `margin`
+ * overlaps (at most 3 per axis), each bucket once, since two cells of one triangle may share a
+ * bucket and a vertex must meet the triangle once: buckets[0 .. return value). */
+PIOLA_FN int piola_triangle_buckets(piola_box r, piola_real margin, piola_real inv_cell,
+                                    piola_int bucket_mask, piola_int *buckets) {
+  piola_v3 m = piola_v3_make(margin, margin, margin);
+  r.lo = piola_v3_sub(r.lo, m);
+  r.hi = piola_v3_add(r.hi, m);
+  piola_int lo[3], hi[3];
+  piola_cell_range(r, inv_cell, 3, lo, hi);
+  int n = 0;
+  for (piola_int i = lo[0]; i <= hi[0]; ++i) {
+    for (piola_int j = lo[1]; j <= hi[1]; ++j) {
+      for (piola_int k = lo[2]; k <= hi[2]; ++k) {
+        const piola_int bucket = piola_cell_hash(i, j, k, bucket_mask);
+        int seen = 0;
+        for (int e = 0; e < n; ++e) {
+          seen |= buckets[e] == bucket;
+        }
+        if (!seen) {
+          buckets[n++] = bucket;
+        }
+      }
+    }
+  }
+  return n;
+}
+
+/* The bucket a vertex with box r looks into: the one of the cell of the box's centre. */
+PIOLA_FN piola_int piola_vertex_bucket(piola_box r, piola_real inv_cell, piola_int bucket_mask) {
+  piola_v3 c = piola_box_center(r);
+  return piola_cell_hash(piola_cell_coordinate(c.x, inv_cell), piola_cell_coordinate(c.y, inv_cell),
+                         piola_cell_coordinate(c.z, inv_cell), bucket_mask);
 }
 
 /* ---- Closest points ------------------------------------------------------------------ */
@@ -208,12 +243,12 @@ PIOLA_FN piola_real piola_point_triangle_distance(piola_v3 p, piola_v3 a, piola_
 }
 
 /* The contact frame of p over triangle (a, b, c): the unit outward normal n (the triangle is
- * counter-clockwise seen from outside), the height of p above the triangle's plane, and the
- * barycentric coordinates of the point q of the triangle closest to p's foot on the plane.
- * Returns 0 when the triangle is degenerate or p's foot lies more than `reach` from the
- * triangle (p is not over it). */
-PIOLA_FN int piola_contact_frame(piola_v3 p, piola_v3 a, piola_v3 b, piola_v3 c, piola_real reach,
-                                 piola_v3 *n, piola_real *height, piola_v3 *bary) {
+ * counter-clockwise seen from outside), the height of p above the triangle's plane, the
+ * barycentric coordinates of the point q of the triangle closest to p's foot on the plane (and
+ * so to p), and the lateral distance from the foot to q (0 when p is over the triangle). Returns 0
+ * when the triangle is degenerate. */
+PIOLA_FN int piola_contact_frame(piola_v3 p, piola_v3 a, piola_v3 b, piola_v3 c, piola_v3 *n,
+                                 piola_real *height, piola_v3 *bary, piola_real *lateral) {
   piola_v3 cr = piola_v3_cross(piola_v3_sub(b, a), piola_v3_sub(c, a));
   piola_real area2 = piola_v3_length(cr);
   piola_v3 ab = piola_v3_sub(b, a), ac = piola_v3_sub(c, a);
@@ -226,8 +261,21 @@ PIOLA_FN int piola_contact_frame(piola_v3 p, piola_v3 a, piola_v3 b, piola_v3 c,
   piola_v3 foot = piola_v3_sub(p, piola_v3_scale(*n, *height));
   *bary = piola_closest_on_triangle(foot, a, b, c);
   piola_v3 q = piola_barycentric_point(*bary, a, b, c);
-  piola_v3 lateral = piola_v3_sub(foot, q);
-  return piola_v3_dot(lateral, lateral) <= reach * reach;
+  *lateral = piola_v3_length(piola_v3_sub(foot, q));
+  return 1;
+}
+
+/* The gap between p and the triangle that the contact keeps at a thickness, from p's height over
+ * the triangle's plane and its lateral distance beside the triangle (piola_contact_frame()). On
+ * the outer side it is the distance to the triangle, sqrt(height^2 + lateral^2): the height over
+ * the triangle, the distance to the nearest point of its border beside it, so that a vertex a
+ * thickness away from an edge (resting a thickness above the top edge of a box's side, say) is
+ * at the gap's rest value whichever triangle at the edge it is measured from. Under the plane
+ * it is height + lateral: the (negative) height under the triangle, meeting the outer side's
+ * value where the height is zero. Continuous in p, so that a contact found or lost at the edge of
+ * its reach acts no more than it does just inside it. */
+PIOLA_FN piola_real piola_contact_gap(piola_real height, piola_real lateral) {
+  return height >= PIOLA_R(0.0) ? sqrt(height * height + lateral * lateral) : height + lateral;
 }
 
 /* ---- Narrow phase -------------------------------------------------------------------- */
@@ -274,7 +322,7 @@ PIOLA_FN int piola_contact_candidate(piola_v3 x, piola_v3 p, piola_v3 xa, piola_
                                      piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
                                      int persistent, int same_body, piola_real *key) {
   piola_v3 n0, n1, bary;
-  piola_real h0, h1;
+  piola_real h0, h1, lateral;
   /* Start: on the outer side (for another body's triangle, also less than a thickness under
    * it), unless the pair was in contact in the previous substep: a contact lasts until the
    * vertex leaves, however deep an unconverged solve left it (it came from the outside). A
@@ -282,12 +330,12 @@ PIOLA_FN int piola_contact_candidate(piola_v3 x, piola_v3 p, piola_v3 xa, piola_
    * own triangle is most likely inside its own body, near the far side of a thin part, and
    * must not be pushed through it. */
   const piola_real lowest = same_body ? PIOLA_R(0.0) : -thickness;
-  if (!piola_contact_frame(x, xa, xb, xc, thickness, &n0, &h0, &bary) ||
+  if (!piola_contact_frame(x, xa, xb, xc, &n0, &h0, &bary, &lateral) ||
       !(persistent || h0 > lowest)) {
     return 0;
   }
   /* Predicted: close above the plane, or under it (it would pass through). */
-  if (!piola_contact_frame(p, pa, pb, pc, thickness, &n1, &h1, &bary) ||
+  if (!piola_contact_frame(p, pa, pb, pc, &n1, &h1, &bary, &lateral) || !(lateral <= thickness) ||
       !(h1 < PIOLA_R(2.0) * thickness)) {
     return 0;
   }
@@ -339,12 +387,14 @@ PIOLA_FN piola_int piola_contact_side(piola_v3 x, piola_v3 xa, piola_v3 xb, piol
 }
 
 /* The corrections of a contact met from side 1, computed with corners b and c swapped, put back
- * in the triangle's corner order (dx and the bits of `moved`). */
-PIOLA_FN int piola_contact_unswap(piola_v3 dx[4], int moved) {
+ * in the triangle's corner order (dx and their weights). */
+PIOLA_FN void piola_contact_unswap(piola_v3 dx[4], piola_real weight[4]) {
   const piola_v3 t = dx[2];
   dx[2] = dx[3];
   dx[3] = t;
-  return (moved & 3) | ((moved >> 1) & 4) | ((moved << 1) & 8);
+  const piola_real u = weight[2];
+  weight[2] = weight[3];
+  weight[3] = u;
 }
 
 /* Inserts (key, tri) into the list of the vertex's nearest triangles (ascending by key, then
@@ -374,31 +424,33 @@ PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *c
 
 /* Projects the contact of vertex p (inverse mass w, start position x) with triangle (pa, pb,
  * pc) (inverse masses wa, wb, wc; start positions xa, xb, xc): writes the corrections of the
- * vertex and the three corners into dx[0..3]. When the constraint was violated, returns the
- * bit mask of the members it moves (bit 0 the vertex, bit k corner k: those with a non-zero
- * inverse mass and barycentric weight), so that a corner the contact does not act on does not
- * count in that corner's mean; else 0 with zero corrections. */
+ * vertex and the three corners into dx[0..3] and the weight of each in its member's mean into
+ * weight[0..3] (see the end). Returns 1 when the constraint was violated, else 0 with zero
+ * corrections and weights. */
 PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
                                    piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
                                    piola_real wa, piola_real wb, piola_real wc,
-                                   piola_real thickness, piola_real friction, piola_v3 dx[4]) {
+                                   piola_real thickness, piola_real friction, piola_v3 dx[4],
+                                   piola_real weight[4]) {
   const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
-  dx[0] = zero;
-  dx[1] = zero;
-  dx[2] = zero;
-  dx[3] = zero;
+  for (int k = 0; k < 4; ++k) {
+    dx[k] = zero;
+    weight[k] = PIOLA_R(0.0);
+  }
   piola_v3 n, b;
-  piola_real height;
-  if (!piola_contact_frame(p, pa, pb, pc, thickness, &n, &height, &b)) {
+  piola_real height, lateral;
+  if (!piola_contact_frame(p, pa, pb, pc, &n, &height, &b, &lateral) || !(lateral <= thickness)) {
     return 0;
   }
   piola_v3 q = piola_barycentric_point(b, pa, pb, pc);
-  piola_real c = piola_v3_dot(n, piola_v3_sub(p, q)) - thickness;
+  piola_real c = piola_contact_gap(height, lateral) - thickness;
   piola_real sum_w = w + b.x * b.x * wa + b.y * b.y * wb + b.z * b.z * wc;
   if (!(c < PIOLA_R(0.0)) || !(sum_w > PIOLA_R(0.0))) {
     return 0;
   }
-  /* Normal push: C(p + dp, q + dq) = 0 to first order. */
+  /* Push along the normal by the depth, shared by inverse mass and barycentric weight: C = 0 to
+   * first order over the triangle; beside it the gap grows by less (by height / gap of it), so
+   * the push never overshoots. */
   piola_real depth = -c;
   piola_v3 push = piola_v3_scale(n, depth / sum_w);
   /* Friction: the relative motion of the vertex and the contact point over the substep,
@@ -418,8 +470,14 @@ PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v
   dx[1] = piola_v3_scale(g, -b.x * wa);
   dx[2] = piola_v3_scale(g, -b.y * wb);
   dx[3] = piola_v3_scale(g, -b.z * wc);
-  return (w > PIOLA_R(0.0) ? 1 : 0) | (b.x * wa > PIOLA_R(0.0) ? 2 : 0) |
-         (b.y * wb > PIOLA_R(0.0) ? 4 : 0) | (b.z * wc > PIOLA_R(0.0) ? 8 : 0);
+  /* Weights in the members' means: a correction counts in proportion to its length, so that
+   * one contact alone moves its members by its full corrections, several pressing alike move
+   * them by their mean, and a contact that starts or stops pressing (or a corner with a vanishing
+   * barycentric weight, or a pinned member) enters or leaves a mean continuously. */
+  for (int k = 0; k < 4; ++k) {
+    weight[k] = piola_v3_length(dx[k]);
+  }
+  return 1;
 }
 
 #endif /* PIOLA_CONTACT_H */

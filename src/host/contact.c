@@ -9,8 +9,8 @@
  * counting sort and the device's parallel one find the same contacts. The solve is a Jacobi
  * pass: every contact is projected from the same positions and writes its four corrections
  * to its own slots; each surface vertex then gathers its own slots and the slots that name it
- * as a triangle corner, in ascending order, and moves by their mean over the contacts that
- * did work. No atomics, a fixed summation order: the same result every run.
+ * as a triangle corner, in ascending order, and moves by their mean weighted by their lengths
+ * (piola_contact_project). No atomics, a fixed summation order: the same result every run.
  */
 #include "piola_internal.h"
 
@@ -148,8 +148,7 @@ static piola_box vertex_box(const piola_world *w, int32_t sv) {
 void piola_cpu_broad_phase(piola_world *w) {
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
-  /* Boxes, and the cell size: the largest triangle box plus the largest vertex box, so that
-   * overlapping boxes have their centres in neighbouring cells. */
+  /* Boxes, and the cell size and the triangles' margin from the largest of each kind. */
   double tri_extent = 0.0, vertex_extent = 0.0;
   for (int32_t t = 0; t < c->triangle_count; ++t) {
     const int32_t *q = c->triangle + 3 * (size_t)t;
@@ -169,6 +168,7 @@ void piola_cpu_broad_phase(piola_world *w) {
     vertex_extent = fmax(vertex_extent, piola_box_extent(vertex_box(w, sv)));
   }
   c->cell = piola_cell_size(tri_extent, vertex_extent);
+  c->margin = piola_grid_margin(vertex_extent);
   const double inv_cell = 1.0 / c->cell;
   /* Counting sort of (triangle, cell) entries by the bucket of the cell, triangles in
    * ascending order within a bucket: count, scan, place. */
@@ -182,18 +182,14 @@ void piola_cpu_broad_phase(piola_world *w) {
       memcpy(c->bucket_cursor, c->bucket_start, sizeof *c->bucket_cursor * (size_t)buckets);
     }
     for (int32_t t = 0; t < c->triangle_count; ++t) {
-      piola_int lo[3], hi[3];
-      piola_cell_range(load_box(c->triangle_box, t), inv_cell, 3, lo, hi);
-      for (piola_int i = lo[0]; i <= hi[0]; ++i) {
-        for (piola_int j = lo[1]; j <= hi[1]; ++j) {
-          for (piola_int k = lo[2]; k <= hi[2]; ++k) {
-            const piola_int bucket = piola_cell_hash(i, j, k, c->bucket_mask);
-            if (pass == 0) {
-              c->bucket_start[bucket + 1]++;
-            } else {
-              c->bucket_triangles[c->bucket_cursor[bucket]++] = t;
-            }
-          }
+      piola_int bucket[PIOLA_CELLS_PER_TRIANGLE];
+      const int n = piola_triangle_buckets(load_box(c->triangle_box, t), c->margin, inv_cell,
+                                           c->bucket_mask, bucket);
+      for (int e = 0; e < n; ++e) {
+        if (pass == 0) {
+          c->bucket_start[bucket[e] + 1]++;
+        } else {
+          c->bucket_triangles[c->bucket_cursor[bucket[e]]++] = t;
         }
       }
     }
@@ -233,49 +229,40 @@ void piola_cpu_narrow_phase(piola_world *w) {
     const int32_t v = c->vertex[sv];
     const piola_v3 x = at3(w->x, v), p = at3(w->p, v);
     const piola_box vb = vertex_box(w, sv);
-    piola_int lo[3], hi[3];
-    piola_cell_range(vb, inv_cell, 2, lo, hi);
     double keys[K];
     piola_int tris[K], kept = 0;
     int32_t found = 0;
-    for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
-      for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
-        for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
-          const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
-          for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
-            const int32_t t = c->bucket_triangles[e];
-            const piola_box tb = load_box(c->triangle_box, t);
-            if (!piola_boxes_overlap(vb, tb) || !piola_pair_cell(vb, tb, inv_cell, ci, cj, ck) ||
-                !pair_allowed(c, sv, t, thickness)) {
-              continue;
-            }
-            const int32_t *q = c->triangle + 3 * (size_t)t;
-            const int32_t a = c->vertex[q[0]];
-            int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
-            int persistent;
-            const piola_int side = piola_contact_side(
-                x, at3(w->x, a), at3(w->x, b), at3(w->x, d), c->previous_triangle + K * (size_t)sv,
-                c->previous_count[sv], t, c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u,
-                &persistent);
-            if (side) { /* met from the back: corners b and c swapped */
-              const int32_t swap_corner = b;
-              b = d;
-              d = swap_corner;
-            }
-            const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
-            double key;
-            if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d),
-                                        at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness,
-                                        persistent, same_body, &key) &&
-                (!same_body ||
-                 piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
-                                            at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                            c->vertex_reach[sv], thickness))) {
-              found++;
-              piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
-            }
-          }
-        }
+    const piola_int bucket = piola_vertex_bucket(vb, inv_cell, c->bucket_mask);
+    for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
+      const int32_t t = c->bucket_triangles[e];
+      const piola_box tb = load_box(c->triangle_box, t);
+      if (!piola_boxes_overlap(vb, tb) || !pair_allowed(c, sv, t, thickness)) {
+        continue;
+      }
+      const int32_t *q = c->triangle + 3 * (size_t)t;
+      const int32_t a = c->vertex[q[0]];
+      int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
+      int persistent;
+      const piola_int side = piola_contact_side(
+          x, at3(w->x, a), at3(w->x, b), at3(w->x, d), c->previous_triangle + K * (size_t)sv,
+          c->previous_count[sv], t, c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u,
+          &persistent);
+      if (side) { /* met from the back: corners b and c swapped */
+        const int32_t swap_corner = b;
+        b = d;
+        d = swap_corner;
+      }
+      const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
+      double key;
+      if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
+                                  at3(w->p, b), at3(w->p, d), thickness, persistent, same_body,
+                                  &key) &&
+          (!same_body ||
+           piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
+                                      at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
+                                      c->vertex_reach[sv], thickness))) {
+        found++;
+        piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
       }
     }
     c->contact_count[sv] = kept;
@@ -325,19 +312,19 @@ void piola_cpu_contact(piola_world *w) {
       const int32_t a = c->vertex[q[0]], b = c->vertex[q[side ? 2 : 1]],
                     d = c->vertex[q[side ? 1 : 2]];
       piola_v3 dx[4];
-      int moved =
-          piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v], at3(w->x, a), at3(w->x, b),
-                                at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a],
-                                w->w[b], w->w[d], thickness, friction, dx);
+      piola_real weight[4];
+      piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v], at3(w->x, a), at3(w->x, b),
+                            at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a],
+                            w->w[b], w->w[d], thickness, friction, dx, weight);
       if (side) {
-        moved = piola_contact_unswap(dx, moved);
+        piola_contact_unswap(dx, weight);
       }
       for (int corner = 0; corner < 4; ++corner) {
         double *o = c->delta + 4 * (size_t)(4 * slot + corner);
-        o[0] = dx[corner].x;
-        o[1] = dx[corner].y;
-        o[2] = dx[corner].z;
-        o[3] = (moved >> corner) & 1 ? 1.0 : 0.0;
+        o[0] = weight[corner] * dx[corner].x;
+        o[1] = weight[corner] * dx[corner].y;
+        o[2] = weight[corner] * dx[corner].z;
+        o[3] = weight[corner];
       }
     }
   }

@@ -244,10 +244,11 @@ typedef struct piola_solver_contacts {
   int32_t bucket_mask;   /* hash table of bucket_mask + 1 buckets (a power of two) */
   /* Per substep, CPU reference: the grid (cell size, triangle boxes, buckets), the contacts
    * (per surface vertex: count and triangles, PIOLA_CONTACTS_PER_VERTEX slots), each slot's
-   * four corrections (slot * 4 + corner: the vertex, then the triangle's corners; x, y, z and
-   * 1 when the contact did work), and per surface vertex the list of (slot * 4 + corner)
-   * entries where it is a triangle's corner, ascending. */
+   * four corrections (slot * 4 + corner: the vertex, then the triangle's corners; the
+   * correction times its weight in x, y, z and the weight, its length), and per surface vertex the
+   * list of (slot * 4 + corner) entries where it is a triangle's corner, ascending. */
   double cell;
+  double margin;        /* by which a triangle's box grows before it enters the grid */
   double *triangle_box; /* 6 per triangle: lo, hi */
   /* bucket b holds bucket_triangles[bucket_start[b] .. bucket_start[b + 1]): the triangles
    * entered into the cells that hash to b (at most PIOLA_CELLS_PER_TRIANGLE entries each) */
