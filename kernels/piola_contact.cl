@@ -78,7 +78,7 @@ PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const f
 /* BROAD_PHASE (one work-group): the cell size and the triangles' margin from the partial
  * maxima (max is exact in any order): grid[0] = cell, grid[1] = 1 / cell, grid[2] = margin. */
 PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int group_count,
-                                     __global float *grid) {
+                                     float thickness, __global float *grid) {
   __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
   const int lid = get_local_id(0);
   float te = 0.0f, ve = 0.0f;
@@ -91,10 +91,10 @@ PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int group_co
   barrier(CLK_LOCAL_MEM_FENCE);
   piola_local_max2(tri_max, vertex_max, lid);
   if (lid == 0) {
-    float cell = piola_cell_size(tri_max[0], vertex_max[0]);
+    float cell = piola_cell_size(tri_max[0], vertex_max[0], thickness);
     grid[0] = cell;
     grid[1] = 1.0f / cell;
-    grid[2] = piola_grid_margin(vertex_max[0]);
+    grid[2] = piola_grid_margin(vertex_max[0], thickness);
   }
 }
 
@@ -219,48 +219,59 @@ PIOLA_KERNEL void piola_contact_narrow(
   float keys[PIOLA_K];
   int tris[PIOLA_K];
   int kept = 0, found = 0;
-  const int bucket = piola_vertex_bucket(vb, grid[1], bucket_mask);
-  for (int e = bucket_start[bucket]; e < bucket_start[bucket + 1]; ++e) {
-    const int t = bucket_triangles[e];
-    const piola_box tb = piola_load_box(tri_box, t);
-    if (!piola_boxes_overlap(vb, tb)) {
-      continue;
-    }
-    const int4 q = triangles[t];
-    if (q.w != body) {
-      uint4 other = body_filter[q.w];
-      if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
-        continue;
+  const float inv_cell = grid[1], margin = grid[2];
+  const piola_box query = piola_grid_vertex(vb, margin);
+  int lo[3], hi[3];
+  piola_cell_range(query, inv_cell, 3, lo, hi);
+  for (int ci = lo[0]; ci <= hi[0]; ++ci) {
+    for (int cj = lo[1]; cj <= hi[1]; ++cj) {
+      for (int ck = lo[2]; ck <= hi[2]; ++ck) {
+        const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
+        for (int e = bucket_start[bucket]; e < bucket_start[bucket + 1]; ++e) {
+          const int t = bucket_triangles[e];
+          const piola_box tb = piola_load_box(tri_box, t);
+          if (!piola_boxes_overlap(vb, tb) ||
+              !piola_pair_cell(query, piola_grid_triangle(tb, margin), inv_cell, ci, cj, ck)) {
+            continue;
+          }
+          const int4 q = triangles[t];
+          if (q.w != body) {
+            uint4 other = body_filter[q.w];
+            if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+              continue;
+            }
+          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+                     piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                             piola_v3_from4(sv_rest[q.y]),
+                                             piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
+            continue;
+          }
+          const int a = sv_vertex[q.x];
+          int b = sv_vertex[q.y], c = sv_vertex[q.z];
+          int persistent;
+          const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
+                                              piola_v3_from4(x[c]), previous, previous_n, t,
+                                              body_filter[q.w].w != 0u, &persistent);
+          if (side) { /* met from the back: corners b and c swapped */
+            const int swap_corner = b;
+            b = c;
+            c = swap_corner;
+          }
+          const float4 xa = x[a], xb = x[b], xc = x[c];
+          float key;
+          if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
+                                      piola_v3_from4(xc), piola_position(xa, d[a]),
+                                      piola_position(xb, d[b]), piola_position(xc, d[c]), thickness,
+                                      persistent, q.w == body, &key) &&
+              (q.w != body ||
+               piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                          piola_v3_from4(sv_rest[q.y]),
+                                          piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
+            found++;
+            piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+          }
+        }
       }
-    } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
-               piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                       piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
-                                       rest.w, thickness)) {
-      continue;
-    }
-    const int a = sv_vertex[q.x];
-    int b = sv_vertex[q.y], c = sv_vertex[q.z];
-    int persistent;
-    const int side =
-        piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]), piola_v3_from4(x[c]),
-                           previous, previous_n, t, body_filter[q.w].w != 0u, &persistent);
-    if (side) { /* met from the back: corners b and c swapped */
-      const int swap_corner = b;
-      b = c;
-      c = swap_corner;
-    }
-    const float4 xa = x[a], xb = x[b], xc = x[c];
-    float key;
-    if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
-                                piola_position(xa, d[a]), piola_position(xb, d[b]),
-                                piola_position(xc, d[c]), thickness, persistent, q.w == body,
-                                &key) &&
-        (q.w != body ||
-         piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                    piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
-                                    rest.w, thickness))) {
-      found++;
-      piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
     }
   }
   contact_count[sv] = kept;

@@ -7,12 +7,12 @@
  * positions p:
  *  - broad phase: boxes around each triangle's and each vertex's motion in the substep; every
  *    triangle is entered into the hashed cells of a uniform grid that its box, grown by half the
- *    largest vertex box, overlaps (Teschner et al. 2003, "Optimized Spatial Hashing for
- *    Collision Detection of Deformable Objects": cell hashing with three large primes), at most
- *    once per bucket. A vertex box whose centre lies outside that grown box cannot overlap the
- *    triangle's box, so a vertex looks into one cell, the one of its box's centre, and meets
- *    each triangle there at most once. Cells are half the largest grown triangle box, so a
- *    triangle enters at most 3 x 3 x 3 cells;
+ *    largest vertex box (at most by two thicknesses), overlaps (Teschner et al. 2003,
+ * "Optimized Spatial Hashing for Collision Detection of Deformable Objects": cell hashing with
+ * three large primes), at most once per bucket, and a vertex looks into the cells of its box shrunk
+ * by as much (piola_grid_margin): a slow vertex into one cell, the one of its box's centre. A pair
+ * met in several cells is taken in one, the cell of the low corner of the two boxes' intersection.
+ * Cells are large enough that a triangle enters and a vertex looks into at most 3 x 3 x 3 cells;
  *  - narrow phase: a pair is a contact when the boxes overlap, the vertex starts on the outer
  *    side of the triangle (or within a thickness under it, or the pair was a contact in the
  *    previous substep: contacts persist while they last), its predicted position is within
@@ -141,29 +141,65 @@ PIOLA_FN void piola_cell_range(piola_box r, piola_real inv_cell, piola_int most,
   hi[2] = piola_imin(piola_cell_coordinate(r.hi.z, inv_cell), lo[2] + most - 1);
 }
 
-/* The margin by which a triangle's box grows before it is entered into the grid: half the
- * largest vertex box (with a margin against rounding), so that the centre of every vertex box
- * that overlaps the triangle's box lies in the grown box. */
-PIOLA_FN piola_real piola_grid_margin(piola_real vertex_extent) {
-  return PIOLA_R(0.505) * vertex_extent;
+/* The grid's margin R: half the largest vertex box, but at most two thicknesses. A triangle
+ * enters the grid with its box grown by 1.01 R (the 1% against rounding) and a vertex looks
+ * into the cells of its box shrunk by R on every side: a vertex box that overlaps a triangle's
+ * box has its centre within R of the grown box plus the rest of its half-extent, so the shrunk
+ * box meets the grown one. A vertex box no larger than 2 R (a vertex moving less than about two
+ * thicknesses in the substep) shrinks to its centre: one cell. A faster vertex looks into more
+ * cells instead of every triangle growing by its motion, which in a pile crushed by a large
+ * step made every cell hold the triangles of a wide neighbourhood. */
+PIOLA_FN piola_real piola_grid_margin(piola_real vertex_extent, piola_real thickness) {
+  return fmin(PIOLA_R(0.5) * vertex_extent, PIOLA_R(2.0) * thickness);
 }
 
-/* The cell size: half the largest grown triangle box (with a margin against rounding), so that
- * a triangle enters at most 3 cells per axis. */
-PIOLA_FN piola_real piola_cell_size(piola_real triangle_extent, piola_real vertex_extent) {
-  return PIOLA_R(0.5005) * (triangle_extent + PIOLA_R(2.0) * piola_grid_margin(vertex_extent));
+/* The cell size: at least half the largest grown triangle box and the largest shrunk vertex box
+ * (with a margin against rounding), so that a triangle enters and a vertex looks into at most 3
+ * cells per axis. */
+PIOLA_FN piola_real piola_cell_size(piola_real triangle_extent, piola_real vertex_extent,
+                                    piola_real thickness) {
+  const piola_real margin = piola_grid_margin(vertex_extent, thickness);
+  return PIOLA_R(1.001) * fmax(PIOLA_R(0.5) * triangle_extent + PIOLA_R(1.01) * margin,
+                               PIOLA_R(0.5) * vertex_extent - margin);
 }
 
-/* The buckets a triangle is entered into: those of the cells its box r grown by `margin`
- * overlaps (at most 3 per axis), each bucket once, since two cells of one triangle may share a
- * bucket and a vertex must meet the triangle once: buckets[0 .. return value). */
-PIOLA_FN int piola_triangle_buckets(piola_box r, piola_real margin, piola_real inv_cell,
-                                    piola_int bucket_mask, piola_int *buckets) {
-  piola_v3 m = piola_v3_make(margin, margin, margin);
+/* A triangle's box grown by the grid's margin (see piola_grid_margin). */
+PIOLA_FN piola_box piola_grid_triangle(piola_box r, piola_real margin) {
+  const piola_real g = PIOLA_R(1.01) * margin;
+  const piola_v3 m = piola_v3_make(g, g, g);
   r.lo = piola_v3_sub(r.lo, m);
   r.hi = piola_v3_add(r.hi, m);
+  return r;
+}
+
+/* A vertex's box shrunk by the grid's margin on every side, to its centre where it is no
+ * larger than twice the margin (see piola_grid_margin). */
+PIOLA_FN piola_box piola_grid_vertex(piola_box r, piola_real margin) {
+  const piola_v3 c = piola_box_center(r);
+  const piola_v3 m = piola_v3_make(margin, margin, margin);
+  r.lo = piola_v3_min(piola_v3_add(r.lo, m), c);
+  r.hi = piola_v3_max(piola_v3_sub(r.hi, m), c);
+  return r;
+}
+
+/* Whether cell (i, j, k) is the one where the shrunk vertex box q and the grown triangle box t
+ * (piola_grid_vertex, piola_grid_triangle) are paired: the cell of the low corner of their
+ * intersection, which the vertex looks into and the triangle entered, so that a pair met in
+ * several cells is taken once. */
+PIOLA_FN int piola_pair_cell(piola_box q, piola_box t, piola_real inv_cell, piola_int i,
+                             piola_int j, piola_int k) {
+  return piola_cell_coordinate(fmax(q.lo.x, t.lo.x), inv_cell) == i &&
+         piola_cell_coordinate(fmax(q.lo.y, t.lo.y), inv_cell) == j &&
+         piola_cell_coordinate(fmax(q.lo.z, t.lo.z), inv_cell) == k;
+}
+
+/* The buckets a triangle is entered into: those of the cells its grown box overlaps (at most 3
+ * per axis), each bucket once, since two cells of one triangle may share a bucket and a vertex
+ * looking into it must meet the triangle there once: buckets[0 .. return value). */
+PIOLA_FN int piola_triangle_buckets(piola_box r, piola_real margin, piola_real inv_cell,
+                                    piola_int bucket_mask, piola_int *buckets) {
   piola_int lo[3], hi[3];
-  piola_cell_range(r, inv_cell, 3, lo, hi);
+  piola_cell_range(piola_grid_triangle(r, margin), inv_cell, 3, lo, hi);
   int n = 0;
   for (piola_int i = lo[0]; i <= hi[0]; ++i) {
     for (piola_int j = lo[1]; j <= hi[1]; ++j) {
@@ -180,13 +216,6 @@ PIOLA_FN int piola_triangle_buckets(piola_box r, piola_real margin, piola_real i
     }
   }
   return n;
-}
-
-/* The bucket a vertex with box r looks into: the one of the cell of the box's centre. */
-PIOLA_FN piola_int piola_vertex_bucket(piola_box r, piola_real inv_cell, piola_int bucket_mask) {
-  piola_v3 c = piola_box_center(r);
-  return piola_cell_hash(piola_cell_coordinate(c.x, inv_cell), piola_cell_coordinate(c.y, inv_cell),
-                         piola_cell_coordinate(c.z, inv_cell), bucket_mask);
 }
 
 /* ---- Closest points ------------------------------------------------------------------ */

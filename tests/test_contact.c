@@ -1148,9 +1148,11 @@ void test_opencl_contact_determinism(piola_test *t) {
 
 /* The grid finds every pair once: for every surface vertex, the triangles in the one bucket it
  * looks into whose boxes overlap its own are exactly those a scan of all triangles finds, each
- * once, and no vertex keeps a triangle twice. Four boxes (CPU reference), packed close and
- * dropped onto each other, checked after each of 40 steps with the predicted positions of the
- * next substep (x + h v). Two cells of one triangle that hash to one bucket (which happens here:
+ * once (in the cell where the pair is taken), and no vertex keeps a triangle twice. Four boxes
+ * (CPU reference), packed close and dropped onto each other, the top one thrown down at 60 m/s
+ * (its vertices move farther in a step than a triangle is large, so they look into several
+ * cells: counted), checked after each of 40 steps with the predicted positions of the next
+ * substep (x + h v). Two cells of one triangle that hash to one bucket (which happens here:
  * counted) must not enter it twice; they once did, and such a triangle counted twice in a
  * vertex's mean. */
 void test_contact_grid_finds_every_pair_once(piola_test *t) {
@@ -1166,10 +1168,18 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
     s = ct_add(&sc, &box, at[b][0], at[b][1], at[b][2]);
   }
   REQUIRE_OK(t, s);
+  float *thrown = calloc(3 * (size_t)box.vertex_count, sizeof *thrown);
+  REQUIRE(t, thrown != NULL);
+  for (int32_t i = 0; i < box.vertex_count; ++i) {
+    thrown[3 * i + 1] = -60.0f;
+  }
+  s = piola_body_set_velocities(sc.w, sc.ids[3], thrown, box.vertex_count);
+  free(thrown);
+  REQUIRE_OK(t, s);
   piola_world *w = sc.w;
   const piola_solver_contacts *c = &w->contacts;
   const double h = (double)def.dt / (double)def.substeps, thickness = (double)def.contact_thickness;
-  int64_t pairs = 0, missed = 0, twice = 0, shared_buckets = 0, kept_twice = 0;
+  int64_t pairs = 0, missed = 0, twice = 0, shared_buckets = 0, kept_twice = 0, several = 0;
   for (int32_t step = 0; step < 40 && s == PIOLA_OK; ++step) {
     s = piola_world_step(w);
     for (int32_t v = 0; v < w->vertex_count; ++v) {
@@ -1184,10 +1194,7 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
       piola_box r;
       memcpy(&r, c->triangle_box + 6 * (size_t)tri, sizeof r);
       const int n = piola_triangle_buckets(r, c->margin, inv_cell, c->bucket_mask, buckets);
-      const piola_v3 m = piola_v3_make(c->margin, c->margin, c->margin);
-      r.lo = piola_v3_sub(r.lo, m);
-      r.hi = piola_v3_add(r.hi, m);
-      piola_cell_range(r, inv_cell, 3, lo, hi);
+      piola_cell_range(piola_grid_triangle(r, c->margin), inv_cell, 3, lo, hi);
       shared_buckets += (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1) - n;
     }
     for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
@@ -1195,7 +1202,10 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
       const piola_box vb =
           piola_vertex_box(piola_v3_make(w->x[3 * v], w->x[3 * v + 1], w->x[3 * v + 2]),
                            piola_v3_make(w->p[3 * v], w->p[3 * v + 1], w->p[3 * v + 2]), thickness);
-      const piola_int bucket = piola_vertex_bucket(vb, inv_cell, c->bucket_mask);
+      const piola_box query = piola_grid_vertex(vb, c->margin);
+      piola_int lo[3], hi[3];
+      piola_cell_range(query, inv_cell, 3, lo, hi);
+      several += lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2];
       for (int32_t tri = 0; tri < c->triangle_count; ++tri) {
         piola_box tb;
         memcpy(&tb, c->triangle_box + 6 * (size_t)tri, sizeof tb);
@@ -1204,8 +1214,17 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
         }
         pairs++;
         int found = 0;
-        for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
-          found += c->bucket_triangles[e] == tri;
+        for (piola_int i = lo[0]; i <= hi[0]; ++i) {
+          for (piola_int j = lo[1]; j <= hi[1]; ++j) {
+            for (piola_int k = lo[2]; k <= hi[2]; ++k) {
+              const piola_int bucket = piola_cell_hash(i, j, k, c->bucket_mask);
+              for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
+                found +=
+                    c->bucket_triangles[e] == tri &&
+                    piola_pair_cell(query, piola_grid_triangle(tb, c->margin), inv_cell, i, j, k);
+              }
+            }
+          }
         }
         missed += found == 0;
         twice += found > 1;
@@ -1221,11 +1240,11 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
   CHECK_STATUS(t, s, PIOLA_OK);
   printf("  %lld vertex-triangle pairs with overlapping boxes over 40 steps: %lld missed, %lld "
          "found twice; %lld cells sharing a bucket with another cell of their triangle; %lld "
-         "triangles kept twice by a vertex\n",
+         "vertex queries over several cells; %lld triangles kept twice by a vertex\n",
          (long long)pairs, (long long)missed, (long long)twice, (long long)shared_buckets,
-         (long long)kept_twice);
+         (long long)several, (long long)kept_twice);
   CHECK(t, pairs > 1000);
-  CHECK(t, shared_buckets > 0);
+  CHECK(t, shared_buckets > 0 && several > 0);
   CHECK_MSG(t, missed == 0 && twice == 0 && kept_twice == 0,
             "%lld pairs missed, %lld found twice, %lld kept twice", (long long)missed,
             (long long)twice, (long long)kept_twice);

@@ -167,8 +167,8 @@ void piola_cpu_broad_phase(piola_world *w) {
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
     vertex_extent = fmax(vertex_extent, piola_box_extent(vertex_box(w, sv)));
   }
-  c->cell = piola_cell_size(tri_extent, vertex_extent);
-  c->margin = piola_grid_margin(vertex_extent);
+  c->cell = piola_cell_size(tri_extent, vertex_extent, thickness);
+  c->margin = piola_grid_margin(vertex_extent, thickness);
   const double inv_cell = 1.0 / c->cell;
   /* Counting sort of (triangle, cell) entries by the bucket of the cell, triangles in
    * ascending order within a bucket: count, scan, place. */
@@ -232,37 +232,48 @@ void piola_cpu_narrow_phase(piola_world *w) {
     double keys[K];
     piola_int tris[K], kept = 0;
     int32_t found = 0;
-    const piola_int bucket = piola_vertex_bucket(vb, inv_cell, c->bucket_mask);
-    for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
-      const int32_t t = c->bucket_triangles[e];
-      const piola_box tb = load_box(c->triangle_box, t);
-      if (!piola_boxes_overlap(vb, tb) || !pair_allowed(c, sv, t, thickness)) {
-        continue;
-      }
-      const int32_t *q = c->triangle + 3 * (size_t)t;
-      const int32_t a = c->vertex[q[0]];
-      int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
-      int persistent;
-      const piola_int side = piola_contact_side(
-          x, at3(w->x, a), at3(w->x, b), at3(w->x, d), c->previous_triangle + K * (size_t)sv,
-          c->previous_count[sv], t, c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u,
-          &persistent);
-      if (side) { /* met from the back: corners b and c swapped */
-        const int32_t swap_corner = b;
-        b = d;
-        d = swap_corner;
-      }
-      const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
-      double key;
-      if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
-                                  at3(w->p, b), at3(w->p, d), thickness, persistent, same_body,
-                                  &key) &&
-          (!same_body ||
-           piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
-                                      at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                      c->vertex_reach[sv], thickness))) {
-        found++;
-        piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+    const piola_box query = piola_grid_vertex(vb, c->margin);
+    piola_int lo[3], hi[3];
+    piola_cell_range(query, inv_cell, 3, lo, hi);
+    for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
+      for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
+        for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
+          const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
+          for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
+            const int32_t t = c->bucket_triangles[e];
+            const piola_box tb = load_box(c->triangle_box, t);
+            if (!piola_boxes_overlap(vb, tb) ||
+                !piola_pair_cell(query, piola_grid_triangle(tb, c->margin), inv_cell, ci, cj, ck) ||
+                !pair_allowed(c, sv, t, thickness)) {
+              continue;
+            }
+            const int32_t *q = c->triangle + 3 * (size_t)t;
+            const int32_t a = c->vertex[q[0]];
+            int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
+            int persistent;
+            const piola_int side = piola_contact_side(
+                x, at3(w->x, a), at3(w->x, b), at3(w->x, d), c->previous_triangle + K * (size_t)sv,
+                c->previous_count[sv], t, c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u,
+                &persistent);
+            if (side) { /* met from the back: corners b and c swapped */
+              const int32_t swap_corner = b;
+              b = d;
+              d = swap_corner;
+            }
+            const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
+            double key;
+            if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d),
+                                        at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness,
+                                        persistent, same_body, &key) &&
+                (!same_body ||
+                 piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
+                                            at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
+                                            c->vertex_reach[sv], thickness))) {
+              found++;
+              piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+            }
+          }
+        }
       }
     }
     c->contact_count[sv] = kept;

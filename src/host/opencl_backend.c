@@ -1647,7 +1647,8 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   }
   SET_ARG(KERNEL_CONTACT_GRID, 0, b[BUF_PARTIAL]);
   SET_ARG(KERNEL_CONTACT_GRID, 1, groups);
-  SET_ARG(KERNEL_CONTACT_GRID, 2, b[BUF_GRID]);
+  SET_ARG(KERNEL_CONTACT_GRID, 2, thickness);
+  SET_ARG(KERNEL_CONTACT_GRID, 3, b[BUF_GRID]);
   s = launch(w, KERNEL_CONTACT_GRID, (int32_t)cl->wg, stage);
   if (s == PIOLA_OK) {
     s = zero_buffer(w, BUF_BUCKET_COUNT, 4 * (size_t)buckets);
