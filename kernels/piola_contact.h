@@ -316,30 +316,39 @@ PIOLA_FN int piola_contact_bodies_collide(unsigned int group_a, unsigned int mas
   return (group_a & mask_b) != 0u && (group_b & mask_a) != 0u;
 }
 
-/* Whether a surface vertex may touch a triangle of its own body (with self-collision on and
- * the vertex not a corner of the triangle): their rest distance must reach both two
- * thicknesses (closer pairs, in creases and thin parts, would push the rest shape apart) and
- * the vertex's reach, its longest rest tet edge. A vertex within its reach of a triangle may
- * share a tet with the triangle or be joined by a tet edge to a corner: such a pair meets when
- * a tet between them inverts, and a contact would then hold the tet inverted (the elastic
- * solve, with inversion handling, is what restores it; Irving et al. 2004). Only evaluated
- * after the geometric test, which rejects most pairs more cheaply. */
-PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3 rest_b,
-                                        piola_v3 rest_c, piola_real reach, piola_real thickness) {
-  return piola_point_triangle_distance(rest, rest_a, rest_b, rest_c) >=
-         fmax(PIOLA_R(2.0) * thickness, reach);
+/* The rest distance below which a surface vertex and a triangle of its own body never touch:
+ * two thicknesses (closer pairs, in creases and thin parts, would push the rest shape apart)
+ * or 1.01 times the vertex's reach, its longest rest tet edge. A vertex within its reach of a
+ * triangle may share a tet with the triangle or be joined by a tet edge to a corner: such a
+ * pair meets when a tet between them inverts, and a contact would then hold the tet inverted
+ * (the elastic solve, with inversion handling, is what restores it; Irving et al. 2004). A
+ * corner joined by the longest edge lies exactly at the reach: the 1% keeps float and double
+ * from deciding that pair differently (they did, and the funnel's cross-check parted there). */
+PIOLA_FN piola_real piola_contact_self_bound(piola_real reach, piola_real thickness) {
+  return fmax(PIOLA_R(2.0) * thickness, PIOLA_R(1.01) * reach);
 }
 
-/* A cheap early no for piola_contact_self_allowed(): a corner of the triangle nearer to the
- * vertex than the bound (in the rest shape) puts the triangle nearer too. Rejects the pairs of
- * a vertex's own neighbourhood, most of a body's pairs with itself, before the geometric test. */
+/* Whether a surface vertex may touch a triangle of its own body (with self-collision on and
+ * the vertex not a corner of the triangle): their rest distance exceeds
+ * piola_contact_self_bound(). Only evaluated after the geometric test, which rejects most pairs
+ * more cheaply. */
+PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3 rest_b,
+                                        piola_v3 rest_c, piola_real reach, piola_real thickness) {
+  return piola_point_triangle_distance(rest, rest_a, rest_b, rest_c) >
+         piola_contact_self_bound(reach, thickness);
+}
+
+/* A cheap early no for piola_contact_self_allowed(): a corner of the triangle no farther from
+ * the vertex than the bound (in the rest shape) puts the triangle no farther either. Rejects
+ * the pairs of a vertex's own neighbourhood, most of a body's pairs with itself, before the
+ * geometric test. */
 PIOLA_FN int piola_contact_self_near(piola_v3 rest, piola_v3 rest_a, piola_v3 rest_b,
                                      piola_v3 rest_c, piola_real reach, piola_real thickness) {
-  const piola_real bound = fmax(PIOLA_R(2.0) * thickness, reach);
+  const piola_real bound = piola_contact_self_bound(reach, thickness);
   const piola_real b2 = bound * bound;
   piola_v3 da = piola_v3_sub(rest_a, rest), db = piola_v3_sub(rest_b, rest),
            dc = piola_v3_sub(rest_c, rest);
-  return piola_v3_dot(da, da) < b2 || piola_v3_dot(db, db) < b2 || piola_v3_dot(dc, dc) < b2;
+  return piola_v3_dot(da, da) <= b2 || piola_v3_dot(db, db) <= b2 || piola_v3_dot(dc, dc) <= b2;
 }
 
 /* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)
