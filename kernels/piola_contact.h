@@ -6,13 +6,14 @@
  * step), done once per substep over the motion from the start positions x to the predicted
  * positions p:
  *  - broad phase: boxes around each triangle's and each vertex's motion in the substep; every
- *    triangle is entered into the hashed cells of a uniform grid that its box, grown by half the
- *    largest vertex box (at most by two thicknesses), overlaps (Teschner et al. 2003,
- * "Optimized Spatial Hashing for Collision Detection of Deformable Objects": cell hashing with
- * three large primes), at most once per bucket, and a vertex looks into the cells of its box shrunk
- * by as much (piola_grid_margin): a slow vertex into one cell, the one of its box's centre. A pair
- * met in several cells is taken in one, the cell of the low corner of the two boxes' intersection.
- * Cells are large enough that a triangle enters and a vertex looks into at most 3 x 3 x 3 cells;
+ *    triangle is entered into the hashed cells of a uniform grid that its box, grown by half
+ *    the largest vertex box (at most by two thicknesses), overlaps (Teschner et al. 2003,
+ *    "Optimized Spatial Hashing for Collision Detection of Deformable Objects": cell hashing
+ *    with three large primes), at most once per bucket, and a vertex looks into the cells of
+ *    its box shrunk by as much (piola_grid_margin): a slow vertex into one cell, the one of its
+ *    box's centre. A pair met in several cells is taken in one, the cell of the low corner of
+ *    the two boxes' intersection. Cells are large enough that a triangle enters and a vertex
+ *    looks into at most 3 x 3 x 3 cells;
  *  - narrow phase: a pair is a contact when the boxes overlap, the vertex starts on the outer
  *    side of the triangle (or within a thickness under it, or the pair was a contact in the
  *    previous substep: contacts persist while they last), its predicted position is within
@@ -463,13 +464,12 @@ PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *c
 /* Projects the contact of vertex p (inverse mass w, start position x) with triangle (pa, pb,
  * pc) (inverse masses wa, wb, wc; start positions xa, xb, xc): writes the corrections of the
  * vertex and the three corners into dx[0..3] and the weight of each in its member's mean into
- * weight[0..3] (see the end). Returns 1 when the constraint was violated, else 0 with zero
- * corrections and weights. */
-PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
-                                   piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
-                                   piola_real wa, piola_real wb, piola_real wc,
-                                   piola_real thickness, piola_real friction, piola_v3 dx[4],
-                                   piola_real weight[4]) {
+ * weight[0..3] (see the end); both zero where the constraint holds. */
+PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
+                                    piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
+                                    piola_real wa, piola_real wb, piola_real wc,
+                                    piola_real thickness, piola_real friction, piola_v3 dx[4],
+                                    piola_real weight[4]) {
   const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   for (int k = 0; k < 4; ++k) {
     dx[k] = zero;
@@ -478,13 +478,13 @@ PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v
   piola_v3 n, b;
   piola_real height, lateral;
   if (!piola_contact_frame(p, pa, pb, pc, &n, &height, &b, &lateral) || !(lateral <= thickness)) {
-    return 0;
+    return;
   }
   piola_v3 q = piola_barycentric_point(b, pa, pb, pc);
   piola_real c = piola_contact_gap(height, lateral) - thickness;
   piola_real sum_w = w + b.x * b.x * wa + b.y * b.y * wb + b.z * b.z * wc;
   if (!(c < PIOLA_R(0.0)) || !(sum_w > PIOLA_R(0.0))) {
-    return 0;
+    return;
   }
   /* Push along the normal by the depth, shared by inverse mass and barycentric weight: C = 0 to
    * first order over the triangle; beside it the gap grows by less (by height / gap of it), so
@@ -515,7 +515,6 @@ PIOLA_FN int piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v
   for (int k = 0; k < 4; ++k) {
     weight[k] = piola_v3_length(dx[k]);
   }
-  return 1;
 }
 
 #endif /* PIOLA_CONTACT_H */

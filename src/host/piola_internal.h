@@ -248,7 +248,7 @@ typedef struct piola_solver_contacts {
    * correction times its weight in x, y, z and the weight, its length), and per surface vertex the
    * list of (slot * 4 + corner) entries where it is a triangle's corner, ascending. */
   double cell;
-  double margin;        /* by which a triangle's box grows before it enters the grid */
+  double margin;        /* the grid's margin (piola_grid_margin) */
   double *triangle_box; /* 6 per triangle: lo, hi */
   /* bucket b holds bucket_triangles[bucket_start[b] .. bucket_start[b + 1]): the triangles
    * entered into the cells that hash to b (at most PIOLA_CELLS_PER_TRIANGLE entries each) */
