@@ -272,11 +272,12 @@ PIOLA_FN int piola_collider_may_touch(const piola_collider_data *c, piola_v3 p, 
  * funnel's side), and friction acts on the tangential motion of the particle over the substep
  * relative to the surface point under it, which moved by (v + w x (q - origin)) h. An unposed
  * collider (identity pose at rest) skips the transforms, so it computes exactly what a static
- * collider in world coordinates does. The exact test alone: piola_collider_correction_at()
- * checks the bound first. */
+ * collider in world coordinates does. On contact *normal is the collider's outward unit normal
+ * there (world axes); else it is left as it was. The exact test alone:
+ * piola_collider_correction_at() checks the bound first. */
 PIOLA_FN int piola_collider_correction_exact(const piola_collider_data *c, piola_v3 x_start,
                                              piola_v3 p, piola_real t_end, piola_real h,
-                                             piola_v3 *correction) {
+                                             piola_v3 *correction, piola_v3 *normal) {
   piola_v3 n;
   piola_real depth;
   piola_rigid_pose end;
@@ -296,6 +297,7 @@ PIOLA_FN int piola_collider_correction_exact(const piola_collider_data *c, piola
   if (!(depth > PIOLA_R(0.0))) {
     return 0;
   }
+  *normal = n;
   piola_v3 push = piola_v3_scale(n, depth);
   /* Tangential motion since the start of the substep, after the push, relative to the
    * surface. */
@@ -324,19 +326,21 @@ PIOLA_FN int piola_collider_correction_exact(const piola_collider_data *c, piola
  * contact (0, zero correction), which is what the exact test would give there. */
 PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3 x_start,
                                           piola_v3 p, piola_real t_end, piola_real h,
-                                          piola_v3 *correction) {
+                                          piola_v3 *correction, piola_v3 *normal) {
   if (!piola_collider_may_touch(c, p, t_end)) {
     *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
     return 0;
   }
-  return piola_collider_correction_exact(c, x_start, p, t_end, h, correction);
+  return piola_collider_correction_exact(c, x_start, p, t_end, h, correction, normal);
 }
 
 /* piola_collider_correction_at() with the collider held at its pose at the start of the step
  * (no motion within the substep). */
 PIOLA_FN int piola_collider_correction(const piola_collider_data *c, piola_v3 x_start, piola_v3 p,
                                        piola_v3 *correction) {
-  return piola_collider_correction_at(c, x_start, p, PIOLA_R(0.0), PIOLA_R(0.0), correction);
+  piola_v3 normal;
+  return piola_collider_correction_at(c, x_start, p, PIOLA_R(0.0), PIOLA_R(0.0), correction,
+                                      &normal);
 }
 
 /* piola_collider_correction() applied to *p. */
@@ -345,6 +349,13 @@ PIOLA_FN int piola_collide_particle(const piola_collider_data *c, piola_v3 x_sta
   int hit = piola_collider_correction(c, x_start, *p, &d);
   *p = piola_v3_add(*p, d);
   return hit;
+}
+
+/* A supported vertex (piola_tet_support) at p, which the tet projections held back by `held`
+ * metres from moving along -normal: where it would be without its support, so that the collider
+ * stage pushes it (and spends friction) as it would have without the support. */
+PIOLA_FN piola_v3 piola_unsupported_position(piola_v3 p, piola_v3 normal, piola_real held) {
+  return held > PIOLA_R(0.0) ? piola_v3_sub(p, piola_v3_scale(normal, held)) : p;
 }
 
 #endif /* PIOLA_COLLIDE_H */

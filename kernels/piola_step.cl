@@ -16,6 +16,9 @@
  * predicted position is x + d. Projections and contacts add corrections to d, whose small
  * magnitude keeps them and the velocity v = d / h at full float precision, however small h
  * (an absolute predicted position would round every correction to ulp(x) and v to ulp(x) / h).
+ * d.w is the vertex's support (piola_tet_support): -1 for a free vertex, else the motion (m) the
+ * tet projections held back since the COLLIDE stage that pushed it out of the collider whose
+ * outward normal is support[i] (float4 per vertex, read only where d.w >= 0).
  * Tets are sorted by color; per-tet data is structure of arrays: tet_m holds the 9 entries of
  * M = Dm^-1 (row-major) as 9 planes of `stride` floats, tet_lambda the 2 multipliers as 2
  * planes, so consecutive work-items read consecutive addresses.
@@ -55,6 +58,16 @@ PIOLA_FN float4 piola_displace(float4 d, piola_v3 delta) {
   return (float4)((float)(d.x + delta.x), (float)(d.y + delta.y), (float)(d.z + delta.z), d.w);
 }
 
+/* piola_displace() of a tet's corner, adding the motion its support held back (zero for a free
+ * corner, whose d.w stays -1). */
+PIOLA_FN float4 piola_displace_corner(float4 d, piola_v3 delta, piola_real held) {
+  return (float4)((float)(d.x + delta.x), (float)(d.y + delta.y), (float)(d.z + delta.z),
+                  (float)(d.w + held));
+}
+
+/* The free vertex's d.w (piola_tet_support). */
+#define PIOLA_FREE (-1.0f)
+
 /* The per-tet data and the constants a projection needs, gathered in one place. */
 typedef struct piola_tet_arrays {
   __global const int4 *tets;
@@ -63,6 +76,7 @@ typedef struct piola_tet_arrays {
   __global float *lambda;
   __global const int *material;
   int stride;
+  __global const float4 *support; /* per vertex (see the file comment); 0 in the Jacobi tail */
 } piola_tet_arrays;
 
 /* ---- Per-item stage functions ------------------------------------------------------ */
@@ -72,14 +86,14 @@ typedef struct piola_tet_arrays {
 PIOLA_FN float4 piola_predicted_displacement(float4 xi, float4 *vi, float4 fi, int has_forces,
                                              float4 h_gravity, float h) {
   if (!(xi.w > 0.0f)) {
-    return (float4)(0.0f);
+    return (float4)(0.0f, 0.0f, 0.0f, PIOLA_FREE);
   }
   float4 v = *vi + h_gravity;
   if (has_forces) {
     v += (h * xi.w) * fi;
   }
   *vi = v;
-  return (float4)(h * v.x, h * v.y, h * v.z, 0.0f);
+  return (float4)(h * v.x, h * v.y, h * v.z, PIOLA_FREE);
 }
 
 PIOLA_FN void piola_predict_vertex(__global const float4 *x, __global float4 *v, __global float4 *d,
@@ -113,21 +127,36 @@ PIOLA_FN piola_tet_record piola_load_tet(piola_tet_arrays a, int t) {
 }
 
 /* Projects tet t (its record r) whose corners start the substep at x0..x3 (w: inverse mass)
- * and are displaced by d0..d3; corrections into dx, the multipliers back into a.lambda, returns
- * the flags. */
+ * and are displaced by d0..d3; corrections into dx, the motion held back at supported corners
+ * into held (with a.support; all free without), the multipliers back into a.lambda; returns the
+ * flags. */
 PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_data *materials,
                                   float inv_h2, int t, const piola_tet_record *r, float4 x0,
                                   float4 x1, float4 x2, float4 x3, float4 d0, float4 d1, float4 d2,
-                                  float4 d3, piola_v3 *dx) {
+                                  float4 d3, piola_v3 *dx, piola_real *held) {
   piola_tet_material mat = piola_tet_material_from_data(materials[r->material]);
   piola_real lambda[2] = {r->lambda[0], r->lambda[1]};
+  piola_tet_support support = piola_tet_support_none();
+  const int supported = a.support && (d0.w >= 0.0f || d1.w >= 0.0f || d2.w >= 0.0f || d3.w >= 0.0f);
+  if (supported) {
+    const int corner[4] = {r->q.x, r->q.y, r->q.z, r->q.w};
+    const float dw[4] = {d0.w, d1.w, d2.w, d3.w};
+    for (int k = 0; k < 4; ++k) {
+      if (dw[k] >= 0.0f) {
+        support.normal[k] = piola_v3_from4(a.support[corner[k]]);
+      }
+    }
+  }
   int flags =
       piola_tet_solve(&mat, r->m, r->volume, mat.compliance * inv_h2, piola_position(x0, d0),
                       piola_position(x1, d1), piola_position(x2, d2), piola_position(x3, d3), x0.w,
-                      x1.w, x2.w, x3.w, lambda, dx);
+                      x1.w, x2.w, x3.w, supported ? &support : 0, lambda, dx);
   if (flags & PIOLA_TET_WORKED) {
     a.lambda[t] = (float)lambda[0];
     a.lambda[a.stride + t] = (float)lambda[1];
+  }
+  for (int k = 0; k < 4; ++k) {
+    held[k] = support.held[k];
   }
   return flags;
 }
@@ -135,10 +164,11 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
 /* Projects tet t (its record r) from the current positions x + d; corrections into dx. */
 PIOLA_FN int piola_project_tet(__global const float4 *x, __global const float4 *d,
                                piola_tet_arrays a, __constant piola_material_data *materials,
-                               float inv_h2, int t, const piola_tet_record *r, piola_v3 *dx) {
+                               float inv_h2, int t, const piola_tet_record *r, piola_v3 *dx,
+                               piola_real *held) {
   const int4 q = r->q;
   return piola_project_tet_at(a, materials, inv_h2, t, r, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x],
-                              d[q.y], d[q.z], d[q.w], dx);
+                              d[q.y], d[q.z], d[q.w], dx, held);
 }
 
 /* SOLVE_TETS, Gauss-Seidel: tet t of a color (no two tets of it share a vertex). */
@@ -147,11 +177,12 @@ PIOLA_FN void piola_solve_tet(__global const float4 *x, __global float4 *d, piol
   const piola_tet_record r = piola_load_tet(a, t);
   const int4 q = r.q;
   piola_v3 dx[4];
-  if (piola_project_tet(x, d, a, materials, inv_h2, t, &r, dx) & PIOLA_TET_WORKED) {
-    d[q.x] = piola_displace(d[q.x], dx[0]);
-    d[q.y] = piola_displace(d[q.y], dx[1]);
-    d[q.z] = piola_displace(d[q.z], dx[2]);
-    d[q.w] = piola_displace(d[q.w], dx[3]);
+  piola_real held[4];
+  if (piola_project_tet(x, d, a, materials, inv_h2, t, &r, dx, held) & PIOLA_TET_WORKED) {
+    d[q.x] = piola_displace_corner(d[q.x], dx[0], held[0]);
+    d[q.y] = piola_displace_corner(d[q.y], dx[1], held[1]);
+    d[q.z] = piola_displace_corner(d[q.z], dx[2], held[2]);
+    d[q.w] = piola_displace_corner(d[q.w], dx[3], held[3]);
   }
 }
 
@@ -172,7 +203,9 @@ PIOLA_FN void piola_jacobi_tet(__global const float4 *x, __global const float4 *
                                float inv_h2, int t, int i, __global float4 *delta) {
   const piola_tet_record r = piola_load_tet(a, t);
   piola_v3 dx[4];
-  piola_store_jacobi_delta(delta, i, dx, piola_project_tet(x, d, a, materials, inv_h2, t, &r, dx));
+  piola_real held[4]; /* zero: the tail's corners are free (a.support is 0) */
+  piola_store_jacobi_delta(delta, i, dx,
+                           piola_project_tet(x, d, a, materials, inv_h2, t, &r, dx, held));
 }
 
 /* SOLVE_TETS, Jacobi tail: the corrections of tail vertex i summed in list order (w: how many
@@ -201,16 +234,25 @@ PIOLA_FN void piola_jacobi_vertex(__global float4 *d, __global const int *vertic
   }
 }
 
-/* COLLIDE: the displacement di of a vertex starting the substep at xi, projected out of every
+/* COLLIDE: the displacement di of vertex i starting the substep at xi, projected out of every
  * collider, in order, each at its pose at the end of the substep (t_end seconds into the step;
- * h the substep). */
+ * h the substep), from where it would be without its support; the vertex is supported by the
+ * last collider that pushed it (its normal into support[i]) or free (piola_tet_support). */
 PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
                                             __constant piola_collider_data *colliders,
-                                            int collider_count, float t_end, float h) {
+                                            int collider_count, float t_end, float h,
+                                            __global float4 *support, int i) {
   if (!(xi.w > 0.0f)) {
     return di;
   }
   piola_v3 xs = piola_v3_from4(xi);
+  piola_v3 n = piola_v3_make(0.0f, 0.0f, 0.0f);
+  if (di.w >= 0.0f) {
+    n = piola_v3_from4(support[i]);
+    const piola_v3 u = piola_unsupported_position(piola_v3_from4(di), n, di.w);
+    di = (float4)(u.x, u.y, u.z, di.w);
+  }
+  int pushed = 0;
   for (int c = 0; c < collider_count; ++c) {
     /* The bound first, on the record in constant memory: most colliders are far away. */
     __constant piola_collider_data *k = &colliders[c];
@@ -223,17 +265,23 @@ PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
     }
     piola_collider_data col = colliders[c];
     piola_v3 correction;
-    if (piola_collider_correction_exact(&col, xs, piola_position(xi, di), t_end, h, &correction)) {
+    if (piola_collider_correction_exact(&col, xs, piola_position(xi, di), t_end, h, &correction,
+                                        &n)) {
       di = piola_displace(di, correction);
+      pushed = 1;
     }
   }
+  if (pushed) {
+    support[i] = (float4)(n.x, n.y, n.z, 0.0f);
+  }
+  di.w = pushed ? 0.0f : PIOLA_FREE;
   return di;
 }
 
 PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
                                    __constant piola_collider_data *colliders, int collider_count,
-                                   float t_end, float h, int i) {
-  d[i] = piola_collided_displacement(x[i], d[i], colliders, collider_count, t_end, h);
+                                   float t_end, float h, __global float4 *support, int i) {
+  d[i] = piola_collided_displacement(x[i], d[i], colliders, collider_count, t_end, h, support, i);
 }
 
 /* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
@@ -265,10 +313,10 @@ PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d
                                     __global const float *tet_volume, __global float *tet_lambda,
                                     __global const int *tet_material,
                                     __constant piola_material_data *materials, int first, int count,
-                                    int stride, float inv_h2) {
+                                    int stride, float inv_h2, __global const float4 *support) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
+    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride, support};
     piola_solve_tet(x, d, a, materials, inv_h2, first + i);
   }
 }
@@ -282,7 +330,7 @@ PIOLA_KERNEL void piola_solve_jacobi(__global const float4 *x, __global const fl
                                      int count, int stride, float inv_h2, __global float4 *delta) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
+    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride, 0};
     piola_jacobi_tet(x, d, a, materials, inv_h2, first + i, i, delta);
   }
 }
@@ -427,10 +475,10 @@ PIOLA_KERNEL void piola_solve_cloth_bends(__global const float4 *x, __global flo
 
 PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
                                 __constant piola_collider_data *colliders, int collider_count,
-                                int count, float t_end, float h) {
+                                int count, float t_end, float h, __global float4 *support) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_collide_vertex(x, d, colliders, collider_count, t_end, h, i);
+    piola_collide_vertex(x, d, colliders, collider_count, t_end, h, support, i);
   }
 }
 
@@ -453,13 +501,14 @@ PIOLA_FN void piola_solve_tet_local(__local const float4 *x, __local float4 *d, 
                                     const piola_tet_record *r, int v0) {
   const int4 q = r->q - (int4)(v0);
   piola_v3 dx[4];
+  piola_real held[4];
   if (piola_project_tet_at(a, materials, inv_h2, t, r, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x],
-                           d[q.y], d[q.z], d[q.w], dx) &
+                           d[q.y], d[q.z], d[q.w], dx, held) &
       PIOLA_TET_WORKED) {
-    d[q.x] = piola_displace(d[q.x], dx[0]);
-    d[q.y] = piola_displace(d[q.y], dx[1]);
-    d[q.z] = piola_displace(d[q.z], dx[2]);
-    d[q.w] = piola_displace(d[q.w], dx[3]);
+    d[q.x] = piola_displace_corner(d[q.x], dx[0], held[0]);
+    d[q.y] = piola_displace_corner(d[q.y], dx[1], held[1]);
+    d[q.z] = piola_displace_corner(d[q.z], dx[2], held[2]);
+    d[q.w] = piola_displace_corner(d[q.w], dx[3], held[3]);
   }
 }
 
@@ -469,9 +518,11 @@ PIOLA_FN void piola_jacobi_tet_local(__local const float4 *x, __local const floa
   const piola_tet_record r = piola_load_tet(a, t);
   const int4 q = r.q - (int4)(v0);
   piola_v3 dx[4];
+  piola_real held[4]; /* zero: the tail's corners are free */
+  a.support = 0;
   piola_store_jacobi_delta(delta, i, dx,
                            piola_project_tet_at(a, materials, inv_h2, t, &r, x[q.x], x[q.y], x[q.z],
-                                                x[q.w], d[q.x], d[q.y], d[q.z], d[q.w], dx));
+                                                x[q.w], d[q.x], d[q.y], d[q.z], d[q.w], dx, held));
 }
 
 /* PIOLA_PREFETCH (default 1): the per-body kernel loads each work-item's record of the next
@@ -503,13 +554,13 @@ PIOLA_KERNEL void piola_substep_bodies(
     __global const int *jacobi_start, __global const int *jacobi_incidence, __global float4 *delta,
     int color_count, int iterations, int stride, int jacobi_first, float4 h_gravity, float h,
     float inv_h, float inv_h2, float damp, float omega, int part, float collider_t_end,
-    __local float4 *on_chip, int on_chip_vertices) {
+    __local float4 *on_chip, int on_chip_vertices, __global float4 *support) {
   __local float4 *lx = on_chip, *ld = on_chip + on_chip_vertices;
   const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
   const int tail_first = body_jacobi[4 * b], tail_count = body_jacobi[4 * b + 1];
   const int tv_first = body_jacobi[4 * b + 2], tv_count = body_jacobi[4 * b + 3];
-  piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride};
+  piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride, support};
   /* The body on chip; PREDICT unless this is an iteration of its own */
   for (int i = lid; i < nv; i += nl) {
     float4 xi = x[v0 + i];
@@ -587,10 +638,11 @@ PIOLA_KERNEL void piola_substep_bodies(
     /* COLLIDE */
     if (collider_count > 0 && part == 0) {
       for (int i = lid; i < nv; i += nl) {
-        ld[i] =
-            piola_collided_displacement(lx[i], ld[i], colliders, collider_count, collider_t_end, h);
+        ld[i] = piola_collided_displacement(lx[i], ld[i], colliders, collider_count, collider_t_end,
+                                            h, support, v0 + i);
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
+      /* the supports are read by the next iteration's tets */
+      barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
   }
   /* Back to global memory; UPDATE_VELOCITIES with the whole substep */

@@ -295,17 +295,47 @@ PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_
   return psi > PIOLA_R(0.0) ? volume * psi : PIOLA_R(0.0);
 }
 
+/* Corners of a tet that rest on a collider. A vertex that a collider pushed out in the last
+ * COLLIDE stage of this substep is supported: normal[k] is that collider's outward unit normal
+ * (zero for a free corner). The projection does not move a supported corner into its collider:
+ * where its correction would point inwards, the normal part of its gradient is taken out of its
+ * mass (the filtered mass of a constrained particle, Baraff, Witkin 1998, "Large Steps in Cloth
+ * Simulation", Sec. 5.3, here one-sided), so the projection moves the tet's other corners
+ * instead, and held[k] accumulates the motion withheld (m, along -normal[k]). The collider takes
+ * that motion back as penetration in its next stage (piola_unsupported_position, piola_collide.h):
+ * its push is the same, and so is the friction that the push pays for, but the tet keeps its
+ * shape. Without this a resting body's weight, in an unconverged solve, pushed its sole into the
+ * ground in every iteration and the collider put each vertex back on the surface on its own, so
+ * a tet with its four corners on the ground stayed flat (det F = 0). Motion along the surface is
+ * untouched, so momentum along it is kept. */
+typedef struct piola_tet_support {
+  piola_v3 normal[4];
+  piola_real held[4];
+} piola_tet_support;
+
+/* Four free corners. */
+PIOLA_FN piola_tet_support piola_tet_support_none(void) {
+  piola_tet_support s;
+  for (int k = 0; k < 4; ++k) {
+    s.normal[k] = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+    s.held[k] = PIOLA_R(0.0);
+  }
+  return s;
+}
+
 /* One projection of a tet's energy constraint (see the module comment): the position
  * corrections dx[0..3] of the vertices at x0..x3, which the caller adds (returned as
  * corrections, not new positions, so that a float caller can add them to a small displacement
  * and keep their precision). *lambda accumulates the multiplier (for PBD, the step -U^/S, kept
  * as a record that the projection did work). alpha_tilde = compliance / h^2 (ignored for PBD).
- * Returns PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags; dx is zero unless WORKED. */
+ * support: the corners resting on colliders, whose held motion it adds to (0 where all four are
+ * free). Returns PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags; dx is
+ * zero unless WORKED. */
 PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
                                   piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
                                   piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
-                                  piola_real w3, int sign_by_measure, piola_real *lambda,
-                                  piola_v3 *dx) {
+                                  piola_real w3, piola_tet_support *support, int sign_by_measure,
+                                  piola_real *lambda, piola_v3 *dx) {
   piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   dx[0] = dx[1] = dx[2] = dx[3] = zero;
   piola_m3 f = piola_tet_deformation(x0, x1, x2, x3, dm_inv);
@@ -330,6 +360,22 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
   piola_real w_max = fmax(fmax(w0, w1), fmax(w2, w3));
   int xpbd = mat->solver == PIOLA_TET_SOLVER_XPBD;
   piola_real c2 = PIOLA_R(2.0) * u;
+  piola_real c = sign_by_measure && measure < PIOLA_R(0.0) ? -sqrt(c2) : sqrt(c2);
+  piola_real num = -(c + alpha_tilde * (*lambda));
+  /* Supported corners (see piola_tet_support): the step has the sign of `direction` (the
+   * denominator is positive), so corner k would move into its collider where direction
+   * (g_k . n_k) < 0; that normal part gn[k] of its gradient is then taken out of its mass. */
+  const piola_v3 g[4] = {g0, g1, g2, g3};
+  const piola_real wk[4] = {w0, w1, w2, w3};
+  piola_real gn[4] = {PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0)};
+  if (support) {
+    const piola_real direction = xpbd ? num * c : -u;
+    for (int k = 0; k < 4; ++k) {
+      const piola_real d = piola_v3_dot(g[k], support->normal[k]);
+      gn[k] = direction * d < PIOLA_R(0.0) ? d : PIOLA_R(0.0);
+      s -= wk[k] * gn[k] * gn[k];
+    }
+  }
   piola_real denominator = xpbd ? s + alpha_tilde * c2 : s;
   if (!(w_max > PIOLA_R(0.0)) ||
       !(denominator > PIOLA_DENOMINATOR_EPSILON * w_max * u * u * piola_m3_frobenius2(dm_inv))) {
@@ -337,18 +383,22 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
   }
   piola_real step, dlambda;
   if (xpbd) {
-    piola_real c = sign_by_measure && measure < PIOLA_R(0.0) ? -sqrt(c2) : sqrt(c2);
-    piola_real num = -(c + alpha_tilde * (*lambda));
     step = num * c / denominator;
     dlambda = num * c2 / denominator;
   } else {
     step = -u / denominator;
     dlambda = step;
   }
-  dx[0] = piola_v3_scale(g0, w0 * step);
-  dx[1] = piola_v3_scale(g1, w1 * step);
-  dx[2] = piola_v3_scale(g2, w2 * step);
-  dx[3] = piola_v3_scale(g3, w3 * step);
+  for (int k = 0; k < 4; ++k) {
+    dx[k] = piola_v3_scale(g[k], wk[k] * step);
+  }
+  if (support) {
+    for (int k = 0; k < 4; ++k) {
+      const piola_real withheld = wk[k] * step * gn[k];
+      dx[k] = piola_v3_sub(dx[k], piola_v3_scale(support->normal[k], withheld));
+      support->held[k] -= withheld;
+    }
+  }
   *lambda += dlambda;
   return flags | PIOLA_TET_WORKED;
 }
@@ -368,21 +418,22 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
 PIOLA_FN int piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
                              piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
                              piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
-                             piola_real w3, piola_real *lambda, piola_v3 *dx) {
+                             piola_real w3, piola_tet_support *support, piola_real *lambda,
+                             piola_v3 *dx) {
   if (!mat->split || mat->solver != PIOLA_TET_SOLVER_XPBD) {
-    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2, w3, 0,
-                                &lambda[0], dx);
+    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2, w3,
+                                support, 0, &lambda[0], dx);
   }
   piola_tet_material part = *mat;
   part.lambda = PIOLA_R(0.0);
   int flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2,
-                                   w3, 0, &lambda[0], dx);
+                                   w3, support, 0, &lambda[0], dx);
   piola_v3 dl[4];
   part.lambda = mat->lambda;
   part.mu = PIOLA_R(0.0);
-  flags |= piola_tet_correction(&part, dm_inv, volume, alpha_tilde, piola_v3_add(x0, dx[0]),
-                                piola_v3_add(x1, dx[1]), piola_v3_add(x2, dx[2]),
-                                piola_v3_add(x3, dx[3]), w0, w1, w2, w3, 1, &lambda[1], dl);
+  flags |= piola_tet_correction(
+      &part, dm_inv, volume, alpha_tilde, piola_v3_add(x0, dx[0]), piola_v3_add(x1, dx[1]),
+      piola_v3_add(x2, dx[2]), piola_v3_add(x3, dx[3]), w0, w1, w2, w3, support, 1, &lambda[1], dl);
   for (int k = 0; k < 4; ++k) {
     dx[k] = piola_v3_add(dx[k], dl[k]);
   }
@@ -396,7 +447,7 @@ PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, p
                                piola_real w3, piola_real *lambda) {
   piola_v3 dx[4];
   int flags = piola_tet_correction(mat, dm_inv, volume, alpha_tilde, *x0, *x1, *x2, *x3, w0, w1, w2,
-                                   w3, 0, lambda, dx);
+                                   w3, 0, 0, lambda, dx);
   *x0 = piola_v3_add(*x0, dx[0]);
   *x1 = piola_v3_add(*x1, dx[1]);
   *x2 = piola_v3_add(*x2, dx[2]);

@@ -24,10 +24,12 @@ static piola_m3 load_m3(const double *a, int32_t i) {
   return m;
 }
 
-/* v += h (g + f / m); p = x + h v for free vertices; pinned ones (w = 0) stay. */
+/* v += h (g + f / m); p = x + h v for free vertices; pinned ones (w = 0) stay. Every vertex
+ * leaves its support (piola_tet_support). */
 static void predict(piola_world *w, double h) {
   const double g[3] = {w->def.gravity[0], w->def.gravity[1], w->def.gravity[2]};
   for (int32_t i = 0; i < w->vertex_count; ++i) {
+    w->solver.support[4 * (size_t)i + 3] = -1.0;
     double *x = w->x + 3 * (size_t)i, *p = w->p + 3 * (size_t)i, *v = w->v + 3 * (size_t)i;
     if (w->w[i] > 0.0) {
       const double *f = w->f != NULL ? w->f + 3 * (size_t)i : NULL;
@@ -41,14 +43,34 @@ static void predict(piola_world *w, double h) {
   }
 }
 
-/* The corrections dx[0..3] of tet t from the current predicted positions; returns flags. */
-static int project(piola_world *w, int32_t t, double inv_h2, piola_v3 dx[4]) {
+/* The corrections dx[0..3] of tet t from the current predicted positions; returns flags. With
+ * `supported`, corners resting on colliders are supported (piola_tet_support) and their held
+ * motion is added to; else all four are free (the Jacobi tail). */
+static int project(piola_world *w, int32_t t, double inv_h2, bool supported, piola_v3 dx[4]) {
   const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
   const piola_tet_material *mat = &w->materials[w->solver.tet_material[t]].constants;
-  return piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
-                         mat->compliance * inv_h2, load3(w->p, q[0]), load3(w->p, q[1]),
-                         load3(w->p, q[2]), load3(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
-                         w->w[q[3]], &w->solver.tet_lambda[2 * (size_t)t], dx);
+  piola_tet_support support = piola_tet_support_none();
+  double *rest[4] = {NULL, NULL, NULL, NULL};
+  bool any = false;
+  for (int k = 0; k < 4 && supported; ++k) {
+    double *r = w->solver.support + 4 * (size_t)q[k];
+    if (r[3] >= 0.0) {
+      rest[k] = r;
+      support.normal[k] = piola_v3_make(r[0], r[1], r[2]);
+      any = true;
+    }
+  }
+  const int flags =
+      piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
+                      mat->compliance * inv_h2, load3(w->p, q[0]), load3(w->p, q[1]),
+                      load3(w->p, q[2]), load3(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
+                      w->w[q[3]], any ? &support : NULL, &w->solver.tet_lambda[2 * (size_t)t], dx);
+  for (int k = 0; k < 4; ++k) {
+    if (rest[k] != NULL && (flags & PIOLA_TET_WORKED)) {
+      rest[k][3] += support.held[k];
+    }
+  }
+  return flags;
 }
 
 static void add3(double *a, int32_t i, piola_v3 d) {
@@ -61,7 +83,7 @@ static void add3(double *a, int32_t i, piola_v3 d) {
 static void solve_range(piola_world *w, int32_t first, int32_t count, double inv_h2) {
   piola_v3 x[4]; /* corrections */
   for (int32_t t = first; t < first + count; ++t) {
-    if (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) {
+    if (project(w, t, inv_h2, true, x) & PIOLA_TET_WORKED) {
       const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
       for (int k = 0; k < 4; ++k) {
         add3(w->p, q[k], x[k]);
@@ -78,7 +100,7 @@ static void jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t v
                          int32_t vcount, double inv_h2) {
   piola_v3 x[4];
   for (int32_t t = first; t < first + count; ++t) {
-    const int worked = (project(w, t, inv_h2, x) & PIOLA_TET_WORKED) != 0;
+    const int worked = (project(w, t, inv_h2, false, x) & PIOLA_TET_WORKED) != 0;
     for (int k = 0; k < 4; ++k) {
       double *d =
           w->solver.jacobi_delta + 16 * (size_t)(t - w->solver.jacobi_first) + 4 * (size_t)k;
@@ -192,19 +214,27 @@ static void solve_cloth(piola_world *w, double h) {
 }
 
 /* Every free vertex projected out of every collider, in order, each at its pose at the end of
- * the substep (w->collider_time into the step). */
+ * the substep (w->collider_time into the step), from where it would be without its support;
+ * a vertex that a collider pushed is supported by the last such collider until the next
+ * COLLIDE, the others are free (piola_tet_support). */
 static void collide(piola_world *w, double h) {
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     if (!(w->w[i] > 0.0)) {
       continue;
     }
+    double *support = w->solver.support + 4 * (size_t)i;
     piola_v3 x = load3(w->x, i), p = load3(w->p, i);
+    piola_v3 n = piola_v3_make(support[0], support[1], support[2]);
+    p = piola_unsupported_position(p, n, support[3]);
+    int pushed = 0;
     for (int32_t c = 0; c < w->collider_count; ++c) {
       piola_v3 d;
-      piola_collider_correction_at(&w->colliders[c], x, p, w->collider_time, h, &d);
+      pushed |= piola_collider_correction_at(&w->colliders[c], x, p, w->collider_time, h, &d, &n);
       p = piola_v3_add(p, d);
     }
     store3(w->p, i, p);
+    store3(support, 0, n);
+    support[3] = pushed ? 0.0 : -1.0;
   }
 }
 

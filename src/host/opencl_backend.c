@@ -112,6 +112,7 @@ enum {
   BUF_BODY_VERTEX,
   BUF_BODY_COLOR,
   BUF_BODY_JACOBI,
+  BUF_SUPPORT, /* per vertex: the normal of the collider it rests on (piola_tet_support) */
   /* contacts (piola_contact.cl) */
   BUF_SV_VERTEX,
   BUF_SV_BODY,
@@ -1157,6 +1158,7 @@ static piola_status upload_all(piola_world *w) {
       {BUF_BODY_VERTEX, 8 * nb},
       {BUF_BODY_COLOR, 8 * nb * nc},
       {BUF_BODY_JACOBI, 16 * nb},
+      {BUF_SUPPORT, 16 * nv},
       {BUF_SV_VERTEX, 4 * nsv},
       {BUF_SV_BODY, 4 * nsv},
       {BUF_SV_REST, 16 * nsv},
@@ -1795,6 +1797,7 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   SET_ARG(KERNEL_SOLVE, 7, b[BUF_MATERIALS]);
   SET_ARG(KERNEL_SOLVE, 10, stride);
   SET_ARG(KERNEL_SOLVE, 11, inv_h2);
+  SET_ARG(KERNEL_SOLVE, 12, b[BUF_SUPPORT]);
   for (int32_t c = 0; c < w->solver.color_count; ++c) {
     cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
     SET_ARG(KERNEL_SOLVE, 8, first);
@@ -1992,6 +1995,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     cl_float t_end = (cl_float)w->collider_time, hf = (cl_float)h;
     SET_ARG(KERNEL_COLLIDE, 5, t_end);
     SET_ARG(KERNEL_COLLIDE, 6, hf);
+    SET_ARG(KERNEL_COLLIDE, 7, b[BUF_SUPPORT]);
     return launch(w, KERNEL_COLLIDE, nv, stage);
   }
   case PIOLA_STAGE_UPDATE_VELOCITIES: {
@@ -2104,6 +2108,7 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   CL_CHECK(ocl_set_arg(cl->faults, cl->kernels[k], 32, body_local_bytes(w), NULL));
   cl_int on_chip_vertices = w->solver.max_body_vertices;
   SET_ARG(k, 33, on_chip_vertices);
+  SET_ARG(k, 34, b[BUF_SUPPORT]);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));

@@ -213,6 +213,11 @@ typedef struct piola_solver_tets {
   int32_t jacobi_vertex_count;
   int32_t *jacobi_vertices, *jacobi_start, *jacobi_incidence;
   double *jacobi_delta;
+  /* CPU reference, 4 per world vertex: the support of the vertex in the tet projections
+   * (piola_tet_support): the outward unit normal of the collider that pushed it out in this
+   * substep's last COLLIDE stage and the motion the projections held back since (m); a held
+   * value below zero marks a free vertex. PREDICT frees every vertex. */
+  double *support;
   /* Per body of the solver arrays (the live bodies in slot order), for the per-body schedule:
    * body_vertex (first, count) of its vertices; body_color (first, count) of its tets in each
    * of the color_count colors; body_jacobi (first, count) of its tail tets and (first, count)

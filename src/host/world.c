@@ -96,6 +96,7 @@ static void free_solver_tets(piola_solver_tets *st) {
   free(st->jacobi_start);
   free(st->jacobi_incidence);
   free(st->jacobi_delta);
+  free(st->support);
   free(st->body_vertex);
   free(st->body_color);
   free(st->body_jacobi);
@@ -2227,10 +2228,11 @@ piola_status piola_world_build_tets(piola_world *w) {
   nw.body_vertex = malloc(sizeof(int32_t) * 2 * nb);
   nw.body_color = malloc(sizeof(int32_t) * 2 * nb * (size_t)(colors > 0 ? colors : 1));
   nw.body_jacobi = malloc(sizeof(int32_t) * 4 * nb);
+  nw.support = calloc(4 * (size_t)(w->vertex_count > 0 ? w->vertex_count : 1), sizeof(double));
   if (!nw.tet_vertices || !nw.tet_m || !nw.tet_volume || !nw.tet_lambda || !nw.tet_material ||
       !nw.tet_body || !nw.tet_local || !nw.color_first || !nw.color_size || !nw.plastic_tet ||
       !nw.plastic_dm_rest || !nw.plastic_strain || !nw.body_vertex || !nw.body_color ||
-      !nw.body_jacobi) {
+      !nw.body_jacobi || !nw.support) {
     free_solver_tets(&nw);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
