@@ -376,6 +376,59 @@ void test_projection_skips_rest_and_pinned(piola_test *t) {
   CHECK(t, !(flags & PIOLA_TET_WORKED) && x[1].x == 1.5);
 }
 
+/* Corners resting on a collider (piola_tet_support): a tet lying on the ground (corners 0, 1
+ * and 3 on y = 0) squashed from above. Free, its projection pushes the base corners down; with
+ * the base supported by the ground (normal +y) none moves down, the motion held back is
+ * recorded, the momentum of the correction counting the held motion is zero (as a free
+ * projection's is), the tangential momentum is zero, and the energy still drops. A top corner
+ * supported by the same normal moves up freely (nothing held). No support and four zero normals
+ * give the same correction, bitwise. */
+void test_projection_supported_corner(piola_test *t) {
+  piola_tet_material m = material(PIOLA_TET_MODEL_NEOHOOKEAN, PIOLA_TET_INVERSION_ON, 0.3);
+  m.split = 1;
+  const piola_m3 dm_inv = piola_m3_identity(); /* rest: (0,0,0), (1,0,0), (0,1,0), (0,0,1) */
+  const piola_v3 x[4] = {piola_v3_make(0, 0, 0), piola_v3_make(1, 0, 0),
+                         piola_v3_make(0.1, 0.5, 0.05), piola_v3_make(0, 0, 1)};
+  const double alpha = 1e-3, volume = 1.0 / 6.0;
+  const piola_v3 up = piola_v3_make(0, 1, 0), zero = piola_v3_make(0, 0, 0);
+  double l_free[2] = {0, 0}, l_zero[2] = {0, 0}, l_held[2] = {0, 0};
+  piola_v3 d_free[4], d_zero[4], d_held[4];
+  int f_free = piola_tet_solve(&m, dm_inv, volume, alpha, x[0], x[1], x[2], x[3], 1, 1, 1, 1, NULL,
+                               l_free, d_free);
+  piola_tet_support none = piola_tet_support_none();
+  int f_zero = piola_tet_solve(&m, dm_inv, volume, alpha, x[0], x[1], x[2], x[3], 1, 1, 1, 1, &none,
+                               l_zero, d_zero);
+  CHECK(t, (f_free & PIOLA_TET_WORKED) && f_zero == f_free);
+  CHECK(t, l_free[0] == l_zero[0] && l_free[1] == l_zero[1]);
+  for (int k = 0; k < 4; ++k) {
+    CHECK(t, d_free[k].x == d_zero[k].x && d_free[k].y == d_zero[k].y &&
+                 d_free[k].z == d_zero[k].z && none.held[k] == 0.0);
+  }
+  CHECK_MSG(t, d_free[0].y < 0.0 && d_free[1].y < 0.0 && d_free[3].y < 0.0,
+            "free: the base corners move by %g %g %g along y", d_free[0].y, d_free[1].y,
+            d_free[3].y);
+  piola_tet_support ground = piola_tet_support_none();
+  ground.normal[0] = ground.normal[1] = ground.normal[2] = ground.normal[3] = up;
+  int f_held = piola_tet_solve(&m, dm_inv, volume, alpha, x[0], x[1], x[2], x[3], 1, 1, 1, 1,
+                               &ground, l_held, d_held);
+  CHECK(t, f_held & PIOLA_TET_WORKED);
+  piola_v3 momentum = zero, moved[4];
+  for (int k = 0; k < 4; ++k) {
+    CHECK_MSG(t, d_held[k].y >= -1e-15 && ground.held[k] >= 0.0,
+              "corner %d: moves %g along y, held %g", k, d_held[k].y, ground.held[k]);
+    momentum = piola_v3_add(momentum, piola_v3_sub(d_held[k], piola_v3_scale(up, ground.held[k])));
+    moved[k] = piola_v3_add(x[k], d_held[k]);
+  }
+  CHECK(t, ground.held[0] > 0.0 && ground.held[1] > 0.0 && ground.held[3] > 0.0);
+  CHECK_MSG(t, ground.held[2] == 0.0 && d_held[2].y > 0.0, "top corner: held %g, moves %g",
+            ground.held[2], d_held[2].y);
+  CHECK_MSG(t, piola_v3_length(momentum) < 1e-12, "momentum with the held motion %g",
+            piola_v3_length(momentum));
+  const double before = piola_tet_energy(&m, dm_inv, volume, x[0], x[1], x[2], x[3]);
+  const double after = piola_tet_energy(&m, dm_inv, volume, moved[0], moved[1], moved[2], moved[3]);
+  CHECK_MSG(t, after < before, "energy %g -> %g", before, after);
+}
+
 void test_plastic_update(piola_test *t) {
   /* Pure shear beyond yield: plastic strain grows towards the deviatoric elastic strain, is
    * capped, and the effective M makes F_e smaller than F. */
