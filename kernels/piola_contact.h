@@ -7,9 +7,9 @@
  * positions p:
  *  - broad phase: boxes around each triangle's and each vertex's motion in the substep; every
  *    triangle is entered into the hashed cells of a uniform grid that its box, grown by half
- *    the largest vertex box (at most by two thicknesses), overlaps (Teschner et al. 2003,
+ *    the largest vertex box (at most by one thickness), overlaps (Teschner et al. 2003,
  *    "Optimized Spatial Hashing for Collision Detection of Deformable Objects": cell hashing
- *    with three large primes), at most once per bucket, and a vertex looks into the cells of
+ *    with large primes), at most once per bucket, and a vertex looks into the cells of
  *    its box shrunk by as much (piola_grid_margin): a slow vertex into one cell, the one of its
  *    box's centre. A pair met in several cells is taken in one, the cell of the low corner of
  *    the two boxes' intersection. Cells are large enough that a triangle enters and a vertex
@@ -118,11 +118,13 @@ PIOLA_FN piola_int piola_cell_coordinate(piola_real c, piola_real inv_cell) {
   return (piola_int)fmin(fmax(f, PIOLA_R(-1.0e9)), PIOLA_R(1.0e9));
 }
 
-/* Bucket of cell (i, j, k) in a table of mask + 1 buckets (a power of two); Teschner et al.
- * 2003's primes, in unsigned arithmetic so that the wrap-around is defined. */
+/* Bucket of cell (i, j, k) in a table of mask + 1 buckets (a power of two): Teschner et al.
+ * 2003's primes for i and j, XOR-ed, plus k, so that cells next to each other along z take
+ * neighbouring buckets (a triangle's cells and a vertex's share cache lines); in unsigned
+ * arithmetic so that the wrap-around is defined. */
 PIOLA_FN piola_int piola_cell_hash(piola_int i, piola_int j, piola_int k, piola_int mask) {
   unsigned int h =
-      ((unsigned int)i * 73856093u) ^ ((unsigned int)j * 19349663u) ^ ((unsigned int)k * 83492791u);
+      (((unsigned int)i * 73856093u) ^ ((unsigned int)j * 19349663u)) + (unsigned int)k;
   return (piola_int)(h & (unsigned int)mask);
 }
 
@@ -142,16 +144,16 @@ PIOLA_FN void piola_cell_range(piola_box r, piola_real inv_cell, piola_int most,
   hi[2] = piola_imin(piola_cell_coordinate(r.hi.z, inv_cell), lo[2] + most - 1);
 }
 
-/* The grid's margin R: half the largest vertex box, but at most two thicknesses. A triangle
+/* The grid's margin R: half the largest vertex box, but at most one thickness. A triangle
  * enters the grid with its box grown by 1.01 R (the 1% against rounding) and a vertex looks
  * into the cells of its box shrunk by R on every side: a vertex box that overlaps a triangle's
  * box has its centre within R of the grown box plus the rest of its half-extent, so the shrunk
- * box meets the grown one. A vertex box no larger than 2 R (a vertex moving less than about two
- * thicknesses in the substep) shrinks to its centre: one cell. A faster vertex looks into more
+ * box meets the grown one. A vertex box no larger than 2 R (a vertex moving less than about a
+ * thickness in the substep) shrinks to its centre: one cell. A faster vertex looks into more
  * cells instead of every triangle growing by its motion, which in a pile crushed by a large
  * step made every cell hold the triangles of a wide neighbourhood. */
 PIOLA_FN piola_real piola_grid_margin(piola_real vertex_extent, piola_real thickness) {
-  return fmin(PIOLA_R(0.5) * vertex_extent, PIOLA_R(2.0) * thickness);
+  return fmin(PIOLA_R(0.5) * vertex_extent, PIOLA_R(1.0) * thickness);
 }
 
 /* The cell size: at least half the largest grown triangle box and the largest shrunk vertex box
