@@ -61,8 +61,9 @@ PIOLA_FN float4 piola_displace(float4 d, piola_v3 delta) {
 /* piola_displace() of a tet's corner, adding the motion its support held back (zero for a free
  * corner, whose d.w stays -1). */
 PIOLA_FN float4 piola_displace_corner(float4 d, piola_v3 delta, piola_real held) {
-  return (float4)((float)(d.x + delta.x), (float)(d.y + delta.y), (float)(d.z + delta.z),
-                  (float)(d.w + held));
+  float4 moved = piola_displace(d, delta);
+  moved.w = (float)(d.w + held);
+  return moved;
 }
 
 /* The free vertex's d.w (piola_tet_support). */

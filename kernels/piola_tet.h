@@ -329,8 +329,7 @@ PIOLA_FN piola_tet_support piola_tet_support_none(void) {
  * and keep their precision). *lambda accumulates the multiplier (for PBD, the step -U^/S, kept
  * as a record that the projection did work). alpha_tilde = compliance / h^2 (ignored for PBD).
  * support: the corners resting on colliders, whose held motion it adds to (0 where all four are
- * free). Returns PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags; dx is
- * zero unless WORKED. */
+ * free). Returns PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags; dx is zero unless WORKED. */
 PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
                                   piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
                                   piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
