@@ -17,6 +17,22 @@ typedef double piola_real;
 typedef int piola_int;
 #define PIOLA_R(x) x
 #define PIOLA_REAL_EPSILON DBL_EPSILON
+#elif defined(__OPENCL_VERSION__) && defined(PIOLA_LANES)
+/* Packets (piola_packet.cl, on CPU devices): one work-item projects PIOLA_LANES tets at once, each
+ * value a vector of the lanes' values, so that the arithmetic runs in SIMD lanes. Per-lane
+ * decisions are masks (piola_mask) combined by selects; branches test whether any or all lanes
+ * take them (PIOLA_ANY, PIOLA_ALL). */
+#pragma OPENCL FP_CONTRACT OFF
+#define PIOLA_CAT_(a, b) a##b
+#define PIOLA_CAT(a, b) PIOLA_CAT_(a, b)
+typedef PIOLA_CAT(float, PIOLA_LANES) piola_real;
+typedef PIOLA_CAT(int, PIOLA_LANES) piola_mask;
+typedef int piola_int;
+#define PIOLA_R(x) x##f
+#define PIOLA_REAL_EPSILON FLT_EPSILON
+#define PIOLA_ANY(m) any(m)
+#define PIOLA_ALL(m) all(m)
+#define PIOLA_TRUE ((piola_mask)(-1))
 #elif defined(__OPENCL_VERSION__)
 /* No fused multiply-add contraction: results stay reproducible and close to the reference. */
 #pragma OPENCL FP_CONTRACT OFF
@@ -44,6 +60,19 @@ typedef int32_t piola_int;
 #endif
 
 #define PIOLA_FN static inline
+
+#ifndef PIOLA_LANES
+/* One value per lane (see the packets above): here a single lane, a mask is an int (0 or 1). */
+typedef int piola_mask;
+#define PIOLA_ANY(m) (m)
+#define PIOLA_ALL(m) (m)
+#define PIOLA_TRUE 1
+#endif
+/* Per-lane truth value (false 0; true 1 in one lane, -1 in packets, as OpenCL's vector
+ * comparisons give it), from comparisons and logical operators on lane values; a uniform int
+ * condition enters a mask only through a logical operator or PIOLA_TRUE. Per-lane flags (bits)
+ * have the same type. */
+typedef piola_mask piola_flags;
 
 /* Fields of structs shared by host and device: 32-bit only, so both sides lay them out alike
  * (checked on the device by a probe kernel in the tests). */
@@ -201,6 +230,17 @@ PIOLA_FN piola_real piola_m3_frobenius2(piola_m3 a) {
     s += a.m[i] * a.m[i];
   }
   return s;
+}
+
+/* Per lane: a where m, else b. */
+PIOLA_FN piola_v3 piola_v3_select(piola_mask m, piola_v3 a, piola_v3 b) {
+  return piola_v3_make(m ? a.x : b.x, m ? a.y : b.y, m ? a.z : b.z);
+}
+PIOLA_FN piola_m3 piola_m3_select(piola_mask m, piola_m3 a, piola_m3 b) {
+  for (int i = 0; i < 9; ++i) {
+    b.m[i] = m ? a.m[i] : b.m[i];
+  }
+  return b;
 }
 
 /* Symmetric 3x3 stored as (xx, yy, zz, xy, xz, yz). */

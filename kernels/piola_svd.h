@@ -32,72 +32,77 @@ typedef struct piola_svd3 {
   piola_m3 v; /* rotation */
 } piola_svd3;
 
-/* Zeroes a[p][q] of the symmetric a by a rotation in the (p, q) plane; accumulates v = v G. */
-PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q) {
+/* Zeroes a[p][q] of the symmetric a by a rotation in the (p, q) plane; accumulates v = v G.
+ * Lanes in `keep` (converged) are left as they are. */
+PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q, piola_mask keep) {
   piola_real apq = a->m[3 * p + q];
   piola_real d = a->m[3 * q + q] - a->m[3 * p + p];
   piola_real den = fabs(d) + sqrt(d * d + PIOLA_R(4.0) * apq * apq);
-  if (apq == PIOLA_R(0.0) || den == PIOLA_R(0.0)) {
+  keep = keep || apq == PIOLA_R(0.0) || den == PIOLA_R(0.0);
+  if (PIOLA_ALL(keep)) {
     return;
   }
   /* t = tan(theta), the smaller root of t^2 + 2 tau t - 1 = 0, tau = d / (2 apq). */
   piola_real t = PIOLA_R(2.0) * apq / den;
-  if (d < PIOLA_R(0.0)) {
-    t = -t;
-  }
+  t = d < PIOLA_R(0.0) ? -t : t;
   piola_real c = PIOLA_R(1.0) / sqrt(PIOLA_R(1.0) + t * t);
   piola_real s = t * c;
   /* G = I with G[p][p] = c, G[p][q] = s, G[q][p] = -s, G[q][q] = c; a = G^T a G. */
-  for (int k = 0; k < 3; ++k) { /* a = a G (columns p, q) */
-    piola_real akp = a->m[3 * k + p];
-    piola_real akq = a->m[3 * k + q];
-    a->m[3 * k + p] = c * akp - s * akq;
-    a->m[3 * k + q] = s * akp + c * akq;
+  piola_m3 r = *a, rv = *v;
+  for (int k = 0; k < 3; ++k) { /* r = a G (columns p, q) */
+    piola_real akp = r.m[3 * k + p];
+    piola_real akq = r.m[3 * k + q];
+    r.m[3 * k + p] = c * akp - s * akq;
+    r.m[3 * k + q] = s * akp + c * akq;
   }
-  for (int k = 0; k < 3; ++k) { /* a = G^T a (rows p, q) */
-    piola_real apk = a->m[3 * p + k];
-    piola_real aqk = a->m[3 * q + k];
-    a->m[3 * p + k] = c * apk - s * aqk;
-    a->m[3 * q + k] = s * apk + c * aqk;
+  for (int k = 0; k < 3; ++k) { /* r = G^T r (rows p, q) */
+    piola_real apk = r.m[3 * p + k];
+    piola_real aqk = r.m[3 * q + k];
+    r.m[3 * p + k] = c * apk - s * aqk;
+    r.m[3 * q + k] = s * apk + c * aqk;
   }
-  a->m[3 * p + q] = PIOLA_R(0.0);
-  a->m[3 * q + p] = PIOLA_R(0.0);
+  r.m[3 * p + q] = PIOLA_R(0.0);
+  r.m[3 * q + p] = PIOLA_R(0.0);
   for (int k = 0; k < 3; ++k) { /* v = v G */
-    piola_real vkp = v->m[3 * k + p];
-    piola_real vkq = v->m[3 * k + q];
-    v->m[3 * k + p] = c * vkp - s * vkq;
-    v->m[3 * k + q] = s * vkp + c * vkq;
+    piola_real vkp = rv.m[3 * k + p];
+    piola_real vkq = rv.m[3 * k + q];
+    rv.m[3 * k + p] = c * vkp - s * vkq;
+    rv.m[3 * k + q] = s * vkp + c * vkq;
   }
+  *a = piola_m3_select(keep, *a, r);
+  *v = piola_m3_select(keep, *v, rv);
 }
 
 /* Eigen-decomposition of a symmetric matrix: a = V diag(eig) V^T with V a rotation
  * (eigenvalues unsorted). */
 PIOLA_FN void piola_sym_eigen(piola_m3 a, piola_m3 *v_out, piola_v3 *eig) {
   piola_m3 v = piola_m3_identity();
+  piola_mask converged = !PIOLA_TRUE;
   for (int sweep = 0; sweep < PIOLA_JACOBI_MAX_SWEEPS; ++sweep) {
     piola_real off = a.m[1] * a.m[1] + a.m[2] * a.m[2] + a.m[5] * a.m[5];
     piola_real diag = a.m[0] * a.m[0] + a.m[4] * a.m[4] + a.m[8] * a.m[8];
-    if (off <= PIOLA_REAL_EPSILON * PIOLA_REAL_EPSILON * diag) {
+    converged = converged || off <= PIOLA_REAL_EPSILON * PIOLA_REAL_EPSILON * diag;
+    if (PIOLA_ALL(converged)) {
       break;
     }
-    piola_jacobi_rotate(&a, &v, 0, 1);
-    piola_jacobi_rotate(&a, &v, 0, 2);
-    piola_jacobi_rotate(&a, &v, 1, 2);
+    piola_jacobi_rotate(&a, &v, 0, 1, converged);
+    piola_jacobi_rotate(&a, &v, 0, 2, converged);
+    piola_jacobi_rotate(&a, &v, 1, 2, converged);
   }
   *v_out = v;
   *eig = piola_v3_make(a.m[0], a.m[4], a.m[8]);
 }
 
-/* Swaps columns i and j of b and v, negating column j of both so that det v stays +1 and
- * b = a v still holds. */
-PIOLA_FN void piola_svd_swap_columns(piola_m3 *b, piola_m3 *v, int i, int j) {
+/* Where `swap`, swaps columns i and j of b and v, negating column j of both so that det v
+ * stays +1 and b = a v still holds. */
+PIOLA_FN void piola_svd_swap_columns(piola_m3 *b, piola_m3 *v, int i, int j, piola_mask swap) {
   for (int k = 0; k < 3; ++k) {
-    piola_real t = b->m[3 * k + i];
-    b->m[3 * k + i] = b->m[3 * k + j];
-    b->m[3 * k + j] = -t;
-    t = v->m[3 * k + i];
-    v->m[3 * k + i] = v->m[3 * k + j];
-    v->m[3 * k + j] = -t;
+    piola_real bi = b->m[3 * k + i], bj = b->m[3 * k + j];
+    b->m[3 * k + i] = swap ? bj : bi;
+    b->m[3 * k + j] = swap ? -bi : bj;
+    piola_real vi = v->m[3 * k + i], vj = v->m[3 * k + j];
+    v->m[3 * k + i] = swap ? vj : vi;
+    v->m[3 * k + j] = swap ? -vi : vj;
   }
 }
 
@@ -106,12 +111,8 @@ PIOLA_FN void piola_givens_qr_step(piola_m3 *r, piola_m3 *u, int p, int q) {
   piola_real a = r->m[3 * p + p];
   piola_real b = r->m[3 * q + p];
   piola_real h = sqrt(a * a + b * b);
-  piola_real c = PIOLA_R(1.0);
-  piola_real s = PIOLA_R(0.0);
-  if (h > PIOLA_R(0.0)) {
-    c = a / h;
-    s = b / h;
-  }
+  piola_real c = h > PIOLA_R(0.0) ? a / h : PIOLA_R(1.0);
+  piola_real s = h > PIOLA_R(0.0) ? b / h : PIOLA_R(0.0);
   for (int k = 0; k < 3; ++k) { /* r = Q^T r */
     piola_real rpk = r->m[3 * p + k];
     piola_real rqk = r->m[3 * q + k];
@@ -134,21 +135,16 @@ PIOLA_FN piola_svd3 piola_svd3_compute(piola_m3 a) {
   piola_m3 b = piola_m3_mul(a, out.v);
   /* Sort the columns of b by decreasing norm (three compare-and-swaps). */
   piola_real n0 = eig.x, n1 = eig.y, n2 = eig.z, t;
-  if (n0 < n1) {
-    piola_svd_swap_columns(&b, &out.v, 0, 1);
-    t = n0;
-    n0 = n1;
-    n1 = t;
-  }
-  if (n0 < n2) {
-    piola_svd_swap_columns(&b, &out.v, 0, 2);
-    t = n0;
-    n0 = n2;
-    n2 = t;
-  }
-  if (n1 < n2) {
-    piola_svd_swap_columns(&b, &out.v, 1, 2);
-  }
+  piola_mask swap = n0 < n1;
+  piola_svd_swap_columns(&b, &out.v, 0, 1, swap);
+  t = n0;
+  n0 = swap ? n1 : n0;
+  n1 = swap ? t : n1;
+  swap = n0 < n2;
+  piola_svd_swap_columns(&b, &out.v, 0, 2, swap);
+  n2 = swap ? n0 : n2;
+  swap = n1 < n2;
+  piola_svd_swap_columns(&b, &out.v, 1, 2, swap);
   out.u = piola_m3_identity();
   piola_givens_qr_step(&b, &out.u, 0, 1);
   piola_givens_qr_step(&b, &out.u, 0, 2);

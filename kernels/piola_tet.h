@@ -224,7 +224,7 @@ PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola
  * SVD: every sigma >= clamp and det F > 0 iff det F > 0 and F^T F - clamp^2 I is positive
  * definite, which Sylvester's criterion decides from its three leading principal minors. From
  * c = F^T F and j = det F, which the energies need too. */
-PIOLA_FN int piola_may_need_clamp_of(piola_m3 c, piola_real j) {
+PIOLA_FN piola_mask piola_may_need_clamp_of(piola_m3 c, piola_real j) {
   piola_m3 a = c;
   const piola_real k = PIOLA_CLAMP_STRETCH * PIOLA_CLAMP_STRETCH;
   a.m[0] -= k;
@@ -235,8 +235,30 @@ PIOLA_FN int piola_may_need_clamp_of(piola_m3 c, piola_real j) {
 }
 
 /* piola_may_need_clamp_of() of F. */
-PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
+PIOLA_FN piola_mask piola_may_need_clamp(piola_m3 f) {
   return piola_may_need_clamp_of(piola_m3_mul_at(f, f), piola_m3_det(f));
+}
+
+/* Psi / E and P / E of the tet's model at F on the regular path (no SVD); -1 (P = 0) where the
+ * model is undefined (Neo-Hookean with det F <= 0). c = F^T F, j = det F. */
+PIOLA_FN piola_real piola_energy_regular(const piola_tet_material *mat, piola_m3 f, piola_m3 c,
+                                         piola_real j, piola_m3 *p, piola_real *measure) {
+  if (mat->model == PIOLA_TET_MODEL_STVK) {
+    return piola_stvk_energy(mat, f, c, p, measure);
+  }
+  const piola_mask defined = j > PIOLA_R(0.0);
+  *p = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
+  *measure = PIOLA_R(0.0);
+  piola_real psi = PIOLA_R(-1.0);
+  if (PIOLA_ANY(defined)) {
+    piola_m3 p_nh;
+    piola_real measure_nh;
+    const piola_real psi_nh = piola_neohookean_energy(mat, f, c, j, &p_nh, &measure_nh);
+    *p = piola_m3_select(defined, p_nh, *p);
+    *measure = defined ? measure_nh : *measure;
+    psi = defined ? psi_nh : psi;
+  }
+  return psi;
 }
 
 /* Psi / E and P / E of the tet's model at F, with the inversion handling of the material, and
@@ -244,33 +266,37 @@ PIOLA_FN int piola_may_need_clamp(piola_m3 f) {
  * clamp). Returns a negative energy (-1) when the model is undefined at F (Neo-Hookean with
  * det F <= 0 and inversion handling off). *used_svd tells whether the SVD path ran. */
 PIOLA_FN piola_real piola_energy_stress_measure(const piola_tet_material *mat, piola_m3 f,
-                                                piola_m3 *p, int *used_svd, piola_real *measure) {
+                                                piola_m3 *p, piola_mask *used_svd,
+                                                piola_real *measure) {
   const piola_m3 c = piola_m3_mul_at(f, f); /* F^T F */
   const piola_real j = piola_m3_det(f);
-  int svd = mat->inversion == PIOLA_TET_INVERSION_ALWAYS ||
-            (mat->inversion == PIOLA_TET_INVERSION_ON && piola_may_need_clamp_of(c, j));
+  const piola_mask svd =
+      mat->inversion == PIOLA_TET_INVERSION_ALWAYS
+          ? PIOLA_TRUE
+          : mat->inversion == PIOLA_TET_INVERSION_ON && piola_may_need_clamp_of(c, j);
   *used_svd = svd;
-  if (svd) {
+  *p = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
+  *measure = PIOLA_R(0.0);
+  piola_real psi = PIOLA_R(0.0);
+  if (!PIOLA_ALL(svd)) {
+    psi = piola_energy_regular(mat, f, c, j, p, measure);
+  }
+  if (PIOLA_ANY(svd)) {
     piola_svd3 d = piola_svd3_compute(f);
     piola_v3 p_hat;
-    piola_real psi = piola_principal_energy_clamped_measure(mat, d.s, &p_hat, measure);
-    *p = piola_svd3_compose(d.u, p_hat, d.v);
-    return psi;
+    piola_real measure_svd;
+    const piola_real psi_svd =
+        piola_principal_energy_clamped_measure(mat, d.s, &p_hat, &measure_svd);
+    *p = piola_m3_select(svd, piola_svd3_compose(d.u, p_hat, d.v), *p);
+    *measure = svd ? measure_svd : *measure;
+    psi = svd ? psi_svd : psi;
   }
-  if (mat->model == PIOLA_TET_MODEL_STVK) {
-    return piola_stvk_energy(mat, f, c, p, measure);
-  }
-  if (!(j > PIOLA_R(0.0))) {
-    *p = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
-    *measure = PIOLA_R(0.0);
-    return PIOLA_R(-1.0);
-  }
-  return piola_neohookean_energy(mat, f, c, j, p, measure);
+  return psi;
 }
 
 /* piola_energy_stress_measure() without the measure. */
 PIOLA_FN piola_real piola_energy_and_stress(const piola_tet_material *mat, piola_m3 f, piola_m3 *p,
-                                            int *used_svd) {
+                                            piola_mask *used_svd) {
   piola_real measure;
   return piola_energy_stress_measure(mat, f, p, used_svd, &measure);
 }
@@ -289,7 +315,7 @@ PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_
                                      piola_real volume, piola_v3 x0, piola_v3 x1, piola_v3 x2,
                                      piola_v3 x3) {
   piola_m3 p;
-  int used_svd;
+  piola_mask used_svd;
   piola_real psi =
       piola_energy_and_stress(mat, piola_tet_deformation(x0, x1, x2, x3, dm_inv), &p, &used_svd);
   return psi > PIOLA_R(0.0) ? volume * psi : PIOLA_R(0.0);
@@ -330,23 +356,25 @@ PIOLA_FN piola_tet_support piola_tet_support_none(void) {
  * as a record that the projection did work). alpha_tilde = compliance / h^2 (ignored for PBD).
  * support: the corners resting on colliders, whose held motion it adds to (0 where all four are
  * free). Returns PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags; dx is zero unless WORKED. */
-PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
-                                  piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
-                                  piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
-                                  piola_real w3, piola_tet_support *support, int sign_by_measure,
-                                  piola_real *lambda, piola_v3 *dx) {
+PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv,
+                                          piola_real volume, piola_real alpha_tilde, piola_v3 x0,
+                                          piola_v3 x1, piola_v3 x2, piola_v3 x3, piola_real w0,
+                                          piola_real w1, piola_real w2, piola_real w3,
+                                          piola_tet_support *support, int sign_by_measure,
+                                          piola_real *lambda, piola_v3 *dx) {
   piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   dx[0] = dx[1] = dx[2] = dx[3] = zero;
   piola_m3 f = piola_tet_deformation(x0, x1, x2, x3, dm_inv);
   piola_m3 p;
-  int used_svd;
+  piola_mask used_svd;
   piola_real measure;
   piola_real psi = piola_energy_stress_measure(mat, f, &p, &used_svd, &measure);
-  int flags = used_svd ? PIOLA_TET_USED_SVD : 0;
+  piola_flags flags = used_svd ? PIOLA_TET_USED_SVD : 0;
   /* At rest (or undefined) there is nothing to do, unless a signed constraint still carries a
    * multiplier to relax. */
-  if (!(psi > PIOLA_ENERGY_EPSILON) &&
-      !(sign_by_measure && psi > PIOLA_R(0.0) && *lambda != PIOLA_R(0.0))) {
+  piola_mask work = psi > PIOLA_ENERGY_EPSILON ||
+                    (sign_by_measure && psi > PIOLA_R(0.0) && *lambda != PIOLA_R(0.0));
+  if (!PIOLA_ANY(work)) {
     return flags;
   }
   piola_real u = volume * psi;
@@ -376,8 +404,9 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
     }
   }
   piola_real denominator = xpbd ? s + alpha_tilde * c2 : s;
-  if (!(w_max > PIOLA_R(0.0)) ||
-      !(denominator > PIOLA_DENOMINATOR_EPSILON * w_max * u * u * piola_m3_frobenius2(dm_inv))) {
+  work = work && w_max > PIOLA_R(0.0) &&
+         denominator > PIOLA_DENOMINATOR_EPSILON * w_max * u * u * piola_m3_frobenius2(dm_inv);
+  if (!PIOLA_ANY(work)) {
     return flags;
   }
   piola_real step, dlambda;
@@ -389,17 +418,18 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
     dlambda = step;
   }
   for (int k = 0; k < 4; ++k) {
-    dx[k] = piola_v3_scale(g[k], wk[k] * step);
+    dx[k] = piola_v3_select(work, piola_v3_scale(g[k], wk[k] * step), zero);
   }
   if (support) {
     for (int k = 0; k < 4; ++k) {
       const piola_real withheld = wk[k] * step * gn[k];
-      dx[k] = piola_v3_sub(dx[k], piola_v3_scale(support->normal[k], withheld));
-      support->held[k] -= withheld;
+      dx[k] = piola_v3_select(
+          work, piola_v3_sub(dx[k], piola_v3_scale(support->normal[k], withheld)), zero);
+      support->held[k] = work ? support->held[k] - withheld : support->held[k];
     }
   }
-  *lambda += dlambda;
-  return flags | PIOLA_TET_WORKED;
+  *lambda = work ? *lambda + dlambda : *lambda;
+  return flags | (work ? PIOLA_TET_WORKED : 0);
 }
 
 /* The projection of a tet as the solver runs it: one constraint of the whole energy, or, for
@@ -414,19 +444,19 @@ PIOLA_FN int piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv
  * where the volume passes its rest value, so the accumulated multiplier keeps its meaning there
  * (the cone |m| would flip its gradient, and with it the multiplier's push, on rounding).
  * lambda[0..1] are the multipliers of the two constraints (lambda[0] alone without the split). */
-PIOLA_FN int piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
-                             piola_real alpha_tilde, piola_v3 x0, piola_v3 x1, piola_v3 x2,
-                             piola_v3 x3, piola_real w0, piola_real w1, piola_real w2,
-                             piola_real w3, piola_tet_support *support, piola_real *lambda,
-                             piola_v3 *dx) {
+PIOLA_FN piola_flags piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_inv,
+                                     piola_real volume, piola_real alpha_tilde, piola_v3 x0,
+                                     piola_v3 x1, piola_v3 x2, piola_v3 x3, piola_real w0,
+                                     piola_real w1, piola_real w2, piola_real w3,
+                                     piola_tet_support *support, piola_real *lambda, piola_v3 *dx) {
   if (!mat->split || mat->solver != PIOLA_TET_SOLVER_XPBD) {
     return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2, w3,
                                 support, 0, &lambda[0], dx);
   }
   piola_tet_material part = *mat;
   part.lambda = PIOLA_R(0.0);
-  int flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2,
-                                   w3, support, 0, &lambda[0], dx);
+  piola_flags flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0,
+                                           w1, w2, w3, support, 0, &lambda[0], dx);
   piola_v3 dl[4];
   part.lambda = mat->lambda;
   part.mu = PIOLA_R(0.0);
@@ -440,13 +470,14 @@ PIOLA_FN int piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_inv, pio
 }
 
 /* piola_tet_correction() applied in place to x0..x3. */
-PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, piola_real volume,
-                               piola_real alpha_tilde, piola_v3 *x0, piola_v3 *x1, piola_v3 *x2,
-                               piola_v3 *x3, piola_real w0, piola_real w1, piola_real w2,
-                               piola_real w3, piola_real *lambda) {
+PIOLA_FN piola_flags piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv,
+                                       piola_real volume, piola_real alpha_tilde, piola_v3 *x0,
+                                       piola_v3 *x1, piola_v3 *x2, piola_v3 *x3, piola_real w0,
+                                       piola_real w1, piola_real w2, piola_real w3,
+                                       piola_real *lambda) {
   piola_v3 dx[4];
-  int flags = piola_tet_correction(mat, dm_inv, volume, alpha_tilde, *x0, *x1, *x2, *x3, w0, w1, w2,
-                                   w3, 0, 0, lambda, dx);
+  piola_flags flags = piola_tet_correction(mat, dm_inv, volume, alpha_tilde, *x0, *x1, *x2, *x3, w0,
+                                           w1, w2, w3, 0, 0, lambda, dx);
   *x0 = piola_v3_add(*x0, dx[0]);
   *x1 = piola_v3_add(*x1, dx[1]);
   *x2 = piola_v3_add(*x2, dx[2]);
@@ -455,6 +486,7 @@ PIOLA_FN int piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv, p
 }
 
 /* ---- Plasticity (paper Sec. 4.2) ------------------------------------------------------ */
+#ifndef PIOLA_LANES /* one tet at a time (a stage of its own, not packed) */
 
 /* Plastic flow of one tet, once per substep. The total Green strain is split additively,
  * eps = eps_e + eps_p; where the deviatoric part of eps_e exceeds `yield` (von Mises, Frobenius
@@ -517,5 +549,6 @@ PIOLA_FN int piola_plastic_update(piola_m3 f_total, piola_sym3 *eps_p, piola_rea
   *m_eff = piola_m3_mul(dm_inv_rest, fp_inv);
   return 1;
 }
+#endif
 
 #endif /* PIOLA_TET_H */

@@ -1083,7 +1083,8 @@ void test_opencl_profile_stage_times(piola_test *t) {
 /* The two OpenCL schedules run the same computation: one launch per color over all bodies, or
  * one work-group per body going through its colors. Bodies share no vertex, so positions and
  * velocities must agree bit for bit, also with a Jacobi tail, colliders and several bodies of
- * different meshes. */
+ * different meshes. (One tet per work-item in both: packets, test_opencl_packets_match, round
+ * library functions in the last bit as their vector builds do.) */
 void test_opencl_schedules_agree(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
@@ -1097,6 +1098,7 @@ void test_opencl_schedules_agree(piola_test *t) {
   for (int k = 0; k < 2; ++k) {
     piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
     def.schedule = k == 0 ? PIOLA_SCHEDULE_STAGES : PIOLA_SCHEDULE_BODIES;
+    def.simd_lanes = 1;
     def.max_colors = 12; /* a Jacobi tail too */
     def.substeps = 2;
     piola_world *w = NULL;
@@ -1145,4 +1147,141 @@ void test_opencl_schedules_agree(piola_test *t) {
             (unsigned long long)hash[0], (unsigned long long)hash[1]);
   piola_mesh_free(&creature);
   piola_mesh_free(&box);
+}
+
+/* One run of test_opencl_packets_match: `copies` times three bodies of three materials (their
+ * tets share colors and packets), the box squashed to a fifth of its height so that its tets
+ * take the SVD path, the last creature hanging from a pinned vertex, the ground supporting what
+ * rests on it, a sphere in the way; 2 substeps; positions after `steps` steps. */
+static void run_packet_scene(piola_test *t, int32_t lanes, int copies, int steps, float *out,
+                             int32_t *n_out, int32_t *lanes_out) {
+  piola_tet_mesh creature, box;
+  REQUIRE_OK(t, piola_mesh_make_creature(1.0f, &creature));
+  const int32_t cells[3] = {5, 3, 3};
+  const float size[3] = {0.5f, 0.3f, 0.3f};
+  REQUIRE_OK(t, piola_mesh_make_box(cells, size, &box));
+  piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
+  def.schedule = PIOLA_SCHEDULE_STAGES;
+  def.simd_lanes = lanes;
+  def.substeps = 2;
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_material nh = piola_default_material(), stvk = piola_default_material(),
+                 one = piola_default_material();
+  nh.model = PIOLA_MODEL_NEOHOOKEAN;
+  nh.youngs_modulus = 5e5f;
+  stvk.youngs_modulus = 2e5f;
+  one.model = PIOLA_MODEL_NEOHOOKEAN;
+  one.split = PIOLA_SPLIT_NONE;
+  one.poisson_ratio = 0.2f;
+  enum { MAX_COPIES = 64 };
+  piola_body_id ids[3 * MAX_COPIES];
+  REQUIRE(t, copies >= 1 && copies <= MAX_COPIES);
+  for (int c = 0; c < copies; ++c) {
+    const float z = 1.5f * (float)c;
+    const float at[3][3] = {{0.0f, 0.3f, z}, {1.2f, 0.05f, z}, {-1.2f, 0.2f, z + 0.4f}};
+    CHECK_STATUS(t, piola_world_add_tet_body(w, &creature, &nh, at[0], &ids[3 * c]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(w, &box, &stvk, at[1], &ids[3 * c + 1]), PIOLA_OK);
+    CHECK_STATUS(t, piola_world_add_tet_body(w, &creature, &one, at[2], &ids[3 * c + 2]), PIOLA_OK);
+    /* The box squashed to a fifth of its height (every tet below the clamp stretch); the
+     * second creature hangs from a pinned vertex. */
+    int32_t nb = piola_body_get_vertex_count(w, ids[3 * c + 1]);
+    float *xb = malloc(sizeof *xb * 3 * (size_t)nb);
+    REQUIRE(t, xb != NULL);
+    CHECK_STATUS(t, piola_body_get_positions(w, ids[3 * c + 1], xb, nb), PIOLA_OK);
+    for (int32_t i = 0; i < nb; ++i) {
+      xb[3 * i + 1] = 0.05f + 0.2f * (xb[3 * i + 1] - 0.05f);
+    }
+    CHECK_STATUS(t, piola_body_set_positions(w, ids[3 * c + 1], xb, nb), PIOLA_OK);
+    free(xb);
+    int32_t nc = piola_body_get_vertex_count(w, ids[3 * c + 2]);
+    float *wc = malloc(sizeof *wc * (size_t)nc);
+    REQUIRE(t, wc != NULL);
+    CHECK_STATUS(t, piola_body_get_inverse_masses(w, ids[3 * c + 2], wc, nc), PIOLA_OK);
+    wc[0] = 0.0f;
+    CHECK_STATUS(t, piola_body_set_inverse_masses(w, ids[3 * c + 2], wc, nc), PIOLA_OK);
+    free(wc);
+  }
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  CHECK_STATUS(t, piola_world_add_plane(w, up, 0.0f, 0.6f, NULL), PIOLA_OK);
+  piola_collider_def ball = piola_default_collider_def();
+  ball.type = PIOLA_COLLIDER_SPHERE;
+  ball.shape.sphere.center[0] = 1.2f;
+  ball.shape.sphere.radius = 0.3f;
+  CHECK_STATUS(t, piola_world_add_collider(w, &ball, NULL), PIOLA_OK);
+  for (int s = 0; s < steps; ++s) {
+    CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
+  }
+  int32_t n = 0;
+  for (int b = 0; b < 3 * copies; ++b) {
+    int32_t nv = piola_body_get_vertex_count(w, ids[b]);
+    CHECK_STATUS(t, piola_body_get_positions(w, ids[b], out + 3 * n, nv), PIOLA_OK);
+    n += nv;
+  }
+  *n_out = n;
+  piola_stats st;
+  CHECK_STATUS(t, piola_world_get_stats(w, &st), PIOLA_OK);
+  *lanes_out = st.simd_lanes;
+  piola_world_destroy(w);
+  piola_mesh_free(&creature);
+  piola_mesh_free(&box);
+}
+
+/* Packets (piola_packet.cl) project tets in SIMD lanes with the math of the one-tet kernel: 4,
+ * 8 and 16 lanes follow the one-tet run through impacts, the SVD path, mixed materials in one
+ * packet, a pinned vertex and supported vertices, to the rounding of library functions, and
+ * each is deterministic. (With log1p evaluated lane by lane through the scalar function the
+ * runs agree bit for bit; PoCL's vector log1p differs in the last bit, 6e-7 m here after 60
+ * steps.) Three bodies take a launch per color; enough bodies for 4 per compute unit take a
+ * launch per iteration with a work-group per body (piola_solve_body_packets). */
+void test_opencl_packets_match(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  enum { STEPS = 60, MAX_VERTICES = 1 << 17 };
+  float *ref = malloc(sizeof *ref * 3 * MAX_VERTICES), *x = malloc(sizeof *x * 3 * MAX_VERTICES),
+        *again = malloc(sizeof *again * 3 * MAX_VERTICES);
+  REQUIRE(t, ref != NULL && x != NULL && again != NULL);
+  /* Bodies enough for the per-body launch on this device: 4 per compute unit. */
+  int32_t units = 1, count = 0;
+  piola_device_info devices[16];
+  if (piola_list_devices(devices, 16, &count) == PIOLA_OK) {
+    for (int32_t i = 0; i < count && i < 16; ++i) {
+      units = devices[i].compute_units > units ? devices[i].compute_units : units;
+    }
+  }
+  const int many = (4 * units + 2) / 3 < 64 ? (4 * units + 2) / 3 : 64;
+  const int copies[2] = {1, many};
+  for (int c = 0; c < 2; ++c) {
+    int32_t n = 0, m = 0, lanes_used = 0;
+    run_packet_scene(t, 1, copies[c], STEPS, ref, &n, &lanes_used);
+    REQUIRE(t, n > 0 && n <= MAX_VERTICES);
+    CHECK(t, lanes_used == 1);
+    float lowest = 1e9f;
+    for (int32_t i = 0; i < n; ++i) {
+      lowest = fminf(lowest, ref[3 * i + 1]);
+    }
+    CHECK_MSG(t, lowest > -0.02f && lowest < 0.05f, "bodies on the ground: lowest y %g",
+              (double)lowest);
+    const int32_t lanes[3] = {4, 8, 16};
+    for (int k = 0; k < 3; ++k) {
+      run_packet_scene(t, lanes[k], copies[c], STEPS, x, &m, &lanes_used);
+      REQUIRE(t, m == n);
+      CHECK(t, lanes_used == lanes[k]);
+      double worst = 0.0;
+      for (int32_t i = 0; i < 3 * n; ++i) {
+        worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
+      }
+      printf("  %d bodies, %d lanes: largest difference from one tet per work-item %.3g m\n",
+             3 * copies[c], (int)lanes[k], worst);
+      CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies[c],
+                (int)lanes[k], worst);
+      run_packet_scene(t, lanes[k], copies[c], STEPS, again, &m, &lanes_used);
+      CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
+                "%d bodies, %d lanes: not deterministic", 3 * copies[c], (int)lanes[k]);
+    }
+  }
+  free(ref);
+  free(x);
+  free(again);
 }

@@ -121,6 +121,8 @@ void test_world_create_rejects_bad_defs(piola_test *t) {
       {"damping NaN", PIOLA_ERROR_NON_FINITE},
       {"unknown backend", PIOLA_ERROR_INVALID_ARGUMENT},
       {"work_group_size < 0", PIOLA_ERROR_INVALID_ARGUMENT},
+      {"simd_lanes 3", PIOLA_ERROR_INVALID_ARGUMENT},
+      {"simd_lanes < 0", PIOLA_ERROR_INVALID_ARGUMENT},
   };
   const int n = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < n; ++i) {
@@ -165,8 +167,14 @@ void test_world_create_rejects_bad_defs(piola_test *t) {
     case 12:
       def.backend = (piola_backend)42;
       break;
-    default:
+    case 13:
       def.work_group_size = -1;
+      break;
+    case 14:
+      def.simd_lanes = 3;
+      break;
+    default:
+      def.simd_lanes = -8;
       break;
     }
     piola_world *w = sentinel;

@@ -120,7 +120,9 @@ typedef enum piola_iteration_scheme {
 
 /** How the OpenCL backend launches a substep (the CPU reference ignores it). */
 typedef enum piola_schedule {
-  /** BODIES when every body has at most 65536 tets and profiling is off, else STAGES. */
+  /** BODIES when every body has at most 65536 tets, profiling is off and tets are not packed
+   * into SIMD lanes (simd_lanes 1, as on GPUs), else STAGES (on CPU devices: packets, per body
+   * where the bodies are many). */
   PIOLA_SCHEDULE_AUTO = 0,
   /** One launch per stage and one per color per iteration, each over all bodies: for bodies of
    * any size; stage times can be profiled. */
@@ -154,6 +156,10 @@ typedef struct piola_world_def {
   bool fast_math;          /**< OpenCL: build kernels with -cl-fast-relaxed-math; default off */
   int32_t work_group_size; /**< OpenCL: work-group size of the kernels; 0 picks per device */
   piola_schedule schedule; /**< OpenCL: how substeps are launched; default AUTO */
+  /** OpenCL: tets that one work-item projects at once, in SIMD lanes, where tets are solved per
+   * stage (Gauss-Seidel colors): 1, 4, 8 or 16; 0 (the default) picks per device: 8 on CPU
+   * devices, whose work-items otherwise leave the vector units idle, and 1 elsewhere. */
+  int32_t simd_lanes;
   /** Body-body and self contact (vertex against triangle of the bodies' boundary surfaces);
    * default true. Bodies choose partners with piola_body_set_collision_filter() and
    * piola_body_set_self_collision(). */
@@ -409,6 +415,10 @@ typedef struct piola_stats {
   int64_t device_bytes;  /**< bytes allocated on the device (0 for the CPU reference) */
   piola_backend backend; /**< the backend that runs (never AUTO) */
   char device_name[128]; /**< "CPU reference" or the OpenCL device's name */
+  /** OpenCL: tets one work-item projects at once in SIMD lanes where tets are solved per stage
+   * (piola_world_def.simd_lanes as picked for the device; 1: one per work-item); 0 for the CPU
+   * reference */
+  int32_t simd_lanes;
 } piola_stats;
 
 #ifdef __cplusplus

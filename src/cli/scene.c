@@ -147,14 +147,16 @@ void scene_print_help(void) {
          "  --no-contacts       bodies pass through each other (static colliders still act)\n"
          "  --no-self-collision a body passes through itself (contacts between bodies stay)\n"
          "  --contact-thickness M  distance kept between touching bodies (default 0.01)\n"
-         "  --contact-friction MU  friction between bodies (default 0.5)\n"
-         "  --scheme S          gauss-seidel (default: colored) or jacobi\n"
+         "  --contact-friction MU  friction between bodies (default 0.5)\n");
+  printf("  --scheme S          gauss-seidel (default: colored) or jacobi\n"
          "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
          "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
          "  --work-group N      OpenCL work-group size (default: per device)\n"
          "  --schedule S        OpenCL launches: auto (default), stages (one per color per\n"
          "                      iteration) or bodies (one per substep, a work-group per body)\n"
+         "  --lanes N           OpenCL, per stage: tets one work-item projects at once in SIMD\n"
+         "                      lanes: 1, 4, 8 or 16 (default 0: 8 on CPU devices, else 1)\n"
          "  --profile           OpenCL: time each stage with device events\n"
          "  --verbose           print the library's informational messages\n");
 }
@@ -272,6 +274,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     o->schedule = (piola_schedule)(k >= 0 ? k : 0);
   } else if (strcmp(a, "--work-group") == 0) {
     ok = parse_int(a, v, 0, &o->work_group_size);
+  } else if (strcmp(a, "--lanes") == 0) {
+    ok = parse_int(a, v, 0, &o->simd_lanes);
   } else {
     takes_value = false;
     if (strcmp(a, "--no-ground") == 0) {
@@ -714,6 +718,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.iterations = o->iterations;
   def.work_group_size = o->work_group_size;
   def.schedule = o->schedule;
+  def.simd_lanes = o->simd_lanes;
   def.iteration_scheme = o->scheme;
   def.max_colors = o->max_colors;
   def.jacobi_omega = o->jacobi_omega;

@@ -50,6 +50,7 @@ typedef struct scene_options {
   float jacobi_omega;            /* default 1 */
   int32_t work_group_size;       /* OpenCL; 0 = per device */
   piola_schedule schedule;       /* OpenCL launch schedule; default AUTO */
+  int32_t simd_lanes;            /* OpenCL tets per work-item per stage; 0 = per device */
   bool profile;                  /* OpenCL stage timing */
   int32_t cloth_cells;           /* cloth scene: cells along each side; default 200 */
   bool verbose;                  /* print the library's messages */

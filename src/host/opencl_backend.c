@@ -58,6 +58,8 @@ enum {
   KERNEL_RENDER_NORMALS,
   KERNEL_RENDER_POINTS,
   KERNEL_ATTACHMENTS,
+  KERNEL_SOLVE_PACKETS, /* these two from the packet program (piola_packet.cl), where built */
+  KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_COUNT
 };
 static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
@@ -84,7 +86,9 @@ static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                        "piola_solve_cloth_color",
                                                        "piola_render_normals",
                                                        "piola_render_points",
-                                                       "piola_attachments"};
+                                                       "piola_attachments",
+                                                       "piola_solve_color_packets",
+                                                       "piola_solve_body_packets"};
 
 /* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
 #define SCAN_ITEMS 4
@@ -160,6 +164,10 @@ struct piola_opencl {
   cl_context context;
   cl_command_queue queue;
   cl_program program;
+  cl_program packet_program; /* SOLVE_TETS in SIMD lanes (CPU devices), or NULL */
+  int lanes;                 /* tets per work-item of SOLVE_TETS: 1, or the packet program's */
+  size_t packet_wg;          /* the packet program's work-group size */
+  int32_t compute_units;
   cl_kernel kernels[KERNEL_COUNT];
   cl_mem buffers[BUF_COUNT];
   size_t buffer_bytes[BUF_COUNT];
@@ -785,6 +793,7 @@ static void release_all(piola_opencl *cl) {
   }
   free(cl->events);
   ocl_release_program(f, cl->program);
+  ocl_release_program(f, cl->packet_program);
   ocl_release_queue(f, cl->queue);
   ocl_release_context(f, cl->context);
   free(cl);
@@ -800,6 +809,56 @@ static size_t pick_work_group_size(const piola_world_def *def, const device_entr
                                                  : 128;
   size_t max = d->info.max_work_group_size > 0 ? (size_t)d->info.max_work_group_size : 1;
   return wg < max ? wg : max;
+}
+
+/* Tets per work-item of SOLVE_TETS per stage: the def's, else on CPU devices the device's
+ * native float vector width as 4, 8 or 16 (a CPU device runs each work-item's arithmetic on
+ * scalars, one lane of its vector units: PoCL on AVX-512 says 16, on AVX2 8) and 1 elsewhere (a
+ * GPU runs work-items in its lanes already). */
+static int pick_lanes(const piola_world_def *def, const device_entry *d) {
+  if (def->simd_lanes > 0) {
+    return def->simd_lanes;
+  }
+  if (strcmp(d->info.type, "cpu") != 0) {
+    return 1;
+  }
+  cl_uint width = 0;
+  clGetDeviceInfo(d->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof width, &width, NULL);
+  return width >= 16 ? 16 : width >= 8 ? 8 : 4;
+}
+
+/* The work-group sizes of the packet program: 32 packets per color launch (512 tets of 16
+ * lanes), so that a color of a few thousand tets still makes work-groups for every core; 8 per
+ * body (a color of an Armadillo, ~60 tets, is 4 packets). */
+#define PACKET_WORK_GROUP 32
+#define PACKET_BODY_WORK_GROUP 8
+
+/* The packet program (piola_packet.cl over the tet math); `options` as the main program's
+ * after its work-group size. */
+static piola_status build_packet_program(piola_opencl *cl, const char *options,
+                                         const piola_logger *log) {
+  static const char *const names[] = {"piola_shared.h", "piola_svd.h", "piola_tet.h",
+                                      "piola_packet.cl"};
+  const char *sources[4];
+  for (int i = 0; i < 4; ++i) {
+    sources[i] = NULL;
+    for (size_t k = 0; k < piola_kernel_source_count; ++k) {
+      if (strcmp(piola_kernel_source_names[k], names[i]) == 0) {
+        sources[i] = piola_kernel_sources[k];
+      }
+    }
+    if (sources[i] == NULL) {
+      piola_log(log, PIOLA_LOG_ERROR, "OpenCL: kernel source %s is not embedded", names[i]);
+      return PIOLA_ERROR_BUILD_FAILED;
+    }
+  }
+  cl->packet_wg = cl->wg < PACKET_WORK_GROUP ? cl->wg : PACKET_WORK_GROUP;
+  char packet_options[320];
+  snprintf(packet_options, sizeof packet_options,
+           "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu -DPIOLA_BODY_WG=%d -DPIOLA_LANES=%d%s",
+           cl->packet_wg, PACKET_BODY_WORK_GROUP, cl->lanes, options);
+  return build_program(cl->faults, cl->context, cl->device, sources, 4, packet_options, log,
+                       &cl->packet_program);
 }
 
 piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
@@ -818,20 +877,33 @@ piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
   cl->device = d.device;
   snprintf(cl->device_name, sizeof cl->device_name, "%s", d.info.name);
   cl->wg = pick_work_group_size(&w->def, &d);
+  cl->compute_units = d.info.compute_units > 0 ? d.info.compute_units : 1;
   clGetDeviceInfo(cl->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof cl->local_bytes, &cl->local_bytes,
                   NULL);
   s = make_context(faults, &d, w->def.profile, log, &cl->context, &cl->queue);
   if (s == PIOLA_OK) {
-    char options[256];
+    char common[160], options[256];
     const char *extra = getenv("PIOLA_CL_BUILD_OPTIONS");
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s %s",
-             cl->wg, w->def.fast_math ? " -cl-fast-relaxed-math" : "", extra ? extra : "");
+    snprintf(common, sizeof common, "%s %s", w->def.fast_math ? " -cl-fast-relaxed-math" : "",
+             extra ? extra : "");
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s", cl->wg,
+             common);
     s = build_program(faults, cl->context, cl->device, piola_kernel_sources,
                       (cl_uint)piola_kernel_source_count, options, log, &cl->program);
+    cl->lanes = pick_lanes(&w->def, &d);
+    if (s == PIOLA_OK && cl->lanes > 1) {
+      s = build_packet_program(cl, common, log);
+    }
   }
   for (int k = 0; k < KERNEL_COUNT && s == PIOLA_OK; ++k) {
+    cl_program program = k == KERNEL_SOLVE_PACKETS || k == KERNEL_SOLVE_BODY_PACKETS
+                             ? cl->packet_program
+                             : cl->program;
+    if (program == NULL) {
+      continue;
+    }
     cl_int e;
-    cl->kernels[k] = ocl_create_kernel(faults, cl->program, kernel_names[k], &e);
+    cl->kernels[k] = ocl_create_kernel(faults, program, kernel_names[k], &e);
     if (e != CL_SUCCESS) {
       cl->kernels[k] = NULL;
       s = cl_fail(log, e, kernel_names[k]);
@@ -1364,6 +1436,10 @@ const char *piola_opencl_device_name(const piola_world *w) {
   return w->cl->device_name;
 }
 
+int32_t piola_opencl_simd_lanes(const piola_world *w) {
+  return w->cl->lanes;
+}
+
 void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) {
   memcpy(out, w->cl->stage_ms, sizeof w->cl->stage_ms);
 }
@@ -1567,7 +1643,9 @@ static piola_status launch(piola_world *w, int k, int32_t count, piola_stage sta
   if (count <= 0) {
     return PIOLA_OK;
   }
-  size_t local = cl->wg;
+  size_t local = k == KERNEL_SOLVE_PACKETS        ? cl->packet_wg
+                 : k == KERNEL_SOLVE_BODY_PACKETS ? PACKET_BODY_WORK_GROUP
+                                                  : cl->wg;
   size_t global = ((size_t)count + local - 1) / local * local;
   cl_event ev = NULL;
   bool record = w->def.profile;
@@ -1782,34 +1860,79 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
 }
 
 /* SOLVE_TETS, the tet kind: one launch per color, then the Jacobi tail (two launches). */
+static piola_status solve_jacobi_tail(piola_world *w, double h, piola_stage stage);
+
+/* Whether SOLVE_TETS in packets runs one launch per iteration with a work-group per body
+ * (piola_solve_body_packets) rather than one launch per color: where the bodies are many
+ * enough to keep every core busy (4 per compute unit) and none is larger than half a unit's
+ * share of the tets. */
+static bool packets_per_body(const piola_world *w) {
+  const int64_t units = w->cl->compute_units;
+  return w->solver.body_count >= 4 * units &&
+         2 * units * (int64_t)w->solver.max_body_tets <= (int64_t)w->cl->tet_count;
+}
+
 static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
   cl_int stride = cl->tet_count;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h));
-  SET_ARG(KERNEL_SOLVE, 0, b[BUF_X]);
-  SET_ARG(KERNEL_SOLVE, 1, b[BUF_D]);
-  SET_ARG(KERNEL_SOLVE, 2, b[BUF_TETS]);
-  SET_ARG(KERNEL_SOLVE, 3, b[BUF_TET_M]);
-  SET_ARG(KERNEL_SOLVE, 4, b[BUF_TET_VOLUME]);
-  SET_ARG(KERNEL_SOLVE, 5, b[BUF_TET_LAMBDA]);
-  SET_ARG(KERNEL_SOLVE, 6, b[BUF_TET_MATERIAL]);
-  SET_ARG(KERNEL_SOLVE, 7, b[BUF_MATERIALS]);
-  SET_ARG(KERNEL_SOLVE, 10, stride);
-  SET_ARG(KERNEL_SOLVE, 11, inv_h2);
-  SET_ARG(KERNEL_SOLVE, 12, b[BUF_SUPPORT]);
+  if (cl->lanes > 1 && packets_per_body(w)) {
+    const int kb = KERNEL_SOLVE_BODY_PACKETS;
+    cl_int colors = w->solver.color_count;
+    SET_ARG(kb, 0, b[BUF_X]);
+    SET_ARG(kb, 1, b[BUF_D]);
+    SET_ARG(kb, 2, b[BUF_TETS]);
+    SET_ARG(kb, 3, b[BUF_TET_M]);
+    SET_ARG(kb, 4, b[BUF_TET_VOLUME]);
+    SET_ARG(kb, 5, b[BUF_TET_LAMBDA]);
+    SET_ARG(kb, 6, b[BUF_TET_MATERIAL]);
+    SET_ARG(kb, 7, b[BUF_MATERIALS]);
+    SET_ARG(kb, 8, b[BUF_BODY_COLOR]);
+    SET_ARG(kb, 9, colors);
+    SET_ARG(kb, 10, stride);
+    SET_ARG(kb, 11, inv_h2);
+    SET_ARG(kb, 12, b[BUF_SUPPORT]);
+    piola_status s = launch(w, kb, w->solver.body_count * PACKET_BODY_WORK_GROUP, stage);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+    return solve_jacobi_tail(w, h, stage);
+  }
+  /* One tet per work-item, or a packet of cl->lanes tets (piola_packet.cl; same arguments). */
+  const int k = cl->lanes > 1 ? KERNEL_SOLVE_PACKETS : KERNEL_SOLVE;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_D]);
+  SET_ARG(k, 2, b[BUF_TETS]);
+  SET_ARG(k, 3, b[BUF_TET_M]);
+  SET_ARG(k, 4, b[BUF_TET_VOLUME]);
+  SET_ARG(k, 5, b[BUF_TET_LAMBDA]);
+  SET_ARG(k, 6, b[BUF_TET_MATERIAL]);
+  SET_ARG(k, 7, b[BUF_MATERIALS]);
+  SET_ARG(k, 10, stride);
+  SET_ARG(k, 11, inv_h2);
+  SET_ARG(k, 12, b[BUF_SUPPORT]);
   for (int32_t c = 0; c < w->solver.color_count; ++c) {
     cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
-    SET_ARG(KERNEL_SOLVE, 8, first);
-    SET_ARG(KERNEL_SOLVE, 9, count);
-    piola_status s = launch(w, KERNEL_SOLVE, count, stage);
+    SET_ARG(k, 8, first);
+    SET_ARG(k, 9, count);
+    piola_status s = launch(w, k, (count + cl->lanes - 1) / cl->lanes, stage);
     if (s != PIOLA_OK) {
       return s;
     }
   }
+  return solve_jacobi_tail(w, h, stage);
+}
+
+/* SOLVE_TETS: the Jacobi tail, if any (after the colors). */
+static piola_status solve_jacobi_tail(piola_world *w, double h, piola_stage stage) {
   if (w->solver.jacobi_count == 0) {
     return PIOLA_OK;
   }
+  piola_opencl *cl = w->cl;
+  cl_mem *b = cl->buffers;
+  cl_int stride = cl->tet_count;
+  cl_float inv_h2 = (cl_float)(1.0 / (h * h));
   cl_int jfirst = w->solver.jacobi_first, jcount = w->solver.jacobi_count,
          nj = w->solver.jacobi_vertex_count;
   cl_float omega = w->def.jacobi_omega;
@@ -2056,8 +2179,9 @@ bool piola_opencl_per_body(const piola_world *w) {
    * device's local memory, every schedule runs per stage. */
   return w->solver.body_count > 0 && w->cloth.tri_count == 0 && w->cloth.bend_count == 0 &&
          body_local_bytes(w) <= w->cl->local_bytes &&
-         (s == PIOLA_SCHEDULE_BODIES || (s == PIOLA_SCHEDULE_AUTO && !w->def.profile &&
-                                         w->solver.max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
+         (s == PIOLA_SCHEDULE_BODIES ||
+          (s == PIOLA_SCHEDULE_AUTO && !w->def.profile && w->cl->lanes == 1 &&
+           w->solver.max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
 }
 
 piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part) {

@@ -122,6 +122,10 @@ const char *piola_opencl_device_name(const piola_world *w) {
   (void)w;
   return "";
 }
+int32_t piola_opencl_simd_lanes(const piola_world *w) {
+  (void)w;
+  return 0;
+}
 void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) {
   (void)w;
   for (int i = 0; i < PIOLA_STAGE_COUNT; ++i) {

@@ -507,6 +507,7 @@ int64_t piola_opencl_device_bytes(const piola_world *w);
 /* The contacts kept and dropped in the last substep (the narrow phase's counters). */
 piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]);
 const char *piola_opencl_device_name(const piola_world *w);
+int32_t piola_opencl_simd_lanes(const piola_world *w);
 void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
 
 /* Render meshes: uploads a render mesh's arrays of body b (buffers in rm->device), computes

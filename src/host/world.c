@@ -187,6 +187,12 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
              (double)def->contact_thickness, (double)def->contact_friction);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
+  if (def->simd_lanes != 0 && def->simd_lanes != 1 && def->simd_lanes != 4 &&
+      def->simd_lanes != 8 && def->simd_lanes != 16) {
+    snprintf(reason, n, "simd_lanes must be 0 (per device), 1, 4, 8 or 16 (%d)",
+             (int)def->simd_lanes);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
   if (!(def->dt > 0.0f) || def->substeps < 1 || def->iterations < 1 || !(def->damping >= 0.0f) ||
       def->work_group_size < 0 ||
       (def->backend != PIOLA_BACKEND_AUTO && def->backend != PIOLA_BACKEND_CPU_REFERENCE &&
@@ -581,6 +587,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   if (w->cl != NULL) {
     st.device_bytes = piola_opencl_device_bytes(w);
     snprintf(st.device_name, sizeof st.device_name, "%s", piola_opencl_device_name(w));
+    st.simd_lanes = piola_opencl_simd_lanes(w);
     piola_opencl_stage_ms(w, st.stage_ms);
   } else {
     snprintf(st.device_name, sizeof st.device_name, "CPU reference (double, 1 thread)");

@@ -1,0 +1,282 @@
+/* Piola packet kernel: SOLVE_TETS for CPU devices, PIOLA_LANES tets of a color per work-item in
+ * SIMD lanes.
+ *
+ * A CPU device runs a work-item's arithmetic on scalars: the projection of a tet (a few hundred
+ * flops, piola_tet.h) used one lane of the core's vector units. Here the same header is compiled
+ * with piola_real a vector of PIOLA_LANES floats (piola_shared.h), so one work-item projects
+ * PIOLA_LANES consecutive tets of a color at once: their corners are gathered into lanes, the
+ * math runs once for all of them with per-lane decisions as selects (the SVD of inverted or
+ * compressed tets runs when any lane needs it and is kept where it is needed), and the
+ * corrections are scattered lane by lane. Tets of one color share no vertex, so the packets of a
+ * color are independent like its tets, and each lane computes what the one-tet kernel
+ * (piola_solve_color in piola_step.cl) computes for its tet: the same operations in the same
+ * order, rounded alike except where the vector and scalar builds of a library function (log1p)
+ * differ in the last bits.
+ *
+ * The material's model, solver, inversion mode and split choose code paths and must be uniform
+ * over the lanes: lanes whose tets have another are projected in a further pass over the packet
+ * (a scene with one kind of material makes one pass). A partial last packet repeats its last
+ * tet in the spare lanes and discards their results.
+ *
+ * Built as a program of its own (piola_shared.h, piola_svd.h, piola_tet.h and this file) with
+ * -DPIOLA_LANES=<4, 8 or 16> -DPIOLA_WG=<work-group size> -DPIOLA_EMBEDDED=1.
+ */
+#ifdef PIOLA_LANES
+#ifndef PIOLA_EMBEDDED
+#include "piola_tet.h"
+#endif
+
+#ifndef PIOLA_WG
+#define PIOLA_WG 64
+#endif
+#define PIOLA_L PIOLA_LANES
+#ifndef PIOLA_BODY_WG
+#define PIOLA_BODY_WG 8
+#endif
+
+/* A lane vector from PIOLA_LANES private floats, and back. */
+PIOLA_FN piola_real piola_lanes_load(const float *a) {
+  return PIOLA_CAT(vload, PIOLA_LANES)(0, a);
+}
+PIOLA_FN void piola_lanes_store(piola_real v, float *a) {
+  PIOLA_CAT(vstore, PIOLA_LANES)(v, 0, a);
+}
+PIOLA_FN piola_v3 piola_lanes_load3(const float a[3][PIOLA_L]) {
+  return piola_v3_make(piola_lanes_load(a[0]), piola_lanes_load(a[1]), piola_lanes_load(a[2]));
+}
+PIOLA_FN void piola_lanes_store3(piola_v3 v, float a[3][PIOLA_L]) {
+  piola_lanes_store(v.x, a[0]);
+  piola_lanes_store(v.y, a[1]);
+  piola_lanes_store(v.z, a[2]);
+}
+
+/* Asks the cache for the lines of the per-tet data of the packet at t0 (a hint, where the
+ * compiler has one): the body kernel fetches the next color's while projecting this one. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_prefetch)
+#define PIOLA_PREFETCH_LINE(p) __builtin_prefetch(p)
+#endif
+#endif
+#ifndef PIOLA_PREFETCH_LINE
+#define PIOLA_PREFETCH_LINE(p) ((void)(p))
+#endif
+PIOLA_FN void piola_prefetch_packet(__global const int4 *tets, __global const float *tet_m,
+                                    __global const float *tet_volume,
+                                    __global const float *tet_lambda,
+                                    __global const int *tet_material, int t0, int stride) {
+  for (int k = 0; k < 9; ++k) {
+    PIOLA_PREFETCH_LINE(tet_m + k * stride + t0);
+    PIOLA_PREFETCH_LINE(tet_m + k * stride + t0 + PIOLA_L - 1);
+  }
+  for (int k = 0; k < 2; ++k) {
+    PIOLA_PREFETCH_LINE(tet_lambda + k * stride + t0);
+    PIOLA_PREFETCH_LINE(tet_lambda + k * stride + t0 + PIOLA_L - 1);
+  }
+  PIOLA_PREFETCH_LINE(tet_volume + t0);
+  PIOLA_PREFETCH_LINE(tet_volume + t0 + PIOLA_L - 1);
+  PIOLA_PREFETCH_LINE(tet_material + t0);
+  PIOLA_PREFETCH_LINE(tet_material + t0 + PIOLA_L - 1);
+  for (int l = 0; l < PIOLA_L; l += 4) {
+    PIOLA_PREFETCH_LINE(tets + t0 + l);
+  }
+}
+
+/* Whether two materials take the same code paths. */
+PIOLA_FN int piola_same_paths(piola_material_data a, piola_material_data b) {
+  return a.model == b.model && a.solver == b.solver && a.inversion == b.inversion &&
+         a.split == b.split;
+}
+
+/* Projects the packet of tets first + begin .. (at most PIOLA_LANES of them) of a color of
+ * count tets [first, first + count); arguments as piola_solve_color's. */
+PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
+                                 __global const int4 *tets, __global const float *tet_m,
+                                 __global const float *tet_volume, __global float *tet_lambda,
+                                 __global const int *tet_material,
+                                 __constant piola_material_data *materials, int first, int count,
+                                 int begin, int stride, float inv_h2,
+                                 __global const float4 *support) {
+  const int n = min(PIOLA_L, count - begin);
+  /* Gather: lane l holds tet first + begin + l (the last tet again in spare lanes). */
+  int corner[4][PIOLA_L], material[PIOLA_L];
+  float pos[4][3][PIOLA_L], w[4][PIOLA_L], normal[4][3][PIOLA_L];
+  float m[9][PIOLA_L], volume[PIOLA_L], lambda0[PIOLA_L], lambda1[PIOLA_L];
+  int supported = 0;
+  for (int l = 0; l < PIOLA_L; ++l) {
+    const int t = first + begin + min(l, n - 1);
+    const int4 q = tets[t];
+    corner[0][l] = q.x;
+    corner[1][l] = q.y;
+    corner[2][l] = q.z;
+    corner[3][l] = q.w;
+    material[l] = tet_material[t];
+    for (int k = 0; k < 4; ++k) {
+      const float4 xv = x[corner[k][l]], dv = d[corner[k][l]];
+      pos[k][0][l] = xv.x + dv.x;
+      pos[k][1][l] = xv.y + dv.y;
+      pos[k][2][l] = xv.z + dv.z;
+      w[k][l] = xv.w;
+      /* A supported corner (d.w >= 0, piola_tet_support) brings its collider's normal; a free
+       * one a zero normal, which leaves its projection as without support. */
+      const float4 nv = dv.w >= 0.0f ? support[corner[k][l]] : (float4)(0.0f);
+      supported |= dv.w >= 0.0f;
+      normal[k][0][l] = nv.x;
+      normal[k][1][l] = nv.y;
+      normal[k][2][l] = nv.z;
+    }
+  }
+  /* The per-tet planes, as whole vectors unless they would run past the planes' end (a
+   * partial packet's spare lanes then take the last tet's values, as its corners do). */
+  piola_m3 dm_inv;
+  piola_real volume_v, lambda0_v, lambda1_v;
+  const int t0 = first + begin;
+  if (t0 + PIOLA_L <= stride) {
+    int index[PIOLA_L];
+    for (int l = 0; l < PIOLA_L; ++l) {
+      index[l] = l;
+    }
+    const piola_mask real = PIOLA_CAT(vload, PIOLA_LANES)(0, index) < n;
+    const int last = t0 + n - 1;
+    for (int k = 0; k < 9; ++k) {
+      dm_inv.m[k] = real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_m + k * stride + t0)
+                         : (piola_real)(tet_m[k * stride + last]);
+    }
+    volume_v =
+        real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_volume + t0) : (piola_real)(tet_volume[last]);
+    lambda0_v =
+        real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_lambda + t0) : (piola_real)(tet_lambda[last]);
+    lambda1_v = real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_lambda + stride + t0)
+                     : (piola_real)(tet_lambda[stride + last]);
+  } else {
+    for (int l = 0; l < PIOLA_L; ++l) {
+      const int t = t0 + min(l, n - 1);
+      volume[l] = tet_volume[t];
+      lambda0[l] = tet_lambda[t];
+      lambda1[l] = tet_lambda[stride + t];
+      for (int k = 0; k < 9; ++k) {
+        m[k][l] = tet_m[k * stride + t];
+      }
+    }
+    for (int k = 0; k < 9; ++k) {
+      dm_inv.m[k] = piola_lanes_load(m[k]);
+    }
+    volume_v = piola_lanes_load(volume);
+    lambda0_v = piola_lanes_load(lambda0);
+    lambda1_v = piola_lanes_load(lambda1);
+  }
+  piola_v3 p[4];
+  piola_real wv[4];
+  piola_tet_support sup;
+  for (int k = 0; k < 4; ++k) {
+    p[k] = piola_lanes_load3(pos[k]);
+    wv[k] = piola_lanes_load(w[k]);
+  }
+  /* One pass per kind of material among the lanes. */
+  int done = 0; /* lanes projected, one bit each */
+  while (done != (1 << n) - 1) {
+    int l0 = 0;
+    while (done & (1 << l0)) {
+      ++l0;
+    }
+    const piola_material_data paths = materials[material[l0]];
+    int active = 0;
+    float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L];
+    for (int l = 0; l < PIOLA_L; ++l) {
+      const piola_material_data md = materials[material[l]];
+      if (l < n && piola_same_paths(md, paths)) {
+        active |= 1 << l;
+      }
+      mu[l] = md.mu;
+      la[l] = md.lambda;
+      compliance[l] = md.compliance;
+    }
+    piola_tet_material mat;
+    mat.mu = piola_lanes_load(mu);
+    mat.lambda = piola_lanes_load(la);
+    mat.compliance = piola_lanes_load(compliance);
+    mat.model = paths.model;
+    mat.solver = paths.solver;
+    mat.inversion = paths.inversion;
+    mat.split = paths.split;
+    for (int k = 0; k < 4; ++k) {
+      sup.normal[k] = piola_lanes_load3(normal[k]);
+      sup.held[k] = PIOLA_R(0.0);
+    }
+    piola_real lambda[2] = {lambda0_v, lambda1_v};
+    piola_v3 dx[4];
+    const piola_flags flags =
+        piola_tet_solve(&mat, dm_inv, volume_v, mat.compliance * inv_h2, p[0], p[1], p[2], p[3],
+                        wv[0], wv[1], wv[2], wv[3], supported ? &sup : 0, lambda, dx);
+    /* Scatter the lanes of this pass whose projection did work. */
+    float delta[4][3][PIOLA_L], held[4][PIOLA_L], out0[PIOLA_L], out1[PIOLA_L], worked[PIOLA_L];
+    for (int k = 0; k < 4; ++k) {
+      piola_lanes_store3(dx[k], delta[k]);
+      piola_lanes_store(sup.held[k], held[k]);
+    }
+    piola_lanes_store(lambda[0], out0);
+    piola_lanes_store(lambda[1], out1);
+    piola_lanes_store((flags & PIOLA_TET_WORKED) != 0 ? PIOLA_R(1.0) : PIOLA_R(0.0), worked);
+    for (int l = 0; l < n; ++l) {
+      if (!(active & (1 << l)) || worked[l] == 0.0f) {
+        continue;
+      }
+      const int t = first + begin + l;
+      tet_lambda[t] = out0[l];
+      tet_lambda[stride + t] = out1[l];
+      for (int k = 0; k < 4; ++k) {
+        const int v = corner[k][l];
+        const float4 dv = d[v];
+        d[v] = (float4)(dv.x + delta[k][0][l], dv.y + delta[k][1][l], dv.z + delta[k][2][l],
+                        dv.w + held[k][l]);
+      }
+    }
+    done |= active;
+  }
+}
+
+/* SOLVE_TETS, Gauss-Seidel, per color: packet i of a color of count tets from first (arguments
+ * as piola_solve_color's); for bodies of any size. */
+__kernel __attribute__((reqd_work_group_size(PIOLA_WG, 1, 1))) void
+piola_solve_color_packets(__global const float4 *x, __global float4 *d, __global const int4 *tets,
+                          __global const float *tet_m, __global const float *tet_volume,
+                          __global float *tet_lambda, __global const int *tet_material,
+                          __constant piola_material_data *materials, int first, int count,
+                          int stride, float inv_h2, __global const float4 *support) {
+  const int begin = (int)get_global_id(0) * PIOLA_L;
+  if (begin < count) {
+    piola_solve_packet(x, d, tets, tet_m, tet_volume, tet_lambda, tet_material, materials, first,
+                       count, begin, stride, inv_h2, support);
+  }
+}
+
+/* SOLVE_TETS, Gauss-Seidel, per body: work-group b goes through body b's colors (body_color:
+ * first tet and count per body and color), its packets spread over the work-items, a barrier
+ * between colors. One launch per iteration, and a body's vertices stay in the core's cache
+ * through its colors (a launch per color sweeps every body's). Bodies share no vertex. */
+__kernel __attribute__((reqd_work_group_size(PIOLA_BODY_WG, 1, 1))) void
+piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global const int4 *tets,
+                         __global const float *tet_m, __global const float *tet_volume,
+                         __global float *tet_lambda, __global const int *tet_material,
+                         __constant piola_material_data *materials, __global const int *body_color,
+                         int color_count, int stride, float inv_h2,
+                         __global const float4 *support) {
+  const int b = (int)get_group_id(0), lid = (int)get_local_id(0);
+  for (int c = 0; c < color_count; ++c) {
+    const int first = body_color[2 * (b * color_count + c)];
+    const int count = body_color[2 * (b * color_count + c) + 1];
+    if (c + 1 < color_count) {
+      const int next_first = body_color[2 * (b * color_count + c + 1)];
+      const int next_count = body_color[2 * (b * color_count + c + 1) + 1];
+      for (int begin = lid * PIOLA_L; begin < next_count; begin += PIOLA_BODY_WG * PIOLA_L) {
+        piola_prefetch_packet(tets, tet_m, tet_volume, tet_lambda, tet_material, next_first + begin,
+                              stride);
+      }
+    }
+    for (int begin = lid * PIOLA_L; begin < count; begin += PIOLA_BODY_WG * PIOLA_L) {
+      piola_solve_packet(x, d, tets, tet_m, tet_volume, tet_lambda, tet_material, materials, first,
+                         count, begin, stride, inv_h2, support);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+  }
+}
+#endif /* PIOLA_LANES */
