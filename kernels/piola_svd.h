@@ -47,30 +47,28 @@ PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q, piola_
   t = d < PIOLA_R(0.0) ? -t : t;
   piola_real c = PIOLA_R(1.0) / sqrt(PIOLA_R(1.0) + t * t);
   piola_real s = t * c;
-  /* G = I with G[p][p] = c, G[p][q] = s, G[q][p] = -s, G[q][q] = c; a = G^T a G. */
-  piola_m3 r = *a, rv = *v;
-  for (int k = 0; k < 3; ++k) { /* r = a G (columns p, q) */
-    piola_real akp = r.m[3 * k + p];
-    piola_real akq = r.m[3 * k + q];
-    r.m[3 * k + p] = c * akp - s * akq;
-    r.m[3 * k + q] = s * akp + c * akq;
+  /* G = I with G[p][p] = c, G[p][q] = s, G[q][p] = -s, G[q][q] = c; a = G^T a G. Lanes in
+   * `keep` keep their entries. */
+  for (int k = 0; k < 3; ++k) { /* a = a G (columns p, q) */
+    piola_real akp = a->m[3 * k + p];
+    piola_real akq = a->m[3 * k + q];
+    a->m[3 * k + p] = keep ? akp : c * akp - s * akq;
+    a->m[3 * k + q] = keep ? akq : s * akp + c * akq;
   }
-  for (int k = 0; k < 3; ++k) { /* r = G^T r (rows p, q) */
-    piola_real apk = r.m[3 * p + k];
-    piola_real aqk = r.m[3 * q + k];
-    r.m[3 * p + k] = c * apk - s * aqk;
-    r.m[3 * q + k] = s * apk + c * aqk;
+  for (int k = 0; k < 3; ++k) { /* a = G^T a (rows p, q) */
+    piola_real apk = a->m[3 * p + k];
+    piola_real aqk = a->m[3 * q + k];
+    a->m[3 * p + k] = keep ? apk : c * apk - s * aqk;
+    a->m[3 * q + k] = keep ? aqk : s * apk + c * aqk;
   }
-  r.m[3 * p + q] = PIOLA_R(0.0);
-  r.m[3 * q + p] = PIOLA_R(0.0);
+  a->m[3 * p + q] = keep ? a->m[3 * p + q] : PIOLA_R(0.0);
+  a->m[3 * q + p] = keep ? a->m[3 * q + p] : PIOLA_R(0.0);
   for (int k = 0; k < 3; ++k) { /* v = v G */
-    piola_real vkp = rv.m[3 * k + p];
-    piola_real vkq = rv.m[3 * k + q];
-    rv.m[3 * k + p] = c * vkp - s * vkq;
-    rv.m[3 * k + q] = s * vkp + c * vkq;
+    piola_real vkp = v->m[3 * k + p];
+    piola_real vkq = v->m[3 * k + q];
+    v->m[3 * k + p] = keep ? vkp : c * vkp - s * vkq;
+    v->m[3 * k + q] = keep ? vkq : s * vkp + c * vkq;
   }
-  *a = piola_m3_select(keep, *a, r);
-  *v = piola_m3_select(keep, *v, rv);
 }
 
 /* Eigen-decomposition of a symmetric matrix: a = V diag(eig) V^T with V a rotation

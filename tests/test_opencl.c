@@ -1153,11 +1153,13 @@ void test_opencl_schedules_agree(piola_test *t) {
  * tets share colors and packets), the box squashed to a fifth of its height so that its tets
  * take the SVD path, the last creature hanging from a pinned vertex, the ground supporting what
  * rests on it, a sphere in the way; 2 substeps; positions after `steps` steps. */
-static void run_packet_scene(piola_test *t, int32_t lanes, int copies, int steps, float *out,
-                             int32_t *n_out, int32_t *lanes_out) {
+static void run_packet_scene(piola_test *t, int32_t lanes, int copies, bool large_box, int steps,
+                             float *out, int32_t *n_out, int32_t *lanes_out) {
   piola_tet_mesh creature, box;
   REQUIRE_OK(t, piola_mesh_make_creature(1.0f, &creature));
-  const int32_t cells[3] = {5, 3, 3};
+  /* The large box (18432 tets) is more than one work-group goes through quickly: the world's
+   * tets then take a launch per color. */
+  const int32_t cells[3] = {large_box ? 24 : 5, large_box ? 8 : 3, large_box ? 16 : 3};
   const float size[3] = {0.5f, 0.3f, 0.3f};
   REQUIRE_OK(t, piola_mesh_make_box(cells, size, &box));
   piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
@@ -1232,8 +1234,9 @@ static void run_packet_scene(piola_test *t, int32_t lanes, int copies, int steps
  * packet, a pinned vertex and supported vertices, to the rounding of library functions, and
  * each is deterministic. (With log1p evaluated lane by lane through the scalar function the
  * runs agree bit for bit; PoCL's vector log1p differs in the last bit, 6e-7 m here after 60
- * steps.) Three bodies take a launch per color; enough bodies for 4 per compute unit take a
- * launch per iteration with a work-group per body (piola_solve_body_packets). */
+ * steps.) Three bodies, one of them large, take a launch per color (piola_solve_color_packets);
+ * small bodies, three or enough for 4 per compute unit, a launch per iteration with a
+ * work-group per body (piola_solve_body_packets). */
 void test_opencl_packets_match(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
@@ -1251,10 +1254,11 @@ void test_opencl_packets_match(piola_test *t) {
     }
   }
   const int many = (4 * units + 2) / 3 < 64 ? (4 * units + 2) / 3 : 64;
-  const int copies[2] = {1, many};
-  for (int c = 0; c < 2; ++c) {
+  const int copies[3] = {1, 1, many};
+  for (int c = 0; c < 3; ++c) {
+    const bool large = c == 0;
     int32_t n = 0, m = 0, lanes_used = 0;
-    run_packet_scene(t, 1, copies[c], STEPS, ref, &n, &lanes_used);
+    run_packet_scene(t, 1, copies[c], large, STEPS, ref, &n, &lanes_used);
     REQUIRE(t, n > 0 && n <= MAX_VERTICES);
     CHECK(t, lanes_used == 1);
     float lowest = 1e9f;
@@ -1265,18 +1269,18 @@ void test_opencl_packets_match(piola_test *t) {
               (double)lowest);
     const int32_t lanes[3] = {4, 8, 16};
     for (int k = 0; k < 3; ++k) {
-      run_packet_scene(t, lanes[k], copies[c], STEPS, x, &m, &lanes_used);
+      run_packet_scene(t, lanes[k], copies[c], large, STEPS, x, &m, &lanes_used);
       REQUIRE(t, m == n);
       CHECK(t, lanes_used == lanes[k]);
       double worst = 0.0;
       for (int32_t i = 0; i < 3 * n; ++i) {
         worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
       }
-      printf("  %d bodies, %d lanes: largest difference from one tet per work-item %.3g m\n",
-             3 * copies[c], (int)lanes[k], worst);
+      printf("  %d bodies%s, %d lanes: largest difference from one tet per work-item %.3g m\n",
+             3 * copies[c], large ? " (a large box)" : "", (int)lanes[k], worst);
       CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies[c],
                 (int)lanes[k], worst);
-      run_packet_scene(t, lanes[k], copies[c], STEPS, again, &m, &lanes_used);
+      run_packet_scene(t, lanes[k], copies[c], large, STEPS, again, &m, &lanes_used);
       CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
                 "%d bodies, %d lanes: not deterministic", 3 * copies[c], (int)lanes[k]);
     }
