@@ -1876,35 +1876,10 @@ static bool packets_per_body(const piola_world *w) {
          (w->solver.body_count >= 4 * units && 2 * units * largest <= (int64_t)w->cl->tet_count);
 }
 
-static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
+/* The first arguments of every tet-solving kernel: x, d, the tet planes and the materials. */
+static piola_status set_tet_args(piola_world *w, int k) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
-  cl_int stride = cl->tet_count;
-  cl_float inv_h2 = (cl_float)(1.0 / (h * h));
-  if (cl->lanes > 1 && packets_per_body(w)) {
-    const int kb = KERNEL_SOLVE_BODY_PACKETS;
-    cl_int colors = w->solver.color_count;
-    SET_ARG(kb, 0, b[BUF_X]);
-    SET_ARG(kb, 1, b[BUF_D]);
-    SET_ARG(kb, 2, b[BUF_TETS]);
-    SET_ARG(kb, 3, b[BUF_TET_M]);
-    SET_ARG(kb, 4, b[BUF_TET_VOLUME]);
-    SET_ARG(kb, 5, b[BUF_TET_LAMBDA]);
-    SET_ARG(kb, 6, b[BUF_TET_MATERIAL]);
-    SET_ARG(kb, 7, b[BUF_MATERIALS]);
-    SET_ARG(kb, 8, b[BUF_BODY_COLOR]);
-    SET_ARG(kb, 9, colors);
-    SET_ARG(kb, 10, stride);
-    SET_ARG(kb, 11, inv_h2);
-    SET_ARG(kb, 12, b[BUF_SUPPORT]);
-    piola_status s = launch(w, kb, w->solver.body_count * PACKET_BODY_WORK_GROUP, stage);
-    if (s != PIOLA_OK) {
-      return s;
-    }
-    return solve_jacobi_tail(w, h, stage);
-  }
-  /* One tet per work-item, or a packet of cl->lanes tets (piola_packet.cl; same arguments). */
-  const int k = cl->lanes > 1 ? KERNEL_SOLVE_PACKETS : KERNEL_SOLVE;
   SET_ARG(k, 0, b[BUF_X]);
   SET_ARG(k, 1, b[BUF_D]);
   SET_ARG(k, 2, b[BUF_TETS]);
@@ -1913,6 +1888,38 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   SET_ARG(k, 5, b[BUF_TET_LAMBDA]);
   SET_ARG(k, 6, b[BUF_TET_MATERIAL]);
   SET_ARG(k, 7, b[BUF_MATERIALS]);
+  return PIOLA_OK;
+}
+
+static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
+  piola_opencl *cl = w->cl;
+  cl_mem *b = cl->buffers;
+  cl_int stride = cl->tet_count;
+  cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+  if (cl->lanes > 1 && packets_per_body(w)) {
+    const int kb = KERNEL_SOLVE_BODY_PACKETS;
+    cl_int colors = w->solver.color_count;
+    piola_status s = set_tet_args(w, kb);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+    SET_ARG(kb, 8, b[BUF_BODY_COLOR]);
+    SET_ARG(kb, 9, colors);
+    SET_ARG(kb, 10, stride);
+    SET_ARG(kb, 11, inv_h2);
+    SET_ARG(kb, 12, b[BUF_SUPPORT]);
+    s = launch(w, kb, w->solver.body_count * PACKET_BODY_WORK_GROUP, stage);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+    return solve_jacobi_tail(w, h, stage);
+  }
+  /* One tet per work-item, or a packet of cl->lanes tets (piola_packet.cl; same arguments). */
+  const int k = cl->lanes > 1 ? KERNEL_SOLVE_PACKETS : KERNEL_SOLVE;
+  piola_status s = set_tet_args(w, k);
+  if (s != PIOLA_OK) {
+    return s;
+  }
   SET_ARG(k, 10, stride);
   SET_ARG(k, 11, inv_h2);
   SET_ARG(k, 12, b[BUF_SUPPORT]);
@@ -1920,7 +1927,7 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
     cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
     SET_ARG(k, 8, first);
     SET_ARG(k, 9, count);
-    piola_status s = launch(w, k, (count + cl->lanes - 1) / cl->lanes, stage);
+    s = launch(w, k, (count + cl->lanes - 1) / cl->lanes, stage);
     if (s != PIOLA_OK) {
       return s;
     }
@@ -1940,20 +1947,16 @@ static piola_status solve_jacobi_tail(piola_world *w, double h, piola_stage stag
   cl_int jfirst = w->solver.jacobi_first, jcount = w->solver.jacobi_count,
          nj = w->solver.jacobi_vertex_count;
   cl_float omega = w->def.jacobi_omega;
-  SET_ARG(KERNEL_SOLVE_JACOBI, 0, b[BUF_X]);
-  SET_ARG(KERNEL_SOLVE_JACOBI, 1, b[BUF_D]);
-  SET_ARG(KERNEL_SOLVE_JACOBI, 2, b[BUF_TETS]);
-  SET_ARG(KERNEL_SOLVE_JACOBI, 3, b[BUF_TET_M]);
-  SET_ARG(KERNEL_SOLVE_JACOBI, 4, b[BUF_TET_VOLUME]);
-  SET_ARG(KERNEL_SOLVE_JACOBI, 5, b[BUF_TET_LAMBDA]);
-  SET_ARG(KERNEL_SOLVE_JACOBI, 6, b[BUF_TET_MATERIAL]);
-  SET_ARG(KERNEL_SOLVE_JACOBI, 7, b[BUF_MATERIALS]);
+  piola_status s = set_tet_args(w, KERNEL_SOLVE_JACOBI);
+  if (s != PIOLA_OK) {
+    return s;
+  }
   SET_ARG(KERNEL_SOLVE_JACOBI, 8, jfirst);
   SET_ARG(KERNEL_SOLVE_JACOBI, 9, jcount);
   SET_ARG(KERNEL_SOLVE_JACOBI, 10, stride);
   SET_ARG(KERNEL_SOLVE_JACOBI, 11, inv_h2);
   SET_ARG(KERNEL_SOLVE_JACOBI, 12, b[BUF_JACOBI_DELTA]);
-  piola_status s = launch(w, KERNEL_SOLVE_JACOBI, jcount, stage);
+  s = launch(w, KERNEL_SOLVE_JACOBI, jcount, stage);
   if (s != PIOLA_OK) {
     return s;
   }
