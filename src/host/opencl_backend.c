@@ -1896,7 +1896,7 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   cl_mem *b = cl->buffers;
   cl_int stride = cl->tet_count;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h));
-  if (cl->lanes > 1 && packets_per_body(w)) {
+  if (cl->lanes > 1 && w->solver.color_count > 0 && packets_per_body(w)) {
     const int kb = KERNEL_SOLVE_BODY_PACKETS;
     cl_int colors = w->solver.color_count;
     piola_status s = set_tet_args(w, kb);
