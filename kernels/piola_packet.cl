@@ -33,13 +33,15 @@
 #ifndef PIOLA_BODY_WG
 #define PIOLA_BODY_WG 8
 #endif
+#define PIOLA_VLOAD PIOLA_CAT(vload, PIOLA_LANES)
+#define PIOLA_VSTORE PIOLA_CAT(vstore, PIOLA_LANES)
 
 /* A lane vector from PIOLA_LANES private floats, and back. */
 PIOLA_FN piola_real piola_lanes_load(const float *a) {
-  return PIOLA_CAT(vload, PIOLA_LANES)(0, a);
+  return PIOLA_VLOAD(0, a);
 }
 PIOLA_FN void piola_lanes_store(piola_real v, float *a) {
-  PIOLA_CAT(vstore, PIOLA_LANES)(v, 0, a);
+  PIOLA_VSTORE(v, 0, a);
 }
 PIOLA_FN piola_v3 piola_lanes_load3(const float a[3][PIOLA_L]) {
   return piola_v3_make(piola_lanes_load(a[0]), piola_lanes_load(a[1]), piola_lanes_load(a[2]));
@@ -135,18 +137,16 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
     for (int l = 0; l < PIOLA_L; ++l) {
       index[l] = l;
     }
-    const piola_mask real = PIOLA_CAT(vload, PIOLA_LANES)(0, index) < n;
+    const piola_mask real = PIOLA_VLOAD(0, index) < n;
     const int last = t0 + n - 1;
     for (int k = 0; k < 9; ++k) {
-      dm_inv.m[k] = real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_m + k * stride + t0)
-                         : (piola_real)(tet_m[k * stride + last]);
+      dm_inv.m[k] =
+          real ? PIOLA_VLOAD(0, tet_m + k * stride + t0) : (piola_real)(tet_m[k * stride + last]);
     }
-    volume_v =
-        real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_volume + t0) : (piola_real)(tet_volume[last]);
-    lambda0_v =
-        real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_lambda + t0) : (piola_real)(tet_lambda[last]);
-    lambda1_v = real ? PIOLA_CAT(vload, PIOLA_LANES)(0, tet_lambda + stride + t0)
-                     : (piola_real)(tet_lambda[stride + last]);
+    volume_v = real ? PIOLA_VLOAD(0, tet_volume + t0) : (piola_real)(tet_volume[last]);
+    lambda0_v = real ? PIOLA_VLOAD(0, tet_lambda + t0) : (piola_real)(tet_lambda[last]);
+    lambda1_v =
+        real ? PIOLA_VLOAD(0, tet_lambda + stride + t0) : (piola_real)(tet_lambda[stride + last]);
   } else {
     for (int l = 0; l < PIOLA_L; ++l) {
       const int t = t0 + min(l, n - 1);

@@ -418,15 +418,13 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
     dlambda = step;
   }
   for (int k = 0; k < 4; ++k) {
-    dx[k] = piola_v3_select(work, piola_v3_scale(g[k], wk[k] * step), zero);
-  }
-  if (support) {
-    for (int k = 0; k < 4; ++k) {
+    piola_v3 move = piola_v3_scale(g[k], wk[k] * step);
+    if (support) {
       const piola_real withheld = wk[k] * step * gn[k];
-      dx[k] = piola_v3_select(
-          work, piola_v3_sub(dx[k], piola_v3_scale(support->normal[k], withheld)), zero);
+      move = piola_v3_sub(move, piola_v3_scale(support->normal[k], withheld));
       support->held[k] = work ? support->held[k] - withheld : support->held[k];
     }
+    dx[k] = piola_v3_select(work, move, zero);
   }
   *lambda = work ? *lambda + dlambda : *lambda;
   return flags | (work ? PIOLA_TET_WORKED : 0);

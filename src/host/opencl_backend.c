@@ -1859,7 +1859,6 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
   return launch(w, KERNEL_CONTACT_APPLY, nsv, stage);
 }
 
-/* SOLVE_TETS, the tet kind: one launch per color, then the Jacobi tail (two launches). */
 static piola_status solve_jacobi_tail(piola_world *w, double h, piola_stage stage);
 
 /* Whether SOLVE_TETS in packets runs one launch per iteration with a work-group per body
@@ -1891,6 +1890,8 @@ static piola_status set_tet_args(piola_world *w, int k) {
   return PIOLA_OK;
 }
 
+/* SOLVE_TETS, the tet kind: the colors (one launch per iteration with a work-group per body, or
+ * one launch per color), then the Jacobi tail (two launches). */
 static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
