@@ -19,6 +19,8 @@
 #endif
 
 #define PIOLA_SCAN_ITEMS 4
+/* Bucket entries a vertex tests per chunk in the narrow phase. */
+#define PIOLA_SCAN_CHUNK 32
 #define PIOLA_K PIOLA_CONTACTS_PER_VERTEX
 
 PIOLA_FN piola_box piola_load_box(__global const float4 *boxes, int t) {
@@ -223,52 +225,65 @@ PIOLA_KERNEL void piola_contact_narrow(
   const piola_box query = piola_grid_vertex(vb, margin);
   int lo[3], hi[3];
   piola_cell_range(query, inv_cell, 3, lo, hi);
+  const int one_cell = lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2];
   for (int ci = lo[0]; ci <= hi[0]; ++ci) {
     for (int cj = lo[1]; cj <= hi[1]; ++cj) {
       for (int ck = lo[2]; ck <= hi[2]; ++ck) {
         const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
-        for (int e = bucket_start[bucket]; e < bucket_start[bucket + 1]; ++e) {
-          const int t = bucket_triangles[e];
-          const piola_box tb = piola_load_box(tri_box, t);
-          if (!piola_boxes_overlap(vb, tb) ||
-              !piola_pair_cell(query, piola_grid_triangle(tb, margin), inv_cell, ci, cj, ck)) {
-            continue;
+        const int end = bucket_start[bucket + 1];
+        for (int first = bucket_start[bucket]; first < end; first += PIOLA_SCAN_CHUNK) {
+          /* The chunk's triangles whose boxes overlap the vertex's, gathered without branches
+           * (about 1 in 4 do: a branch per entry mispredicted often enough to take a third of
+           * the kernel's time on CPUs). */
+          int overlapping[PIOLA_SCAN_CHUNK];
+          int n = 0;
+          for (int e = first; e < min(first + PIOLA_SCAN_CHUNK, end); ++e) {
+            overlapping[n] = bucket_triangles[e];
+            n += piola_boxes_overlap(vb, piola_load_box(tri_box, overlapping[n]));
           }
-          const int4 q = triangles[t];
-          if (q.w != body) {
-            uint4 other = body_filter[q.w];
-            if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+          for (int o = 0; o < n; ++o) {
+            const int t = overlapping[o];
+            if (!one_cell &&
+                !piola_pair_cell(query, piola_grid_triangle(piola_load_box(tri_box, t), margin),
+                                 inv_cell, ci, cj, ck)) {
               continue;
             }
-          } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
-                     piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                             piola_v3_from4(sv_rest[q.y]),
-                                             piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
-            continue;
-          }
-          const int a = sv_vertex[q.x];
-          int b = sv_vertex[q.y], c = sv_vertex[q.z];
-          int persistent;
-          const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
-                                              piola_v3_from4(x[c]), previous, previous_n, t,
-                                              body_filter[q.w].w != 0u, &persistent);
-          if (side) { /* met from the back: corners b and c swapped */
-            const int swap_corner = b;
-            b = c;
-            c = swap_corner;
-          }
-          const float4 xa = x[a], xb = x[b], xc = x[c];
-          float key;
-          if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
-                                      piola_v3_from4(xc), piola_position(xa, d[a]),
-                                      piola_position(xb, d[b]), piola_position(xc, d[c]), thickness,
-                                      persistent, q.w == body, &key) &&
-              (q.w != body ||
-               piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                          piola_v3_from4(sv_rest[q.y]),
-                                          piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
-            found++;
-            piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+            const int4 q = triangles[t];
+            if (q.w != body) {
+              uint4 other = body_filter[q.w];
+              if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+                continue;
+              }
+            } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+                       piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                               piola_v3_from4(sv_rest[q.y]),
+                                               piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
+              continue;
+            }
+            const int a = sv_vertex[q.x];
+            int b = sv_vertex[q.y], c = sv_vertex[q.z];
+            int persistent;
+            const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
+                                                piola_v3_from4(x[c]), previous, previous_n, t,
+                                                body_filter[q.w].w != 0u, &persistent);
+            if (side) { /* met from the back: corners b and c swapped */
+              const int swap_corner = b;
+              b = c;
+              c = swap_corner;
+            }
+            const float4 xa = x[a], xb = x[b], xc = x[c];
+            float key;
+            if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
+                                        piola_v3_from4(xc), piola_position(xa, d[a]),
+                                        piola_position(xb, d[b]), piola_position(xc, d[c]),
+                                        thickness, persistent, q.w == body, &key) &&
+                (q.w != body ||
+                 piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                            piola_v3_from4(sv_rest[q.y]),
+                                            piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
+              found++;
+              piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+            }
           }
         }
       }

@@ -378,7 +378,8 @@ double piola_now_ms(void);
 
 /* Contacts (contact.c) -------------------------------------------------------------------- */
 
-/* Builds w->contacts from the live bodies (called with the tet arrays). */
+/* Builds w->contacts from the live bodies (called with the tet arrays): their surface vertices
+ * and triangles, body after body, each body's in Morton order of the rest shape. */
 piola_status piola_contacts_build(piola_world *w);
 void piola_contacts_free(piola_solver_contacts *c);
 /* Whether contacts run: on in the def and some surface to collide. */
