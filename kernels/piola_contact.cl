@@ -346,13 +346,15 @@ PIOLA_KERNEL void piola_contact_sort_corners(__global const int *corner_start,
 }
 
 /* CONTACT, part 1: every contact of surface vertex sv projected from the same positions; its
- * four corrections, each times its weight, and the weight (piola_contact_project) to
- * delta[4 slot + corner]. */
+ * four corrections and their lengths (piola_contact_project) to delta[4 slot + corner]. With
+ * `measure` the members' masses are whole (the measuring pass), else split by mass_split. */
 PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
                                       __global const int *contact_count,
-                                      __global const int *contact_tri, float thickness,
-                                      float friction, __global float4 *delta, int sv_count) {
+                                      __global const int *contact_tri,
+                                      __global const float *mass_split, int measure,
+                                      float thickness, float friction, __global float4 *delta,
+                                      int sv_count) {
   const int sv = get_global_id(0);
   if (sv >= sv_count) {
     return;
@@ -360,51 +362,62 @@ PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const f
   const int v = sv_vertex[sv];
   const float4 xv = x[v];
   const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
+  const float wv = measure ? xv.w : xv.w * mass_split[sv];
   for (int k = 0; k < contact_count[sv]; ++k) {
     const int slot = PIOLA_K * sv + k;
     const int entry = contact_tri[slot];
     const int4 q = triangles[piola_contact_entry_triangle(entry)];
     const int side = piola_contact_entry_side(entry);
-    const int a = sv_vertex[q.x], b = sv_vertex[side ? q.z : q.y], c = sv_vertex[side ? q.y : q.z];
+    const int sa = q.x, sb = side ? q.z : q.y, sc = side ? q.y : q.z;
+    const int a = sv_vertex[sa], b = sv_vertex[sb], c = sv_vertex[sc];
     const float4 xa = x[a], xb = x[b], xc = x[c];
+    const float wa = measure ? xa.w : xa.w * mass_split[sa];
+    const float wb = measure ? xb.w : xb.w * mass_split[sb];
+    const float wc = measure ? xc.w : xc.w * mass_split[sc];
     piola_v3 dx[4];
-    float weight[4];
-    piola_contact_project(xs, p, xv.w, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
+    float length[4];
+    piola_contact_project(xs, p, wv, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
                           piola_position(xa, d[a]), piola_position(xb, d[b]),
-                          piola_position(xc, d[c]), xa.w, xb.w, xc.w, thickness, friction, dx,
-                          weight);
+                          piola_position(xc, d[c]), wa, wb, wc, thickness, friction, dx, length);
     if (side) {
-      piola_contact_unswap(dx, weight);
+      piola_contact_unswap(dx, length);
     }
     for (int corner = 0; corner < 4; ++corner) {
-      delta[4 * slot + corner] =
-          (float4)(weight[corner] * dx[corner].x, weight[corner] * dx[corner].y,
-                   weight[corner] * dx[corner].z, weight[corner]);
+      delta[4 * slot + corner] = (float4)(dx[corner].x, dx[corner].y, dx[corner].z, length[corner]);
     }
   }
 }
 
 /* CONTACT, part 2: surface vertex sv sums its own slots, then its corner entries in ascending
- * order, and moves by their weighted mean. */
+ * order; measuring, it records its mass split (piola_contact_split), else it moves by the sum
+ * over its split. */
 PIOLA_KERNEL void piola_contact_apply(__global float4 *d, __global const int *sv_vertex,
                                       __global const int *contact_count,
                                       __global const int *corner_start,
                                       __global const int *corner_entry,
-                                      __global const float4 *delta, int sv_count) {
+                                      __global const float4 *delta, __global float *mass_split,
+                                      int measure, int sv_count) {
   const int sv = get_global_id(0);
   if (sv >= sv_count) {
     return;
   }
-  float4 sum = (float4)(0.0f);
+  float4 sum = (float4)(0.0f); /* corrections, lengths */
+  float sum_length2 = 0.0f;
   for (int k = 0; k < contact_count[sv]; ++k) {
-    sum += delta[4 * (PIOLA_K * sv + k)];
+    const float4 o = delta[4 * (PIOLA_K * sv + k)];
+    sum += o;
+    sum_length2 += o.w * o.w;
   }
   for (int e = corner_start[sv]; e < corner_start[sv + 1]; ++e) {
-    sum += delta[corner_entry[e]];
+    const float4 o = delta[corner_entry[e]];
+    sum += o;
+    sum_length2 += o.w * o.w;
   }
-  if (sum.w > 0.0f) {
+  if (measure) {
+    mass_split[sv] = piola_contact_split(sum.w, sum_length2);
+  } else if (sum.w > 0.0f) {
     int v = sv_vertex[sv];
-    float s = 1.0f / sum.w;
+    float s = 1.0f / mass_split[sv];
     d[v] = piola_displace(d[v], piola_v3_make(s * sum.x, s * sum.y, s * sum.z));
   }
 }

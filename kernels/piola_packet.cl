@@ -97,7 +97,7 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
                                  __global const int *tet_material,
                                  __constant piola_material_data *materials, int first, int count,
                                  int begin, int stride, float inv_h2,
-                                 __global const float4 *support) {
+                                 __global const float4 *support, int inverted_only) {
   const int n = min(PIOLA_L, count - begin);
   /* Gather: lane l holds tet first + begin + l (the last tet again in spare lanes). */
   int corner[4][PIOLA_L], material[PIOLA_L];
@@ -171,8 +171,16 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
     p[k] = piola_lanes_load3(pos[k]);
     wv[k] = piola_lanes_load(w[k]);
   }
-  /* One pass per kind of material among the lanes. */
+  /* One pass per kind of material among the lanes. In the inverted-tet pass the lanes whose
+   * tets are not inverted count as done from the start. */
   int done = 0; /* lanes projected, one bit each */
+  if (inverted_only) {
+    int inverted[PIOLA_L];
+    PIOLA_VSTORE(piola_tet_inverted(p[0], p[1], p[2], p[3], dm_inv), 0, inverted);
+    for (int l = 0; l < n; ++l) {
+      done |= inverted[l] ? 0 : 1 << l;
+    }
+  }
   while (done != (1 << n) - 1) {
     int l0 = 0;
     while (done & (1 << l0)) {
@@ -183,7 +191,7 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
     float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L];
     for (int l = 0; l < PIOLA_L; ++l) {
       const piola_material_data md = materials[material[l]];
-      if (l < n && piola_same_paths(md, paths)) {
+      if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
         active |= 1 << l;
       }
       mu[l] = md.mu;
@@ -236,16 +244,15 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
 
 /* SOLVE_TETS, Gauss-Seidel, per color: packet i of a color of count tets from first (arguments
  * as piola_solve_color's); for bodies of any size. */
-__kernel __attribute__((reqd_work_group_size(PIOLA_WG, 1, 1))) void
-piola_solve_color_packets(__global const float4 *x, __global float4 *d, __global const int4 *tets,
-                          __global const float *tet_m, __global const float *tet_volume,
-                          __global float *tet_lambda, __global const int *tet_material,
-                          __constant piola_material_data *materials, int first, int count,
-                          int stride, float inv_h2, __global const float4 *support) {
+__kernel __attribute__((reqd_work_group_size(PIOLA_WG, 1, 1))) void piola_solve_color_packets(
+    __global const float4 *x, __global float4 *d, __global const int4 *tets,
+    __global const float *tet_m, __global const float *tet_volume, __global float *tet_lambda,
+    __global const int *tet_material, __constant piola_material_data *materials, int first,
+    int count, int stride, float inv_h2, __global const float4 *support, int inverted_only) {
   const int begin = (int)get_global_id(0) * PIOLA_L;
   if (begin < count) {
     piola_solve_packet(x, d, tets, tet_m, tet_volume, tet_lambda, tet_material, materials, first,
-                       count, begin, stride, inv_h2, support);
+                       count, begin, stride, inv_h2, support, inverted_only);
   }
 }
 
@@ -258,8 +265,8 @@ piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global 
                          __global const float *tet_m, __global const float *tet_volume,
                          __global float *tet_lambda, __global const int *tet_material,
                          __constant piola_material_data *materials, __global const int *body_color,
-                         int color_count, int stride, float inv_h2,
-                         __global const float4 *support) {
+                         int color_count, int stride, float inv_h2, __global const float4 *support,
+                         int inverted_only) {
   const int b = (int)get_group_id(0), lid = (int)get_local_id(0);
   for (int c = 0; c < color_count; ++c) {
     const int first = body_color[2 * (b * color_count + c)];
@@ -274,7 +281,7 @@ piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global 
     }
     for (int begin = lid * PIOLA_L; begin < count; begin += PIOLA_BODY_WG * PIOLA_L) {
       piola_solve_packet(x, d, tets, tet_m, tet_volume, tet_lambda, tet_material, materials, first,
-                         count, begin, stride, inv_h2, support);
+                         count, begin, stride, inv_h2, support, inverted_only);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }

@@ -78,6 +78,7 @@ typedef struct piola_tet_arrays {
   __global const int *material;
   int stride;
   __global const float4 *support; /* per vertex (see the file comment); 0 in the Jacobi tail */
+  int inverted_only; /* the inverted-tet pass: tets with det F > 0 do no work (piola_world_step) */
 } piola_tet_arrays;
 
 /* ---- Per-item stage functions ------------------------------------------------------ */
@@ -135,6 +136,15 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
                                   float inv_h2, int t, const piola_tet_record *r, float4 x0,
                                   float4 x1, float4 x2, float4 x3, float4 d0, float4 d1, float4 d2,
                                   float4 d3, piola_v3 *dx, piola_real *held) {
+  if (a.inverted_only &&
+      !piola_tet_inverted(piola_position(x0, d0), piola_position(x1, d1), piola_position(x2, d2),
+                          piola_position(x3, d3), r->m)) {
+    for (int k = 0; k < 4; ++k) {
+      dx[k] = piola_v3_make(0.0f, 0.0f, 0.0f);
+      held[k] = 0.0f;
+    }
+    return 0;
+  }
   piola_tet_material mat = piola_tet_material_from_data(materials[r->material]);
   piola_real lambda[2] = {r->lambda[0], r->lambda[1]};
   piola_tet_support support = piola_tet_support_none();
@@ -314,10 +324,12 @@ PIOLA_KERNEL void piola_solve_color(__global const float4 *x, __global float4 *d
                                     __global const float *tet_volume, __global float *tet_lambda,
                                     __global const int *tet_material,
                                     __constant piola_material_data *materials, int first, int count,
-                                    int stride, float inv_h2, __global const float4 *support) {
+                                    int stride, float inv_h2, __global const float4 *support,
+                                    int inverted_only) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride, support};
+    piola_tet_arrays a = {tets,         tet_m,  tet_volume, tet_lambda,
+                          tet_material, stride, support,    inverted_only};
     piola_solve_tet(x, d, a, materials, inv_h2, first + i);
   }
 }
@@ -328,10 +340,12 @@ PIOLA_KERNEL void piola_solve_jacobi(__global const float4 *x, __global const fl
                                      __global const float *tet_volume, __global float *tet_lambda,
                                      __global const int *tet_material,
                                      __constant piola_material_data *materials, int first,
-                                     int count, int stride, float inv_h2, __global float4 *delta) {
+                                     int count, int stride, float inv_h2, __global float4 *delta,
+                                     int inverted_only) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride, 0};
+    piola_tet_arrays a = {tets,         tet_m,  tet_volume, tet_lambda,
+                          tet_material, stride, 0,          inverted_only};
     piola_jacobi_tet(x, d, a, materials, inv_h2, first + i, i, delta);
   }
 }
@@ -539,8 +553,10 @@ PIOLA_FN void piola_jacobi_tet_local(__local const float4 *x, __local const floa
  * vertex list. Delta slots are indexed from the start of the tail, jacobi_first.
  * `part` (piola_bodies_part): 0 the whole substep; with contacts, which couple the bodies and
  * run as launches of their own between the parts, 1 predict and reset the multipliers only,
- * 2 one iteration over the tets only (contacts and colliders follow it). collider_t_end: the
- * time from the start of the step to the end of this substep (s), where the colliders stand.
+ * 2 one iteration over the tets only (contacts and colliders follow it), 3 the inverted-tet
+ * pass (part 2 projecting only the tets with det F <= 0, after the iterations).
+ * collider_t_end: the time from the start of the step to the end of this substep (s), where the
+ * colliders stand.
  * lx, ld: local memory for the largest body's vertex count each. The body's x and d are read
  * once, every phase works on chip, and d (with part 0, also x and v) is written back at the end.
  * The multipliers of a tet are read and written by one work-item only (the same k of the same
@@ -561,12 +577,13 @@ PIOLA_KERNEL void piola_substep_bodies(
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
   const int tail_first = body_jacobi[4 * b], tail_count = body_jacobi[4 * b + 1];
   const int tv_first = body_jacobi[4 * b + 2], tv_count = body_jacobi[4 * b + 3];
-  piola_tet_arrays a = {tets, tet_m, tet_volume, tet_lambda, tet_material, stride, support};
+  piola_tet_arrays a = {tets,         tet_m,  tet_volume, tet_lambda,
+                        tet_material, stride, support,    part == 3};
   /* The body on chip; PREDICT unless this is an iteration of its own */
   for (int i = lid; i < nv; i += nl) {
     float4 xi = x[v0 + i];
     lx[i] = xi;
-    if (part == 2) {
+    if (part >= 2) {
       ld[i] = d[v0 + i];
     } else {
       float4 vi = v[v0 + i];
@@ -578,7 +595,7 @@ PIOLA_KERNEL void piola_substep_bodies(
       }
     }
   }
-  if (part != 2) {
+  if (part < 2) {
     /* RESET_MULTIPLIERS */
     for (int c = 0; c <= color_count; ++c) {
       int first = c < color_count ? body_color[2 * (b * color_count + c)] : tail_first;
@@ -593,7 +610,7 @@ PIOLA_KERNEL void piola_substep_bodies(
    * early return (or an if around the rest) PoCL 3.1 corrupted host memory running this
    * kernel, although the condition is uniform. */
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  const int passes = part == 0 ? iterations : part == 2 ? 1 : 0;
+  const int passes = part == 0 ? iterations : part >= 2 ? 1 : 0;
   for (int it = 0; it < passes; ++it) {
     /* SOLVE_TETS: the colors, then the Jacobi tail. `next`: this work-item's first tet of the
      * next color (PIOLA_PREFETCH); tets beyond the work-group's size load where they are used. */

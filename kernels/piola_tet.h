@@ -309,6 +309,14 @@ PIOLA_FN piola_m3 piola_tet_deformation(piola_v3 x0, piola_v3 x1, piola_v3 x2, p
   return piola_m3_mul(ds, dm_inv);
 }
 
+/* Whether a tet is inverted or flat: det F <= 0 (or not a number). Bodies' tets are oriented
+ * positively when added and M has det M > 0 (plasticity included), so this is the sign of the
+ * corners' signed volume. The test of the stats' inverted_tets and of the inverted-tet pass. */
+PIOLA_FN piola_mask piola_tet_inverted(piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3,
+                                       piola_m3 dm_inv) {
+  return !(piola_m3_det(piola_tet_deformation(x0, x1, x2, x3, dm_inv)) > PIOLA_R(0.0));
+}
+
 /* Elastic energy U / E = V Psi / E of a tet at the given positions (m^3); 0 where the model
  * is undefined. */
 PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_inv,

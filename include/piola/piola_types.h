@@ -90,7 +90,10 @@ typedef enum piola_stage {
   /** Contacts, once per substep: each surface vertex keeps the nearest surface triangles it
    * may reach within the substep (PIOLA_MAX_VERTEX_CONTACTS at most) */
   PIOLA_STAGE_NARROW_PHASE,
-  PIOLA_STAGE_SOLVE_TETS, /**< one pass over the colors per iteration (the tets' time) */
+  /** One pass over the colors per iteration (the tets' time); with contacts also the
+   * inverted-tet pass after the iterations, which projects only the tets that the iterations
+   * left inverted (docs/ARCHITECTURE.md, "The inverted-tet pass") */
+  PIOLA_STAGE_SOLVE_TETS,
   /** Cloth triangles (membrane, paper Sec. 4.3): projected in the same pass as SOLVE_TETS,
    * color after color and inside a color before the bending stencils; this entry is the time
    * spent on the triangles (so with SOLVE_BENDING it splits the cloth's solve by kind) */

@@ -6,11 +6,12 @@
  *
  * The contacts a vertex keeps do not depend on the order in which the grid is visited (each
  * vertex keeps its nearest triangles, ties broken by index), so the reference's sequential
- * counting sort and the device's parallel one find the same contacts. The solve is a Jacobi
- * pass: every contact is projected from the same positions and writes its four corrections
- * to its own slots; each surface vertex then gathers its own slots and the slots that name it
- * as a triangle corner, in ascending order, and moves by their mean weighted by their lengths
- * (piola_contact_project). No atomics, a fixed summation order: the same result every run.
+ * counting sort and the device's parallel one find the same contacts. The solve is Jacobi with
+ * mass splitting (piola_contact_split), in two passes: every contact is projected from the same
+ * positions and writes its four corrections to its own slots; each surface vertex then gathers
+ * its own slots and the slots that name it as a triangle corner, in ascending order, and from
+ * the measuring pass takes its mass split, from the projecting pass its motion. No atomics, a
+ * fixed summation order: the same result every run.
  */
 #include "piola_internal.h"
 
@@ -95,6 +96,7 @@ void piola_contacts_free(piola_solver_contacts *c) {
   free(c->contact_triangle);
   free(c->previous_count);
   free(c->previous_triangle);
+  free(c->mass_split);
   free(c->delta);
   free(c->corner_start);
   free(c->corner_entry);
@@ -142,6 +144,7 @@ piola_status piola_contacts_build(piola_world *w) {
   c.contact_triangle = malloc(sizeof *c.contact_triangle * K * nv);
   c.previous_count = calloc(nv, sizeof *c.previous_count);
   c.previous_triangle = malloc(sizeof *c.previous_triangle * K * nv);
+  c.mass_split = malloc(sizeof *c.mass_split * nv);
   c.delta = malloc(sizeof *c.delta * 16 * K * nv);
   c.corner_start = malloc(sizeof *c.corner_start * (nv + 1));
   c.corner_entry = malloc(sizeof *c.corner_entry * 3 * K * nv);
@@ -152,13 +155,16 @@ piola_status piola_contacts_build(piola_world *w) {
   if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.vertex_reach || !c.triangle ||
       !c.triangle_body || !c.body_filter || !c.triangle_box || !c.bucket_start ||
       !c.bucket_triangles || !c.bucket_cursor || !c.vertex_cursor || !c.contact_count ||
-      !c.contact_triangle || !c.previous_count || !c.previous_triangle || !c.delta ||
-      !c.corner_start || !c.corner_entry || !local_to_sv || !order || !centroid) {
+      !c.contact_triangle || !c.previous_count || !c.previous_triangle || !c.mass_split ||
+      !c.delta || !c.corner_start || !c.corner_entry || !local_to_sv || !order || !centroid) {
     free(local_to_sv);
     free(order);
     free(centroid);
     piola_contacts_free(&c);
     return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; i < nv; ++i) {
+    c.mass_split[i] = 0.0; /* no correction yet */
   }
   int32_t sv = 0, tri = 0;
   for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {
@@ -390,7 +396,20 @@ void piola_cpu_narrow_phase(piola_world *w) {
   }
 }
 
-void piola_cpu_contact(piola_world *w) {
+/* Adds a correction o (x, y, z, length) to sum (x, y, z, length, length^2). */
+static void add_correction(double sum[5], const double *o) {
+  for (int j = 0; j < 4; ++j) {
+    sum[j] += o[j];
+  }
+  sum[4] += o[3] * o[3];
+}
+
+/* One pass of CONTACT: every contact projected from the same positions, its corrections and
+ * their lengths into its slot's delta entries; then per surface vertex the sum of its entries.
+ * Measuring (`measure`), the contacts are projected with whole masses and each vertex only
+ * records its mass split for the projecting pass (piola_contact_split); projecting, with the
+ * split masses, and each vertex moves by its sum over its split. */
+static void contact_pass(piola_world *w, bool measure) {
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
   const double friction = (double)w->def.contact_friction;
@@ -401,45 +420,48 @@ void piola_cpu_contact(piola_world *w) {
       const int32_t entry = c->contact_triangle[slot];
       const int32_t *q = c->triangle + 3 * (size_t)piola_contact_entry_triangle(entry);
       const int side = piola_contact_entry_side(entry);
-      const int32_t a = c->vertex[q[0]], b = c->vertex[q[side ? 2 : 1]],
-                    d = c->vertex[q[side ? 1 : 2]];
+      const int32_t sa = q[0], sb = q[side ? 2 : 1], sd = q[side ? 1 : 2];
+      const int32_t a = c->vertex[sa], b = c->vertex[sb], d = c->vertex[sd];
+      const double n[4] = {measure ? 1.0 : c->mass_split[sv], measure ? 1.0 : c->mass_split[sa],
+                           measure ? 1.0 : c->mass_split[sb], measure ? 1.0 : c->mass_split[sd]};
       piola_v3 dx[4];
-      piola_real weight[4];
-      piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v], at3(w->x, a), at3(w->x, b),
-                            at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a],
-                            w->w[b], w->w[d], thickness, friction, dx, weight);
+      piola_real length[4];
+      piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v] * n[0], at3(w->x, a), at3(w->x, b),
+                            at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a] * n[1],
+                            w->w[b] * n[2], w->w[d] * n[3], thickness, friction, dx, length);
       if (side) {
-        piola_contact_unswap(dx, weight);
+        piola_contact_unswap(dx, length);
       }
       for (int corner = 0; corner < 4; ++corner) {
         double *o = c->delta + 4 * (size_t)(4 * slot + corner);
-        o[0] = weight[corner] * dx[corner].x;
-        o[1] = weight[corner] * dx[corner].y;
-        o[2] = weight[corner] * dx[corner].z;
-        o[3] = weight[corner];
+        o[0] = dx[corner].x;
+        o[1] = dx[corner].y;
+        o[2] = dx[corner].z;
+        o[3] = length[corner];
       }
     }
   }
   /* Gather: own slots first, then the corner entries, in ascending order. */
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
-    double sum[4] = {0.0, 0.0, 0.0, 0.0};
+    double sum[5] = {0.0, 0.0, 0.0, 0.0, 0.0}; /* corrections, lengths, squared lengths */
     for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
-      const double *o = c->delta + 4 * (size_t)(4 * (K * sv + k));
-      for (int j = 0; j < 4; ++j) {
-        sum[j] += o[j];
-      }
+      add_correction(sum, c->delta + 4 * (size_t)(4 * (K * sv + k)));
     }
     for (int32_t e = c->corner_start[sv]; e < c->corner_start[sv + 1]; ++e) {
-      const double *o = c->delta + 4 * (size_t)c->corner_entry[e];
-      for (int j = 0; j < 4; ++j) {
-        sum[j] += o[j];
-      }
+      add_correction(sum, c->delta + 4 * (size_t)c->corner_entry[e]);
     }
-    if (sum[3] > 0.0) {
+    if (measure) {
+      c->mass_split[sv] = piola_contact_split(sum[3], sum[4]);
+    } else if (sum[3] > 0.0) {
       double *p = w->p + 3 * (size_t)c->vertex[sv];
       for (int j = 0; j < 3; ++j) {
-        p[j] += sum[j] / sum[3];
+        p[j] += sum[j] / c->mass_split[sv];
       }
     }
   }
+}
+
+void piola_cpu_contact(piola_world *w) {
+  contact_pass(w, true);
+  contact_pass(w, false);
 }

@@ -45,9 +45,15 @@ static void predict(piola_world *w, double h) {
 
 /* The corrections dx[0..3] of tet t from the current predicted positions; returns flags. With
  * `supported`, corners resting on colliders are supported (piola_tet_support) and their held
- * motion is added to; else all four are free (the Jacobi tail). */
+ * motion is added to; else all four are free (the Jacobi tail). In the inverted-tet pass
+ * (w->tets_inverted_only) a tet that is not inverted does no work. */
 static int project(piola_world *w, int32_t t, double inv_h2, bool supported, piola_v3 dx[4]) {
   const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
+  if (w->tets_inverted_only &&
+      !piola_tet_inverted(load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
+                          load3(w->p, q[3]), load_m3(w->solver.tet_m, t))) {
+    return 0;
+  }
   const piola_tet_material *mat = &w->materials[w->solver.tet_material[t]].constants;
   piola_tet_support support = piola_tet_support_none();
   double *rest[4] = {NULL, NULL, NULL, NULL};
@@ -289,7 +295,9 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
     /* The constraint kinds: tets (their own colors, body by body), then the cloth's colors
      * (triangles and stencils). Tet bodies and cloth bodies share no vertex. */
     solve_tets(w, h);
-    solve_cloth(w, h);
+    if (!w->tets_inverted_only) {
+      solve_cloth(w, h);
+    }
     break;
   case PIOLA_STAGE_COLLIDE:
     collide(w, h);
@@ -325,7 +333,7 @@ static double tet_energy(const piola_material_entry *e, const piola_m3 m, double
                          int32_t *inverted) {
   piola_v3 x0 = load3(positions, q[0] + offset), x1 = load3(positions, q[1] + offset),
            x2 = load3(positions, q[2] + offset), x3 = load3(positions, q[3] + offset);
-  if (!(piola_m3_det(piola_tet_deformation(x0, x1, x2, x3, m)) > 0.0)) {
+  if (piola_tet_inverted(x0, x1, x2, x3, m)) {
     (*inverted)++;
   }
   return (double)e->def.youngs_modulus * piola_tet_energy(&e->constants, m, volume, x0, x1, x2, x3);

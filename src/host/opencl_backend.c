@@ -139,6 +139,7 @@ enum {
   BUF_CORNER_START,
   BUF_CORNER_ENTRY,
   BUF_CONTACT_DELTA,
+  BUF_CONTACT_SPLIT, /* per surface vertex: its mass split (piola_contact_split) */
   /* cloth kinds */
   BUF_CLOTH_TRIS,
   BUF_CLOTH_TRI_DM,
@@ -1252,6 +1253,7 @@ static piola_status upload_all(piola_world *w) {
       {BUF_CORNER_START, 4 * (nsv + 1)},
       {BUF_CORNER_ENTRY, 12 * K * nsv},
       {BUF_CONTACT_DELTA, 64 * K * nsv},
+      {BUF_CONTACT_SPLIT, 4 * nsv},
       {BUF_CLOTH_TRIS, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_DM, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_AREA, 4 * (size_t)w->cloth.tri_count},
@@ -1829,7 +1831,9 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   return launch(w, KERNEL_CONTACT_SORT_CORNERS, nsv, stage);
 }
 
-/* CONTACT: every contact projected from the same positions, then gathered per vertex. */
+/* CONTACT: two passes of every contact projected from the same positions, then gathered per
+ * vertex: the measuring pass (whole masses: each vertex records its mass split), then the
+ * projecting pass (split masses: each vertex moves); piola_contact_split. */
 static piola_status contact_solve(piola_world *w, piola_stage stage) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
@@ -1841,22 +1845,29 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
   SET_ARG(KERNEL_CONTACT_SOLVE, 3, b[BUF_TRIANGLES]);
   SET_ARG(KERNEL_CONTACT_SOLVE, 4, b[BUF_CONTACT_COUNT]);
   SET_ARG(KERNEL_CONTACT_SOLVE, 5, b[BUF_CONTACT_TRI]);
-  SET_ARG(KERNEL_CONTACT_SOLVE, 6, thickness);
-  SET_ARG(KERNEL_CONTACT_SOLVE, 7, friction);
-  SET_ARG(KERNEL_CONTACT_SOLVE, 8, b[BUF_CONTACT_DELTA]);
-  SET_ARG(KERNEL_CONTACT_SOLVE, 9, nsv);
-  piola_status s = launch(w, KERNEL_CONTACT_SOLVE, nsv, stage);
-  if (s != PIOLA_OK) {
-    return s;
-  }
+  SET_ARG(KERNEL_CONTACT_SOLVE, 6, b[BUF_CONTACT_SPLIT]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 8, thickness);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 9, friction);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 10, b[BUF_CONTACT_DELTA]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 11, nsv);
   SET_ARG(KERNEL_CONTACT_APPLY, 0, b[BUF_D]);
   SET_ARG(KERNEL_CONTACT_APPLY, 1, b[BUF_SV_VERTEX]);
   SET_ARG(KERNEL_CONTACT_APPLY, 2, b[BUF_CONTACT_COUNT]);
   SET_ARG(KERNEL_CONTACT_APPLY, 3, b[BUF_CORNER_START]);
   SET_ARG(KERNEL_CONTACT_APPLY, 4, b[BUF_CORNER_ENTRY]);
   SET_ARG(KERNEL_CONTACT_APPLY, 5, b[BUF_CONTACT_DELTA]);
-  SET_ARG(KERNEL_CONTACT_APPLY, 6, nsv);
-  return launch(w, KERNEL_CONTACT_APPLY, nsv, stage);
+  SET_ARG(KERNEL_CONTACT_APPLY, 6, b[BUF_CONTACT_SPLIT]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 8, nsv);
+  piola_status s = PIOLA_OK;
+  for (cl_int measure = 1; measure >= 0 && s == PIOLA_OK; --measure) {
+    SET_ARG(KERNEL_CONTACT_SOLVE, 7, measure);
+    SET_ARG(KERNEL_CONTACT_APPLY, 7, measure);
+    s = launch(w, KERNEL_CONTACT_SOLVE, nsv, stage);
+    if (s == PIOLA_OK) {
+      s = launch(w, KERNEL_CONTACT_APPLY, nsv, stage);
+    }
+  }
+  return s;
 }
 
 static piola_status solve_jacobi_tail(piola_world *w, double h, piola_stage stage);
@@ -1875,7 +1886,8 @@ static bool packets_per_body(const piola_world *w) {
          (w->solver.body_count >= 4 * units && 2 * units * largest <= (int64_t)w->cl->tet_count);
 }
 
-/* The first arguments of every tet-solving kernel: x, d, the tet planes and the materials. */
+/* The first arguments of every tet-solving kernel: x, d, the tet planes and the materials;
+ * and the last: whether the pass is the inverted-tet pass. */
 static piola_status set_tet_args(piola_world *w, int k) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
@@ -1887,6 +1899,8 @@ static piola_status set_tet_args(piola_world *w, int k) {
   SET_ARG(k, 5, b[BUF_TET_LAMBDA]);
   SET_ARG(k, 6, b[BUF_TET_MATERIAL]);
   SET_ARG(k, 7, b[BUF_MATERIALS]);
+  cl_int inverted_only = w->tets_inverted_only; /* the last argument, 13 */
+  SET_ARG(k, 13, inverted_only);
   return PIOLA_OK;
 }
 
@@ -2114,7 +2128,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   }
   case PIOLA_STAGE_SOLVE_TETS: {
     piola_status s = solve_tets(w, h, stage);
-    return s == PIOLA_OK ? solve_cloth(w, h) : s;
+    return s == PIOLA_OK && !w->tets_inverted_only ? solve_cloth(w, h) : s;
   }
   case PIOLA_STAGE_COLLIDE: {
     cl_int nc = w->collider_count;

@@ -250,7 +250,7 @@ typedef struct piola_solver_contacts {
   /* Per substep, CPU reference: the grid (cell size, triangle boxes, buckets), the contacts
    * (per surface vertex: count and triangles, PIOLA_CONTACTS_PER_VERTEX slots), each slot's
    * four corrections (slot * 4 + corner: the vertex, then the triangle's corners; the
-   * correction times its weight in x, y, z and the weight, its length), and per surface vertex the
+   * correction in x, y, z and its length), and per surface vertex the
    * list of (slot * 4 + corner) entries where it is a triangle's corner, ascending. */
   double cell;
   double margin;        /* the grid's margin (piola_grid_margin) */
@@ -261,6 +261,10 @@ typedef struct piola_solver_contacts {
   int32_t *bucket_cursor, *vertex_cursor; /* scratch of the counting sorts */
   int32_t *contact_count, *contact_triangle;
   int32_t *previous_count, *previous_triangle; /* the previous substep's contacts */
+  /* Per surface vertex: into how many parts its mass is split among its contacts (>= 1; mass
+   * splitting, piola_contact_split): set by the narrow phase, then by each iteration for the next
+   */
+  double *mass_split;
   double *delta;
   int32_t *corner_start, *corner_entry;
   int32_t total, overflow; /* kept and dropped contacts of the last substep */
@@ -354,6 +358,9 @@ struct piola_world {
   bool attachments_dirty; /* rebuild w->attach before the next step */
   piola_solver_attachments attach;
   int32_t iteration; /* the iteration of the substep running (0 resets the attachments) */
+  /* SOLVE_TETS runs as the inverted-tet pass: only tets with det F <= 0 are projected (the
+   * cloth kinds not at all); see piola_world_step */
+  bool tets_inverted_only;
 
   piola_render_mesh *render_meshes;
   int32_t render_mesh_slots, render_mesh_capacity;
@@ -474,7 +481,8 @@ bool piola_opencl_per_body(const piola_world *w);
 typedef enum piola_bodies_part {
   PIOLA_BODIES_WHOLE_SUBSTEP, /* predict, reset, iterations of tets and colliders, velocities */
   PIOLA_BODIES_PREDICT,       /* predict and reset the multipliers */
-  PIOLA_BODIES_ITERATION      /* one iteration over the tets (colors, Jacobi tail) */
+  PIOLA_BODIES_ITERATION,     /* one iteration over the tets (colors, Jacobi tail) */
+  PIOLA_BODIES_INVERTED       /* the inverted-tet pass (PIOLA_BODIES_ITERATION, inverted only) */
 } piola_bodies_part;
 /* One substep, or a part of it, of every body in one launch, a work-group per body. */
 piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part);

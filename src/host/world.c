@@ -9,7 +9,18 @@
  *     broad phase; narrow phase (contacts: once per substep, from x to the predicted p);
  *     repeat iterations times: solve tets (color by color); contacts; collide (each collider
  *       at its pose at the end of the substep);
+ *     with contacts: the inverted-tet pass (solve tets, only those with det F <= 0);
  *     update velocities (and damp); plasticity (plastic bodies only)
+ *
+ * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
+ * every iteration, and where a contact presses on a flat tet whose four corners lie on the
+ * surface (a sliver of the mesh) it can turn the tet over by a fraction of a millimetre; the
+ * tets' projection turns it back in the next iteration and the contact over again, so the
+ * sliver would end every substep inverted. One more pass over the colors after the iterations
+ * projects the tets that end the iterations inverted, and only those (each with its own
+ * inversion handling, from its multipliers of the substep), so that no contact leaves a tet
+ * turned over; every other tet and every contact keep the iterations' result. Supported corners
+ * are not moved into their colliders (piola_tet_support).
  *   colliders advance along their velocities by dt
  *
  * Each backend runs a stage its own way (cpu_reference.c on host doubles, opencl_backend.c as
@@ -377,6 +388,12 @@ piola_status piola_world_step(piola_world *w) {
         if (s == PIOLA_OK && w->collider_count > 0) {
           s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
         }
+      }
+      if (s == PIOLA_OK && contacts) {
+        w->tets_inverted_only = true;
+        s = per_body ? piola_opencl_substep_bodies(w, h, PIOLA_BODIES_INVERTED)
+                     : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
+        w->tets_inverted_only = false;
       }
       if (s == PIOLA_OK) {
         s = run_stage(w, PIOLA_STAGE_UPDATE_VELOCITIES, h);
