@@ -815,7 +815,7 @@ static bool ct_momentum(const ct_scene *sc, int32_t a, double out[3]) {
  * the body's own constraints act, so its momentum must stay what it was. Measured: within
  * 6.6e-9 of it on the CPU reference and 8.9e-7 on PoCL (float). When each vertex moved by the
  * mean of its contacts' corrections weighted by their lengths, which does not conserve momentum
- * (piola_contact_split), it drifted by 1.5% (both backends), and an Armadillo lying at rest in
+ * (piola_contact_split), it drifted by 0.19% (both backends), and an Armadillo lying at rest in
  * a self-contact crawled off. */
 static void ct_self_momentum(piola_test *t, piola_backend backend) {
   piola_tet_mesh bar = ct_hairpin(0.8f, 38);
