@@ -474,9 +474,10 @@ PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *c
  * masses: sum_i m_i (1/n_i) sum_c dx_ic = sum_c sum_i (m_i / n_i) dx_ic = 0, for any n_i > 0 as
  * long as the projection and the sum use the same one. (The mean of a member's corrections
  * weighted by their lengths, used before, moved the members of one contact by different
- * fractions of it: an Armadillo at rest in a self-contact gained 50 kg m/s of momentum in 1 s
- * from its own contacts and crawled off.) Where n counts the contacts that press on the member,
- * several pressing alike move it by their mean and one alone by its full correction.
+ * fractions of it: an Armadillo in a self-contact, floating free from rest, gained 50 kg m/s of
+ * momentum in 1 s from its own contacts, and lying on the ground it crawled off.) Where n counts
+ * the contacts that press on the member, several pressing alike move it by their mean and one
+ * alone by its full correction.
  *
  * Each iteration measures n before it projects: a first pass projects every contact with the
  * whole masses, only to measure, and takes per member the participation ratio of the lengths of

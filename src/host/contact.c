@@ -144,7 +144,7 @@ piola_status piola_contacts_build(piola_world *w) {
   c.contact_triangle = malloc(sizeof *c.contact_triangle * K * nv);
   c.previous_count = calloc(nv, sizeof *c.previous_count);
   c.previous_triangle = malloc(sizeof *c.previous_triangle * K * nv);
-  c.mass_split = malloc(sizeof *c.mass_split * nv);
+  c.mass_split = calloc(nv, sizeof *c.mass_split);
   c.delta = malloc(sizeof *c.delta * 16 * K * nv);
   c.corner_start = malloc(sizeof *c.corner_start * (nv + 1));
   c.corner_entry = malloc(sizeof *c.corner_entry * 3 * K * nv);
@@ -162,9 +162,6 @@ piola_status piola_contacts_build(piola_world *w) {
     free(centroid);
     piola_contacts_free(&c);
     return PIOLA_ERROR_OUT_OF_MEMORY;
-  }
-  for (size_t i = 0; i < nv; ++i) {
-    c.mass_split[i] = 0.0; /* no correction yet */
   }
   int32_t sv = 0, tri = 0;
   for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {

@@ -262,8 +262,8 @@ typedef struct piola_solver_contacts {
   int32_t *contact_count, *contact_triangle;
   int32_t *previous_count, *previous_triangle; /* the previous substep's contacts */
   /* Per surface vertex: into how many parts its mass is split among its contacts (>= 1; mass
-   * splitting, piola_contact_split): set by the narrow phase, then by each iteration for the next
-   */
+   * splitting, piola_contact_split): written by each iteration's measuring pass, read by its
+   * projecting pass */
   double *mass_split;
   double *delta;
   int32_t *corner_start, *corner_entry;
