@@ -18,7 +18,7 @@
 #include "piola_contact.h"
 #endif
 
-#define PIOLA_SCAN_ITEMS 4
+#define PIOLA_SCAN_ITEMS 16
 /* Bucket entries a vertex tests per chunk in the narrow phase. */
 #define PIOLA_SCAN_CHUNK 32
 #define PIOLA_K PIOLA_CONTACTS_PER_VERTEX
@@ -41,17 +41,17 @@ PIOLA_FN void piola_local_max2(__local float *a, __local float *b, int lid) {
   }
 }
 
-/* BROAD_PHASE: the box of triangle i (i < tri_count) or of surface vertex i - tri_count, and
- * per work-group the largest triangle box and the largest vertex box (partial[2 g], [2 g + 1]).
- */
+/* BROAD_PHASE: the boxes of triangles i < tri_count and of surface vertices i - tri_count, for
+ * i = g, g + G, g + 2 G, ... (work-item g of G), and the item's largest triangle box and largest
+ * vertex box to partial[2 g], [2 g + 1]. Several boxes per work-item and no barriers: a
+ * reduction within the work-group (a barrier per halving) cost CPU devices more than the boxes. */
 PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
                                       float thickness, int tri_count, int sv_count,
                                       __global float4 *tri_box, __global float *partial) {
-  __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
-  const int i = get_global_id(0), lid = get_local_id(0);
+  const int g = get_global_id(0), items = get_global_size(0);
   float te = 0.0f, ve = 0.0f;
-  if (i < tri_count) {
+  for (int i = g; i < tri_count; i += items) {
     int4 t = triangles[i];
     int a = sv_vertex[t.x], b = sv_vertex[t.y], c = sv_vertex[t.z];
     float4 xa = x[a], xb = x[b], xc = x[c];
@@ -60,31 +60,27 @@ PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const f
                                      piola_position(xc, d[c]), thickness);
     tri_box[2 * i] = (float4)(r.lo.x, r.lo.y, r.lo.z, 0.0f);
     tri_box[2 * i + 1] = (float4)(r.hi.x, r.hi.y, r.hi.z, 0.0f);
-    te = piola_box_extent(r);
-  } else if (i < tri_count + sv_count) {
-    int v = sv_vertex[i - tri_count];
+    te = fmax(te, piola_box_extent(r));
+  }
+  for (int i = g; i < sv_count; i += items) {
+    int v = sv_vertex[i];
     float4 xv = x[v];
-    ve =
-        piola_box_extent(piola_vertex_box(piola_v3_from4(xv), piola_position(xv, d[v]), thickness));
+    ve = fmax(ve, piola_box_extent(
+                      piola_vertex_box(piola_v3_from4(xv), piola_position(xv, d[v]), thickness)));
   }
-  tri_max[lid] = te;
-  vertex_max[lid] = ve;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  piola_local_max2(tri_max, vertex_max, lid);
-  if (lid == 0) {
-    partial[2 * get_group_id(0)] = tri_max[0];
-    partial[2 * get_group_id(0) + 1] = vertex_max[0];
-  }
+  partial[2 * g] = te;
+  partial[2 * g + 1] = ve;
 }
 
 /* BROAD_PHASE (one work-group): the cell size and the triangles' margin from the partial
- * maxima (max is exact in any order): grid[0] = cell, grid[1] = 1 / cell, grid[2] = margin. */
-PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int group_count,
+ * maxima of `partial_count` work-items (max is exact in any order): grid[0] = cell,
+ * grid[1] = 1 / cell, grid[2] = margin. */
+PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int partial_count,
                                      float thickness, __global float *grid) {
   __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
   const int lid = get_local_id(0);
   float te = 0.0f, ve = 0.0f;
-  for (int g = lid; g < group_count; g += PIOLA_WG) {
+  for (int g = lid; g < partial_count; g += PIOLA_WG) {
     te = fmax(te, partial[2 * g]);
     ve = fmax(ve, partial[2 * g + 1]);
   }
@@ -202,7 +198,7 @@ PIOLA_KERNEL void piola_contact_narrow(
     __global const int *bucket_start, __global const int *bucket_triangles, int bucket_mask,
     float thickness, int sv_count, __global const int *previous_count,
     __global const int *previous_tri, __global int *contact_count, __global int *contact_tri,
-    __global int *counters, __global int *corner_count) {
+    __global int *counters, __global int *corner_count, __global const int4 *sv_near) {
   const int sv = get_global_id(0);
   if (sv >= sv_count) {
     return;
@@ -213,6 +209,7 @@ PIOLA_KERNEL void piola_contact_narrow(
   const piola_box vb = piola_vertex_box(xs, p, thickness);
   const uint4 own = body_filter[body];
   const float4 rest = sv_rest[sv];
+  const int4 near = sv_near[sv]; /* its near runs (skipped) */
   int previous[PIOLA_K];
   const int previous_n = previous_count[sv];
   for (int k = 0; k < previous_n; ++k) {
@@ -238,8 +235,10 @@ PIOLA_KERNEL void piola_contact_narrow(
           int overlapping[PIOLA_SCAN_CHUNK];
           int n = 0;
           for (int e = first; e < min(first + PIOLA_SCAN_CHUNK, end); ++e) {
-            overlapping[n] = bucket_triangles[e];
-            n += piola_boxes_overlap(vb, piola_load_box(tri_box, overlapping[n]));
+            const int t = bucket_triangles[e];
+            overlapping[n] = t;
+            n += piola_boxes_overlap(vb, piola_load_box(tri_box, t)) &
+                 !piola_contact_near_run(t, near.x, near.y, near.z, near.w);
           }
           for (int o = 0; o < n; ++o) {
             const int t = overlapping[o];
@@ -326,9 +325,13 @@ PIOLA_KERNEL void piola_contact_corners(__global const int *contact_count,
 }
 
 /* NARROW_PHASE: each vertex's corner list sorted ascending (insertion sort: lists are short),
- * which fixes the order of its sum. */
-PIOLA_KERNEL void piola_contact_sort_corners(__global const int *corner_start,
-                                             __global int *corner_entry, int sv_count) {
+ * which fixes the order of its sum; and the vertices with contacts or corner entries listed in
+ * active[0 .. counters[2]) for the contact solve, in arbitrary order (each one's sums do not
+ * depend on it). */
+PIOLA_KERNEL void piola_contact_sort_corners(__global const int *contact_count,
+                                             __global const int *corner_start,
+                                             __global int *corner_entry, __global int *counters,
+                                             __global int *active, int sv_count) {
   const int sv = get_global_id(0);
   if (sv >= sv_count) {
     return;
@@ -343,27 +346,26 @@ PIOLA_KERNEL void piola_contact_sort_corners(__global const int *corner_start,
     }
     corner_entry[j] = e;
   }
+  if (end > first || contact_count[sv] > 0) {
+    active[atomic_inc(&counters[2])] = sv;
+  }
 }
 
 /* CONTACT, part 1: every contact of surface vertex sv projected from the same positions; its
  * four corrections and their lengths (piola_contact_project) to delta[4 slot + corner]. With
  * `measure` the members' masses are whole (the measuring pass), else split by mass_split. */
-PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
-                                      __global const int *sv_vertex, __global const int4 *triangles,
-                                      __global const int *contact_count,
-                                      __global const int *contact_tri,
-                                      __global const float *mass_split, int measure,
-                                      float thickness, float friction, __global float4 *delta,
-                                      int sv_count) {
-  const int sv = get_global_id(0);
-  if (sv >= sv_count) {
-    return;
-  }
+PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global const float4 *d,
+                                         __global const int *sv_vertex,
+                                         __global const int4 *triangles, int count,
+                                         __global const int *contact_tri,
+                                         __global const float *mass_split, int measure,
+                                         float thickness, float friction, __global float4 *delta,
+                                         int sv) {
   const int v = sv_vertex[sv];
   const float4 xv = x[v];
   const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
   const float wv = measure ? xv.w : xv.w * mass_split[sv];
-  for (int k = 0; k < contact_count[sv]; ++k) {
+  for (int k = 0; k < count; ++k) {
     const int slot = PIOLA_K * sv + k;
     const int entry = contact_tri[slot];
     const int4 q = triangles[piola_contact_entry_triangle(entry)];
@@ -388,36 +390,58 @@ PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const f
   }
 }
 
-/* CONTACT, part 2: surface vertex sv sums its own slots, then its corner entries in ascending
- * order; measuring, it records its mass split (piola_contact_split), else it moves by the sum
- * over its split. */
+/* CONTACT, part 1, for the listed vertices (active[0 .. counters[2]), several per work-item:
+ * most surface vertices have no contact, and a work-item for each cost CPU devices more than
+ * the contacts). */
+PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
+                                      __global const int *sv_vertex, __global const int4 *triangles,
+                                      __global const int *contact_count,
+                                      __global const int *contact_tri,
+                                      __global const float *mass_split, int measure,
+                                      float thickness, float friction, __global float4 *delta,
+                                      __global const int *active, __global const int *counters) {
+  const int listed = counters[2];
+  for (int i = get_global_id(0); i < listed; i += get_global_size(0)) {
+    const int sv = active[i];
+    const int count = contact_count[sv];
+    if (count > 0) {
+      piola_contact_solve_vertex(x, d, sv_vertex, triangles, count, contact_tri, mass_split,
+                                 measure, thickness, friction, delta, sv);
+    }
+  }
+}
+
+/* CONTACT, part 2, for the listed vertices as part 1: surface vertex sv sums its own slots, then
+ * its corner entries in ascending order; measuring, it records its mass split
+ * (piola_contact_split), else it moves by the sum over its split. */
 PIOLA_KERNEL void piola_contact_apply(__global float4 *d, __global const int *sv_vertex,
                                       __global const int *contact_count,
                                       __global const int *corner_start,
                                       __global const int *corner_entry,
                                       __global const float4 *delta, __global float *mass_split,
-                                      int measure, int sv_count) {
-  const int sv = get_global_id(0);
-  if (sv >= sv_count) {
-    return;
-  }
-  float4 sum = (float4)(0.0f); /* corrections, lengths */
-  float sum_length2 = 0.0f;
-  for (int k = 0; k < contact_count[sv]; ++k) {
-    const float4 o = delta[4 * (PIOLA_K * sv + k)];
-    sum += o;
-    sum_length2 += o.w * o.w;
-  }
-  for (int e = corner_start[sv]; e < corner_start[sv + 1]; ++e) {
-    const float4 o = delta[corner_entry[e]];
-    sum += o;
-    sum_length2 += o.w * o.w;
-  }
-  if (measure) {
-    mass_split[sv] = piola_contact_split(sum.w, sum_length2);
-  } else if (sum.w > 0.0f) {
-    int v = sv_vertex[sv];
-    float s = 1.0f / mass_split[sv];
-    d[v] = piola_displace(d[v], piola_v3_make(s * sum.x, s * sum.y, s * sum.z));
+                                      int measure, __global const int *active,
+                                      __global const int *counters) {
+  const int listed = counters[2];
+  for (int i = get_global_id(0); i < listed; i += get_global_size(0)) {
+    const int sv = active[i];
+    float4 sum = (float4)(0.0f); /* corrections, lengths */
+    float sum_length2 = 0.0f;
+    for (int k = 0; k < contact_count[sv]; ++k) {
+      const float4 o = delta[4 * (PIOLA_K * sv + k)];
+      sum += o;
+      sum_length2 += o.w * o.w;
+    }
+    for (int e = corner_start[sv]; e < corner_start[sv + 1]; ++e) {
+      const float4 o = delta[corner_entry[e]];
+      sum += o;
+      sum_length2 += o.w * o.w;
+    }
+    if (measure) {
+      mass_split[sv] = piola_contact_split(sum.w, sum_length2);
+    } else if (sum.w > 0.0f) {
+      int v = sv_vertex[sv];
+      float s = 1.0f / mass_split[sv];
+      d[v] = piola_displace(d[v], piola_v3_make(s * sum.x, s * sum.y, s * sum.z));
+    }
   }
 }

@@ -357,6 +357,17 @@ PIOLA_FN int piola_contact_self_near(piola_v3 rest, piola_v3 rest_a, piola_v3 re
   return piola_v3_dot(da, da) <= b2 || piola_v3_dot(db, db) <= b2 || piola_v3_dot(dc, dc) <= b2;
 }
 
+/* Whether triangle t lies in one of a surface vertex's two near runs (first, count each): runs
+ * of triangles of its own body, consecutive in the solver's order, that the host found too near
+ * it in the rest shape to touch it (each pair fails piola_contact_self_allowed() by a margin), so
+ * that the narrow phase skips them before any other test. No branches (see
+ * piola_boxes_overlap). */
+PIOLA_FN int piola_contact_near_run(piola_int t, piola_int first, piola_int count, piola_int first2,
+                                    piola_int count2) {
+  return ((unsigned int)(t - first) < (unsigned int)count) |
+         ((unsigned int)(t - first2) < (unsigned int)count2);
+}
+
 /* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)
  * to (pa, pb, pc) within the substep (see the module comment); on success *key is the
  * distance from p to the predicted triangle, by which a vertex ranks its contacts. The

@@ -79,11 +79,68 @@ static void spatial_order(const double *points, int32_t n, keyed_index *order) {
   qsort(order, (size_t)n, sizeof *order, compare_keyed);
 }
 
+/* Whether triangle t is too near surface vertex sv in the rest shape for the two to touch, by
+ * a margin: 0.99 of piola_contact_self_bound(), so that the kernels' float evaluation of
+ * piola_contact_self_allowed() rejects the pair too. */
+static bool rest_near(const piola_solver_contacts *c, int32_t sv, int32_t t, double thickness) {
+  const int32_t *q = c->triangle + 3 * (size_t)t;
+  const double *r = c->vertex_rest;
+  piola_v3 p = piola_v3_make(r[3 * (size_t)sv], r[3 * (size_t)sv + 1], r[3 * (size_t)sv + 2]);
+  piola_v3 corner[3];
+  for (int k = 0; k < 3; ++k) {
+    const double *a = r + 3 * (size_t)q[k];
+    corner[k] = piola_v3_make(a[0], a[1], a[2]);
+  }
+  return piola_point_triangle_distance(p, corner[0], corner[1], corner[2]) <=
+         0.99 * piola_contact_self_bound(c->vertex_reach[sv], thickness);
+}
+
+/* Each surface vertex's near runs (vertex_near) among the triangles [t0, t1) of its body (its
+ * vertices are [sv0, sv1)): the two longest runs of consecutive triangles around the triangles
+ * it is a corner of, all rest_near() it. Every pair in a run fails piola_contact_self_allowed(),
+ * so the narrow phase may skip the runs' triangles before any other test: with the triangles in
+ * spatial order the runs hold a good part of the vertex's own neighbourhood (an Armadillo: 22 of
+ * the 46 triangles within the bound), the most of the pairs whose boxes overlap. */
+static void near_runs(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int32_t t0, int32_t t1,
+                      double thickness) {
+  for (int32_t sv = sv0; sv < sv1; ++sv) {
+    int32_t *run = c->vertex_near + 4 * (size_t)sv;
+    run[0] = run[2] = t0;
+    run[1] = run[3] = 0;
+  }
+  for (int32_t t = t0; t < t1; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      const int32_t sv = c->triangle[3 * (size_t)t + k];
+      int32_t *run = c->vertex_near + 4 * (size_t)sv;
+      if ((t >= run[0] && t < run[0] + run[1]) || (t >= run[2] && t < run[2] + run[3])) {
+        continue; /* in a run found already */
+      }
+      int32_t lo = t, hi = t + 1;
+      while (lo > t0 && rest_near(c, sv, lo - 1, thickness)) {
+        --lo;
+      }
+      while (hi < t1 && rest_near(c, sv, hi, thickness)) {
+        ++hi;
+      }
+      if (hi - lo > run[1]) { /* the longest so far; the previous longest is second */
+        run[2] = run[0];
+        run[3] = run[1];
+        run[0] = lo;
+        run[1] = hi - lo;
+      } else if (hi - lo > run[3]) {
+        run[2] = lo;
+        run[3] = hi - lo;
+      }
+    }
+  }
+}
+
 void piola_contacts_free(piola_solver_contacts *c) {
   free(c->vertex);
   free(c->vertex_body);
   free(c->vertex_rest);
   free(c->vertex_reach);
+  free(c->vertex_near);
   free(c->triangle);
   free(c->triangle_body);
   free(c->body_filter);
@@ -132,6 +189,7 @@ piola_status piola_contacts_build(piola_world *w) {
   c.vertex_body = malloc(sizeof *c.vertex_body * nv);
   c.vertex_rest = malloc(sizeof *c.vertex_rest * 3 * nv);
   c.vertex_reach = malloc(sizeof *c.vertex_reach * nv);
+  c.vertex_near = malloc(sizeof *c.vertex_near * 4 * nv);
   c.triangle = malloc(sizeof *c.triangle * 3 * nt);
   c.triangle_body = malloc(sizeof *c.triangle_body * nt);
   c.body_filter = malloc(sizeof *c.body_filter * 4 * (size_t)(c.body_count > 0 ? c.body_count : 1));
@@ -152,8 +210,8 @@ piola_status piola_contacts_build(piola_world *w) {
       malloc(sizeof *local_to_sv * (size_t)(w->vertex_count > 0 ? w->vertex_count : 1));
   keyed_index *order = malloc(sizeof *order * (size_t)(largest > 0 ? largest : 1));
   double *centroid = malloc(sizeof *centroid * 3 * (size_t)(largest > 0 ? largest : 1));
-  if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.vertex_reach || !c.triangle ||
-      !c.triangle_body || !c.body_filter || !c.triangle_box || !c.bucket_start ||
+  if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.vertex_reach || !c.vertex_near ||
+      !c.triangle || !c.triangle_body || !c.body_filter || !c.triangle_box || !c.bucket_start ||
       !c.bucket_triangles || !c.bucket_cursor || !c.vertex_cursor || !c.contact_count ||
       !c.contact_triangle || !c.previous_count || !c.previous_triangle || !c.mass_split ||
       !c.delta || !c.corner_start || !c.corner_entry || !local_to_sv || !order || !centroid) {
@@ -196,6 +254,8 @@ piola_status piola_contacts_build(piola_world *w) {
       }
       c.triangle_body[tri] = dense;
     }
+    near_runs(&c, sv - b->surface_vertex_count, sv, tri - b->surface_count, tri,
+              (double)w->def.contact_thickness);
     c.body_filter[4 * (size_t)dense] = b->collision_group;
     c.body_filter[4 * (size_t)dense + 1] = b->collision_mask;
     c.body_filter[4 * (size_t)dense + 2] = b->self_collision ? 1u : 0u;
@@ -317,6 +377,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
     piola_int tris[K], kept = 0;
     int32_t found = 0;
     const piola_box query = piola_grid_vertex(vb, c->margin);
+    const int32_t *near = c->vertex_near + 4 * (size_t)sv;
     piola_int lo[3], hi[3];
     piola_cell_range(query, inv_cell, 3, lo, hi);
     for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
@@ -325,6 +386,9 @@ void piola_cpu_narrow_phase(piola_world *w) {
           const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
           for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
             const int32_t t = c->bucket_triangles[e];
+            if (piola_contact_near_run(t, near[0], near[1], near[2], near[3])) {
+              continue; /* too near in the rest shape */
+            }
             const piola_box tb = load_box(c->triangle_box, t);
             if (!piola_boxes_overlap(vb, tb) ||
                 !piola_pair_cell(query, piola_grid_triangle(tb, c->margin), inv_cell, ci, cj, ck) ||

@@ -90,8 +90,16 @@ static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                        "piola_solve_color_packets",
                                                        "piola_solve_body_packets"};
 
+/* Boxes one work-item of piola_contact_boxes computes, about. */
+#define BOX_ITEMS 16
+
+/* Work-items of piola_contact_boxes for n boxes: a multiple of the work-group size. */
+static size_t box_items(size_t n, size_t wg) {
+  return ((n + BOX_ITEMS - 1) / BOX_ITEMS + wg - 1) / wg * wg;
+}
+
 /* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
-#define SCAN_ITEMS 4
+#define SCAN_ITEMS 16
 
 /* Buffers, each with its size in bytes. */
 enum {
@@ -120,6 +128,7 @@ enum {
   /* contacts (piola_contact.cl) */
   BUF_SV_VERTEX,
   BUF_SV_BODY,
+  BUF_SV_NEAR, /* per surface vertex: its near runs (first triangle, count; twice) */
   BUF_SV_REST,
   BUF_TRIANGLES,
   BUF_BODY_FILTER,
@@ -139,7 +148,8 @@ enum {
   BUF_CORNER_START,
   BUF_CORNER_ENTRY,
   BUF_CONTACT_DELTA,
-  BUF_CONTACT_SPLIT, /* per surface vertex: its mass split (piola_contact_split) */
+  BUF_CONTACT_SPLIT,  /* per surface vertex: its mass split (piola_contact_split) */
+  BUF_CONTACT_ACTIVE, /* the surface vertices with contacts or corner entries this substep */
   /* cloth kinds */
   BUF_CLOTH_TRIS,
   BUF_CLOTH_TRI_DM,
@@ -1078,6 +1088,9 @@ static piola_status upload_contacts(piola_world *w) {
     s = write_buffer(w, BUF_SV_BODY, 0, 4 * nsv, c->vertex_body);
   }
   if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_SV_NEAR, 0, 16 * nsv, c->vertex_near);
+  }
+  if (s == PIOLA_OK) {
     for (size_t i = 0; i < nsv; ++i) {
       for (int k = 0; k < 3; ++k) {
         tmp[4 * i + (size_t)k] = (float)c->vertex_rest[3 * i + (size_t)k];
@@ -1204,7 +1217,7 @@ static piola_status upload_all(piola_world *w) {
   const size_t nsv = (size_t)ct->vertex_count, ntr = (size_t)ct->triangle_count,
                ncb = (size_t)ct->body_count, nbk = (size_t)ct->bucket_mask + 1,
                K = PIOLA_CONTACTS_PER_VERTEX;
-  const size_t box_groups = (ntr + nsv + cl->wg - 1) / cl->wg;
+  const size_t boxers = box_items(ntr + nsv, cl->wg);
   const size_t scan_block = cl->wg * SCAN_ITEMS;
   const size_t scan_blocks = ((nbk > nsv ? nbk : nsv) + scan_block - 1) / scan_block;
   piola_status s = PIOLA_OK;
@@ -1234,11 +1247,12 @@ static piola_status upload_all(piola_world *w) {
       {BUF_SUPPORT, 16 * nv},
       {BUF_SV_VERTEX, 4 * nsv},
       {BUF_SV_BODY, 4 * nsv},
+      {BUF_SV_NEAR, 16 * nsv},
       {BUF_SV_REST, 16 * nsv},
       {BUF_TRIANGLES, 16 * ntr},
       {BUF_BODY_FILTER, 16 * ncb},
       {BUF_TRI_BOX, 32 * ntr},
-      {BUF_PARTIAL, 8 * box_groups},
+      {BUF_PARTIAL, 8 * boxers},
       {BUF_GRID, 16},
       {BUF_BUCKET_COUNT, 4 * nbk},
       {BUF_BUCKET_START, 4 * (nbk + 1)},
@@ -1248,12 +1262,13 @@ static piola_status upload_all(piola_world *w) {
       {BUF_CONTACT_TRI, 4 * K * nsv},
       {BUF_PREVIOUS_COUNT, 4 * nsv},
       {BUF_PREVIOUS_TRI, 4 * K * nsv},
-      {BUF_COUNTERS, 8},
+      {BUF_COUNTERS, 12},
       {BUF_CORNER_COUNT, 4 * nsv},
       {BUF_CORNER_START, 4 * (nsv + 1)},
       {BUF_CORNER_ENTRY, 12 * K * nsv},
       {BUF_CONTACT_DELTA, 64 * K * nsv},
       {BUF_CONTACT_SPLIT, 4 * nsv},
+      {BUF_CONTACT_ACTIVE, 4 * nsv},
       {BUF_CLOTH_TRIS, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_DM, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_AREA, 4 * (size_t)w->cloth.tri_count},
@@ -1713,7 +1728,7 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   cl_int ntr = cl->triangle_count, nsv = cl->sv_count, mask = w->contacts.bucket_mask;
   cl_int buckets = mask + 1;
   cl_float thickness = w->def.contact_thickness;
-  cl_int groups = (cl_int)(((size_t)ntr + (size_t)nsv + cl->wg - 1) / cl->wg);
+  cl_int boxers = (cl_int)box_items((size_t)ntr + (size_t)nsv, cl->wg);
   SET_ARG(KERNEL_CONTACT_BOXES, 0, b[BUF_X]);
   SET_ARG(KERNEL_CONTACT_BOXES, 1, b[BUF_D]);
   SET_ARG(KERNEL_CONTACT_BOXES, 2, b[BUF_SV_VERTEX]);
@@ -1723,12 +1738,12 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   SET_ARG(KERNEL_CONTACT_BOXES, 6, nsv);
   SET_ARG(KERNEL_CONTACT_BOXES, 7, b[BUF_TRI_BOX]);
   SET_ARG(KERNEL_CONTACT_BOXES, 8, b[BUF_PARTIAL]);
-  piola_status s = launch(w, KERNEL_CONTACT_BOXES, ntr + nsv, stage);
+  piola_status s = launch(w, KERNEL_CONTACT_BOXES, boxers, stage);
   if (s != PIOLA_OK) {
     return s;
   }
   SET_ARG(KERNEL_CONTACT_GRID, 0, b[BUF_PARTIAL]);
-  SET_ARG(KERNEL_CONTACT_GRID, 1, groups);
+  SET_ARG(KERNEL_CONTACT_GRID, 1, boxers);
   SET_ARG(KERNEL_CONTACT_GRID, 2, thickness);
   SET_ARG(KERNEL_CONTACT_GRID, 3, b[BUF_GRID]);
   s = launch(w, KERNEL_CONTACT_GRID, (int32_t)cl->wg, stage);
@@ -1776,7 +1791,7 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
     b[prev] = m;
     cl->buffer_bytes[prev] = bytes;
   }
-  piola_status s = zero_buffer(w, BUF_COUNTERS, 8);
+  piola_status s = zero_buffer(w, BUF_COUNTERS, 12);
   if (s == PIOLA_OK) {
     s = zero_buffer(w, BUF_CORNER_COUNT, 4 * (size_t)nsv);
   }
@@ -1804,6 +1819,7 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(k, 17, b[BUF_CONTACT_TRI]);
   SET_ARG(k, 18, b[BUF_COUNTERS]);
   SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
+  SET_ARG(k, 20, b[BUF_SV_NEAR]);
   s = launch(w, k, nsv, stage);
   if (s == PIOLA_OK) {
     s = scan(w, BUF_CORNER_COUNT, BUF_CORNER_START, nsv, stage);
@@ -1825,9 +1841,12 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   if (s != PIOLA_OK) {
     return s;
   }
-  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 0, b[BUF_CORNER_START]);
-  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 1, b[BUF_CORNER_ENTRY]);
-  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 2, nsv);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 0, b[BUF_CONTACT_COUNT]);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 1, b[BUF_CORNER_START]);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 2, b[BUF_CORNER_ENTRY]);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 3, b[BUF_COUNTERS]);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 4, b[BUF_CONTACT_ACTIVE]);
+  SET_ARG(KERNEL_CONTACT_SORT_CORNERS, 5, nsv);
   return launch(w, KERNEL_CONTACT_SORT_CORNERS, nsv, stage);
 }
 
@@ -1837,7 +1856,8 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
 static piola_status contact_solve(piola_world *w, piola_stage stage) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
-  cl_int nsv = cl->sv_count;
+  /* Work-items for the listed vertices (at most every surface vertex), BOX_ITEMS each. */
+  cl_int items = (cl_int)box_items((size_t)cl->sv_count, cl->wg);
   cl_float thickness = w->def.contact_thickness, friction = w->def.contact_friction;
   SET_ARG(KERNEL_CONTACT_SOLVE, 0, b[BUF_X]);
   SET_ARG(KERNEL_CONTACT_SOLVE, 1, b[BUF_D]);
@@ -1849,7 +1869,8 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
   SET_ARG(KERNEL_CONTACT_SOLVE, 8, thickness);
   SET_ARG(KERNEL_CONTACT_SOLVE, 9, friction);
   SET_ARG(KERNEL_CONTACT_SOLVE, 10, b[BUF_CONTACT_DELTA]);
-  SET_ARG(KERNEL_CONTACT_SOLVE, 11, nsv);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 11, b[BUF_CONTACT_ACTIVE]);
+  SET_ARG(KERNEL_CONTACT_SOLVE, 12, b[BUF_COUNTERS]);
   SET_ARG(KERNEL_CONTACT_APPLY, 0, b[BUF_D]);
   SET_ARG(KERNEL_CONTACT_APPLY, 1, b[BUF_SV_VERTEX]);
   SET_ARG(KERNEL_CONTACT_APPLY, 2, b[BUF_CONTACT_COUNT]);
@@ -1857,14 +1878,15 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
   SET_ARG(KERNEL_CONTACT_APPLY, 4, b[BUF_CORNER_ENTRY]);
   SET_ARG(KERNEL_CONTACT_APPLY, 5, b[BUF_CONTACT_DELTA]);
   SET_ARG(KERNEL_CONTACT_APPLY, 6, b[BUF_CONTACT_SPLIT]);
-  SET_ARG(KERNEL_CONTACT_APPLY, 8, nsv);
+  SET_ARG(KERNEL_CONTACT_APPLY, 8, b[BUF_CONTACT_ACTIVE]);
+  SET_ARG(KERNEL_CONTACT_APPLY, 9, b[BUF_COUNTERS]);
   piola_status s = PIOLA_OK;
   for (cl_int measure = 1; measure >= 0 && s == PIOLA_OK; --measure) {
     SET_ARG(KERNEL_CONTACT_SOLVE, 7, measure);
     SET_ARG(KERNEL_CONTACT_APPLY, 7, measure);
-    s = launch(w, KERNEL_CONTACT_SOLVE, nsv, stage);
+    s = launch(w, KERNEL_CONTACT_SOLVE, items, stage);
     if (s == PIOLA_OK) {
-      s = launch(w, KERNEL_CONTACT_APPLY, nsv, stage);
+      s = launch(w, KERNEL_CONTACT_APPLY, items, stage);
     }
   }
   return s;

@@ -233,14 +233,19 @@ typedef struct piola_solver_tets {
 } piola_solver_tets;
 
 /* The collision surfaces of the live bodies, built with the solver's tet arrays (contact.c),
- * and the CPU reference's per-substep contact state. Surface vertices ("sv") are numbered
- * body by body in vertex order; triangles refer to them. */
+ * and the CPU reference's per-substep contact state. Surface vertices ("sv") and triangles are
+ * numbered body by body, each body's in Morton order of the rest shape (spatial_order);
+ * triangles refer to surface vertices. */
 typedef struct piola_solver_contacts {
-  int32_t vertex_count;   /* surface vertices */
-  int32_t *vertex;        /* world vertex index of each */
-  int32_t *vertex_body;   /* dense body index of each */
-  double *vertex_rest;    /* 3 each: rest position */
-  double *vertex_reach;   /* each: longest rest tet edge at the vertex (self-contact rule) */
+  int32_t vertex_count; /* surface vertices */
+  int32_t *vertex;      /* world vertex index of each */
+  int32_t *vertex_body; /* dense body index of each */
+  double *vertex_rest;  /* 3 each: rest position */
+  double *vertex_reach; /* each: longest rest tet edge at the vertex (self-contact rule) */
+  /* 4 each: first, count, first, count: two runs of triangles of the vertex's own body,
+   * consecutive in this order, every one of them too near the vertex in the rest shape to
+   * touch it (near_runs, piola_contact_near_run) */
+  int32_t *vertex_near;
   int32_t triangle_count; /* surface triangles */
   int32_t *triangle;      /* 3 surface-vertex indices each, outward */
   int32_t *triangle_body; /* dense body index of each */
