@@ -390,9 +390,10 @@ PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global cons
   }
 }
 
-/* CONTACT, part 1, for the listed vertices (active[0 .. counters[2]), several per work-item:
- * most surface vertices have no contact, and a work-item for each cost CPU devices more than
- * the contacts). */
+/* CONTACT, part 1, for the listed vertices (active[0 .. counters[2]), strided over the
+ * work-items: one each on GPUs, many each on CPU devices, where most surface vertices have no
+ * contact and a work-item for each cost more than the contacts (opencl_backend.c,
+ * stride_items). */
 PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
                                       __global const int *contact_count,
