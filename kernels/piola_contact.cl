@@ -42,14 +42,18 @@ PIOLA_FN void piola_local_max2(__local float *a, __local float *b, int lid) {
 }
 
 /* BROAD_PHASE: the boxes of triangles i < tri_count and of surface vertices i - tri_count, for
- * i = g, g + G, g + 2 G, ... (work-item g of G), and the item's largest triangle box and largest
- * vertex box to partial[2 g], [2 g + 1]. Several boxes per work-item and no barriers: a
- * reduction within the work-group (a barrier per halving) cost CPU devices more than the boxes. */
+ * i = g, g + G, g + 2 G, ... (work-item g of G), and the largest triangle box and the largest
+ * vertex box to partial[2 m], [2 m + 1]: with `group_maxima` those of the work-group (m its
+ * index; GPUs, a box per work-item), else the work-item's own (m = g; CPU devices, many boxes
+ * per work-item, where a reduction within the work-group, a barrier per halving, cost more than
+ * the boxes). */
 PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
                                       float thickness, int tri_count, int sv_count,
-                                      __global float4 *tri_box, __global float *partial) {
-  const int g = get_global_id(0), items = get_global_size(0);
+                                      int group_maxima, __global float4 *tri_box,
+                                      __global float *partial) {
+  __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
+  const int g = get_global_id(0), items = get_global_size(0), lid = get_local_id(0);
   float te = 0.0f, ve = 0.0f;
   for (int i = g; i < tri_count; i += items) {
     int4 t = triangles[i];
@@ -68,12 +72,23 @@ PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const f
     ve = fmax(ve, piola_box_extent(
                       piola_vertex_box(piola_v3_from4(xv), piola_position(xv, d[v]), thickness)));
   }
-  partial[2 * g] = te;
-  partial[2 * g + 1] = ve;
+  if (group_maxima) {
+    tri_max[lid] = te;
+    vertex_max[lid] = ve;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    piola_local_max2(tri_max, vertex_max, lid);
+    if (lid == 0) {
+      partial[2 * get_group_id(0)] = tri_max[0];
+      partial[2 * get_group_id(0) + 1] = vertex_max[0];
+    }
+  } else {
+    partial[2 * g] = te;
+    partial[2 * g + 1] = ve;
+  }
 }
 
-/* BROAD_PHASE (one work-group): the cell size and the triangles' margin from the partial
- * maxima of `partial_count` work-items (max is exact in any order): grid[0] = cell,
+/* BROAD_PHASE (one work-group): the cell size and the triangles' margin from the
+ * `partial_count` partial maxima (max is exact in any order): grid[0] = cell,
  * grid[1] = 1 / cell, grid[2] = margin. */
 PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int partial_count,
                                      float thickness, __global float *grid) {

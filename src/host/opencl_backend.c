@@ -194,18 +194,25 @@ struct piola_opencl {
   bool lost;            /* the device is gone, or its state was left half advanced */
 };
 
-/* Work-items for a kernel that strides over n entries, at least `per_item` each on GPUs
- * (piola_contact_boxes: 16, so that one work-group can reduce the items' maxima; the contact
- * solve: 1). On CPU devices four work-groups per compute unit, each work-item going through
- * many entries: a work-group costs a CPU device more to start than a box or an idle entry
- * takes (PoCL, 2-core EPYC, 100 Armadillos: the contact solve's 40 launches per step took 18
- * ms with a work-item for every 16 surface vertices, 11 ms so). */
-static size_t stride_items(const piola_opencl *cl, size_t n, size_t per_item) {
+/* Work-items for a kernel that strides over n entries (the contact solve, piola_contact_boxes):
+ * on GPUs one per entry; on CPU devices four work-groups per compute unit, each work-item going
+ * through many entries: a work-group costs a CPU device more to start than an entry takes
+ * (PoCL, 2-core EPYC, 100 Armadillos: the contact solve's 40 launches per step took 18 ms with
+ * a work-item for every 16 surface vertices, 11 ms so). */
+static size_t stride_items(const piola_opencl *cl, size_t n) {
+  size_t per_item = 1;
   if (cl->cpu_device) {
     const size_t most = 4 * (size_t)cl->compute_units * cl->wg;
-    per_item = (n + most - 1) / most > per_item ? (n + most - 1) / most : per_item;
+    per_item = n > most ? (n + most - 1) / most : 1;
   }
   return ((n + per_item - 1) / per_item + cl->wg - 1) / cl->wg * cl->wg;
+}
+
+/* The partial maxima piola_contact_boxes writes for n boxes: one per work-item on CPU devices,
+ * one per work-group on GPUs. */
+static size_t box_partials(const piola_opencl *cl, size_t n) {
+  const size_t items = stride_items(cl, n);
+  return cl->cpu_device ? items : items / cl->wg;
 }
 
 /* ---- Errors -------------------------------------------------------------------------- */
@@ -1225,7 +1232,7 @@ static piola_status upload_all(piola_world *w) {
   const size_t nsv = (size_t)ct->vertex_count, ntr = (size_t)ct->triangle_count,
                ncb = (size_t)ct->body_count, nbk = (size_t)ct->bucket_mask + 1,
                K = PIOLA_CONTACTS_PER_VERTEX;
-  const size_t boxers = stride_items(cl, ntr + nsv, 16);
+  const size_t partials = box_partials(cl, ntr + nsv);
   const size_t scan_block = cl->wg * SCAN_ITEMS;
   const size_t scan_blocks = ((nbk > nsv ? nbk : nsv) + scan_block - 1) / scan_block;
   piola_status s = PIOLA_OK;
@@ -1260,7 +1267,7 @@ static piola_status upload_all(piola_world *w) {
       {BUF_TRIANGLES, 16 * ntr},
       {BUF_BODY_FILTER, 16 * ncb},
       {BUF_TRI_BOX, 32 * ntr},
-      {BUF_PARTIAL, 8 * boxers},
+      {BUF_PARTIAL, 8 * partials},
       {BUF_GRID, 16},
       {BUF_BUCKET_COUNT, 4 * nbk},
       {BUF_BUCKET_START, 4 * (nbk + 1)},
@@ -1736,7 +1743,9 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   cl_int ntr = cl->triangle_count, nsv = cl->sv_count, mask = w->contacts.bucket_mask;
   cl_int buckets = mask + 1;
   cl_float thickness = w->def.contact_thickness;
-  cl_int boxers = (cl_int)stride_items(cl, (size_t)ntr + (size_t)nsv, 16);
+  cl_int boxers = (cl_int)stride_items(cl, (size_t)ntr + (size_t)nsv),
+         partials = (cl_int)box_partials(cl, (size_t)ntr + (size_t)nsv),
+         group_maxima = cl->cpu_device ? 0 : 1;
   SET_ARG(KERNEL_CONTACT_BOXES, 0, b[BUF_X]);
   SET_ARG(KERNEL_CONTACT_BOXES, 1, b[BUF_D]);
   SET_ARG(KERNEL_CONTACT_BOXES, 2, b[BUF_SV_VERTEX]);
@@ -1744,14 +1753,15 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   SET_ARG(KERNEL_CONTACT_BOXES, 4, thickness);
   SET_ARG(KERNEL_CONTACT_BOXES, 5, ntr);
   SET_ARG(KERNEL_CONTACT_BOXES, 6, nsv);
-  SET_ARG(KERNEL_CONTACT_BOXES, 7, b[BUF_TRI_BOX]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 8, b[BUF_PARTIAL]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 7, group_maxima);
+  SET_ARG(KERNEL_CONTACT_BOXES, 8, b[BUF_TRI_BOX]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 9, b[BUF_PARTIAL]);
   piola_status s = launch(w, KERNEL_CONTACT_BOXES, boxers, stage);
   if (s != PIOLA_OK) {
     return s;
   }
   SET_ARG(KERNEL_CONTACT_GRID, 0, b[BUF_PARTIAL]);
-  SET_ARG(KERNEL_CONTACT_GRID, 1, boxers);
+  SET_ARG(KERNEL_CONTACT_GRID, 1, partials);
   SET_ARG(KERNEL_CONTACT_GRID, 2, thickness);
   SET_ARG(KERNEL_CONTACT_GRID, 3, b[BUF_GRID]);
   s = launch(w, KERNEL_CONTACT_GRID, (int32_t)cl->wg, stage);
@@ -1865,7 +1875,7 @@ static piola_status contact_solve(piola_world *w, piola_stage stage) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
   /* Work-items for the listed vertices: at most every surface vertex. */
-  cl_int items = (cl_int)stride_items(cl, (size_t)cl->sv_count, 1);
+  cl_int items = (cl_int)stride_items(cl, (size_t)cl->sv_count);
   cl_float thickness = w->def.contact_thickness, friction = w->def.contact_friction;
   SET_ARG(KERNEL_CONTACT_SOLVE, 0, b[BUF_X]);
   SET_ARG(KERNEL_CONTACT_SOLVE, 1, b[BUF_D]);
