@@ -79,19 +79,18 @@ static void spatial_order(const double *points, int32_t n, keyed_index *order) {
   qsort(order, (size_t)n, sizeof *order, compare_keyed);
 }
 
+/* Point i of an array of 3 doubles per point. */
+static piola_v3 at3(const double *a, int32_t i) {
+  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
+}
+
 /* Whether triangle t is too near surface vertex sv in the rest shape for the two to touch, by
  * a margin: 0.99 of piola_contact_self_bound(), so that the kernels' float evaluation of
  * piola_contact_self_allowed() rejects the pair too. */
 static bool rest_near(const piola_solver_contacts *c, int32_t sv, int32_t t, double thickness) {
   const int32_t *q = c->triangle + 3 * (size_t)t;
   const double *r = c->vertex_rest;
-  piola_v3 p = piola_v3_make(r[3 * (size_t)sv], r[3 * (size_t)sv + 1], r[3 * (size_t)sv + 2]);
-  piola_v3 corner[3];
-  for (int k = 0; k < 3; ++k) {
-    const double *a = r + 3 * (size_t)q[k];
-    corner[k] = piola_v3_make(a[0], a[1], a[2]);
-  }
-  return piola_point_triangle_distance(p, corner[0], corner[1], corner[2]) <=
+  return piola_point_triangle_distance(at3(r, sv), at3(r, q[0]), at3(r, q[1]), at3(r, q[2])) <=
          0.99 * piola_contact_self_bound(c->vertex_reach[sv], thickness);
 }
 
@@ -112,7 +111,7 @@ static void near_runs(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int32_
     for (int k = 0; k < 3; ++k) {
       const int32_t sv = c->triangle[3 * (size_t)t + k];
       int32_t *run = c->vertex_near + 4 * (size_t)sv;
-      if ((t >= run[0] && t < run[0] + run[1]) || (t >= run[2] && t < run[2] + run[3])) {
+      if (piola_contact_near_run(t, run[0], run[1], run[2], run[3])) {
         continue; /* in a run found already */
       }
       int32_t lo = t, hi = t + 1;
@@ -271,10 +270,6 @@ piola_status piola_contacts_build(piola_world *w) {
 }
 
 /* ---- CPU reference ------------------------------------------------------------------- */
-
-static piola_v3 at3(const double *a, int32_t i) {
-  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
-}
 
 static piola_box load_box(const double *a, int32_t i) {
   piola_box r;
