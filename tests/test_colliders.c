@@ -594,7 +594,8 @@ void test_collider_pose_particle(piola_test *t) {
       piola_v3 xs = WORLD_POINT(
           piola_v3_add(l, piola_v3_make(0.02 * piola_test_rand(&rng), 0.02 * piola_test_rand(&rng),
                                         0.02 * piola_test_rand(&rng))));
-      piola_v3 p = WORLD_POINT(l), ca, cb, na, nb;
+      const piola_v3 none = piola_v3_make(0.0, 0.0, 0.0);
+      piola_v3 p = WORLD_POINT(l), ca = none, cb = none, na = none, nb = none;
       int ha = piola_collider_correction_at(&a, xs, p, 0.0, 0.0, &ca, &na);
       int hb = piola_collider_correction_at(&b, xs, p, 0.0, 0.0, &cb, &nb);
       hits += ha;

@@ -604,7 +604,7 @@ void test_energy_falls_across_iterations(piola_test *t) {
   for (int mi = 0; mi < 2; ++mi) {
     for (int tw = 0; tw < 2; ++tw) {
       const char *what = tw ? "twisted" : "stretched 20%";
-      double e[11], phi[11];
+      double e[11] = {0}, phi[11] = {0};
       /* PBD: each projection is a Newton step on that tet's energy towards zero; measured
        * monotone, after 10 iterations 0.3% (stretch) to 15% (twist) of the start. */
       iteration_energies(t, wt_material(models[mi], PIOLA_SOLVER_PBD, 1e6f), tw, e, NULL);
