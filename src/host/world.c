@@ -769,6 +769,32 @@ static piola_status build_surface(piola_body *b, const double *rest) {
   return s;
 }
 
+/* Whether each of the count elements (tets or triangles: `corners` vertex indices each) names
+ * distinct vertices in [0, nv); else logs which (as caller `fn`) and says
+ * PIOLA_ERROR_INVALID_MESH. */
+static piola_status check_elements(const piola_logger *log, const char *fn, const char *kind,
+                                   const int32_t *elements, int32_t count, int corners,
+                                   int32_t nv) {
+  for (int32_t t = 0; t < count; ++t) {
+    const int32_t *q = elements + (size_t)corners * (size_t)t;
+    for (int a = 0; a < corners; ++a) {
+      if (q[a] < 0 || q[a] >= nv) {
+        piola_log(log, PIOLA_LOG_ERROR, "%s: %s %d has vertex index %d outside [0, %d)", fn, kind,
+                  (int)t, (int)q[a], (int)nv);
+        return PIOLA_ERROR_INVALID_MESH;
+      }
+      for (int b = 0; b < a; ++b) {
+        if (q[a] == q[b]) {
+          piola_log(log, PIOLA_LOG_ERROR, "%s: %s %d repeats vertex %d", fn, kind, (int)t,
+                    (int)q[a]);
+          return PIOLA_ERROR_INVALID_MESH;
+        }
+      }
+    }
+  }
+  return PIOLA_OK;
+}
+
 /* Checks the mesh and computes everything the body needs; touches nothing in the world. */
 static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mesh,
                                  const piola_material *material, const float translation[3],
@@ -804,23 +830,10 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
       return PIOLA_ERROR_NON_FINITE;
     }
   }
-  for (int32_t t = 0; t < nt; ++t) {
-    const int32_t *q = mesh->tets + 4 * (size_t)t;
-    for (int a = 0; a < 4; ++a) {
-      if (q[a] < 0 || q[a] >= nv) {
-        piola_log(log, PIOLA_LOG_ERROR,
-                  "piola_world_add_tet_body: tet %d has vertex index %d outside [0, %d)", (int)t,
-                  (int)q[a], (int)nv);
-        return PIOLA_ERROR_INVALID_MESH;
-      }
-      for (int b = 0; b < a; ++b) {
-        if (q[a] == q[b]) {
-          piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_tet_body: tet %d repeats vertex %d",
-                    (int)t, (int)q[a]);
-          return PIOLA_ERROR_INVALID_MESH;
-        }
-      }
-    }
+  const piola_status elements =
+      check_elements(log, "piola_world_add_tet_body", "tet", mesh->tets, nt, 4, nv);
+  if (elements != PIOLA_OK) {
+    return elements;
   }
 
   piola_body *b = &out->body;
@@ -1260,23 +1273,10 @@ static piola_status prepare_cloth(const piola_world *w, const piola_tri_mesh *me
       return PIOLA_ERROR_NON_FINITE;
     }
   }
-  for (int32_t t = 0; t < nt; ++t) {
-    const int32_t *q = mesh->triangles + 3 * (size_t)t;
-    for (int a = 0; a < 3; ++a) {
-      if (q[a] < 0 || q[a] >= nv) {
-        piola_log(log, PIOLA_LOG_ERROR,
-                  "piola_world_add_cloth: triangle %d has vertex index %d outside [0, %d)", (int)t,
-                  (int)q[a], (int)nv);
-        return PIOLA_ERROR_INVALID_MESH;
-      }
-      for (int b = 0; b < a; ++b) {
-        if (q[a] == q[b]) {
-          piola_log(log, PIOLA_LOG_ERROR, "piola_world_add_cloth: triangle %d repeats vertex %d",
-                    (int)t, (int)q[a]);
-          return PIOLA_ERROR_INVALID_MESH;
-        }
-      }
-    }
+  const piola_status elements =
+      check_elements(log, "piola_world_add_cloth", "triangle", mesh->triangles, nt, 3, nv);
+  if (elements != PIOLA_OK) {
+    return elements;
   }
   piola_body *b = &out->body;
   b->cloth = true;
