@@ -1386,6 +1386,16 @@ void test_opencl_contact_determinism(piola_test *t) {
 /* ---- 7. Bad input and the collision surface ----------------------------------------------------
  */
 
+/* The predicted positions of a CPU reference world for a substep of h seconds, p = x + h v (its
+ * free flight, without gravity), so that the contact phases can be run on their own. */
+static void ct_predict(piola_world *w, double h) {
+  for (int32_t v = 0; v < w->vertex_count; ++v) {
+    for (int k = 0; k < 3; ++k) {
+      w->p[3 * v + k] = w->x[3 * v + k] + h * w->v[3 * v + k];
+    }
+  }
+}
+
 /* The grid finds every pair once: for every surface vertex, the triangles in the one bucket it
  * looks into whose boxes overlap its own are exactly those a scan of all triangles finds, each
  * once (in the cell where the pair is taken), and no vertex keeps a triangle twice. Four boxes
@@ -1422,11 +1432,7 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
   int64_t pairs = 0, missed = 0, twice = 0, shared_buckets = 0, kept_twice = 0, several = 0;
   for (int32_t step = 0; step < 40 && s == PIOLA_OK; ++step) {
     s = piola_world_step(w);
-    for (int32_t v = 0; v < w->vertex_count; ++v) {
-      for (int k = 0; k < 3; ++k) {
-        w->p[3 * v + k] = w->x[3 * v + k] + h * w->v[3 * v + k];
-      }
-    }
+    ct_predict(w, h);
     piola_cpu_broad_phase(w);
     const double inv_cell = 1.0 / c->cell;
     for (int32_t tri = 0; tri < c->triangle_count; ++tri) {
@@ -1492,6 +1498,24 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
   piola_mesh_free(&box);
 }
 
+/* The CPU reference's contact lists (this and the previous substep's counts and slots), saved
+ * one after the other into `saved` (2 (nv + 8 nv) ints for nv surface vertices), and put back. */
+static void ct_save_lists(const piola_solver_contacts *c, int32_t *saved) {
+  const size_t nv = (size_t)c->vertex_count, slots = PIOLA_CONTACTS_PER_VERTEX * nv;
+  memcpy(saved, c->contact_count, sizeof *saved * nv);
+  memcpy(saved + nv, c->contact_triangle, sizeof *saved * slots);
+  memcpy(saved + nv + slots, c->previous_count, sizeof *saved * nv);
+  memcpy(saved + 2 * nv + slots, c->previous_triangle, sizeof *saved * slots);
+}
+
+static void ct_restore_lists(piola_solver_contacts *c, const int32_t *saved) {
+  const size_t nv = (size_t)c->vertex_count, slots = PIOLA_CONTACTS_PER_VERTEX * nv;
+  memcpy(c->contact_count, saved, sizeof *saved * nv);
+  memcpy(c->contact_triangle, saved + nv, sizeof *saved * slots);
+  memcpy(c->previous_count, saved + nv + slots, sizeof *saved * nv);
+  memcpy(c->previous_triangle, saved + 2 * nv + slots, sizeof *saved * slots);
+}
+
 /* The near runs (piola_contact_near_run) skip only pairs that the self-contact rule rejects: each
  * run's triangles are of the vertex's own body and fail piola_contact_self_allowed(), every
  * vertex's runs hold a triangle it is a corner of, and the narrow phase finds the same contacts
@@ -1545,21 +1569,11 @@ void test_contact_near_runs_skip_only_near_pairs(piola_test *t) {
     if (step % 3 != 0) {
       continue;
     }
-    for (int32_t i = 0; i < w->vertex_count; ++i) {
-      for (int k = 0; k < 3; ++k) {
-        w->p[3 * i + k] = w->x[3 * i + k] + h * w->v[3 * i + k];
-      }
-    }
-    memcpy(saved, c->contact_count, sizeof *saved * nv);
-    memcpy(saved + nv, c->contact_triangle, sizeof *saved * slots);
-    memcpy(saved + nv + slots, c->previous_count, sizeof *saved * nv);
-    memcpy(saved + 2 * nv + slots, c->previous_triangle, sizeof *saved * slots);
+    ct_predict(w, h);
+    ct_save_lists(c, saved);
     for (int pass = 0; pass < 2; ++pass) {
       if (pass == 1) { /* the same state, no runs */
-        memcpy(c->contact_count, saved, sizeof *saved * nv);
-        memcpy(c->contact_triangle, saved + nv, sizeof *saved * slots);
-        memcpy(c->previous_count, saved + nv + slots, sizeof *saved * nv);
-        memcpy(c->previous_triangle, saved + 2 * nv + slots, sizeof *saved * slots);
+        ct_restore_lists(c, saved);
         for (size_t sv = 0; sv < nv; ++sv) {
           c->vertex_near[4 * sv + 1] = c->vertex_near[4 * sv + 3] = 0;
         }
@@ -1581,10 +1595,7 @@ void test_contact_near_runs_skip_only_near_pairs(piola_test *t) {
     }
     /* The world goes on as it was. */
     memcpy(c->vertex_near, runs, sizeof *runs * 4 * nv);
-    memcpy(c->contact_count, saved, sizeof *saved * nv);
-    memcpy(c->contact_triangle, saved + nv, sizeof *saved * slots);
-    memcpy(c->previous_count, saved + nv + slots, sizeof *saved * nv);
-    memcpy(c->previous_triangle, saved + 2 * nv + slots, sizeof *saved * slots);
+    ct_restore_lists(c, saved);
   }
   CHECK_STATUS(t, s, PIOLA_OK);
   printf("  %d surface vertices: %.1f triangles in their near runs on average; %lld self-contacts "
