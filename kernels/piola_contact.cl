@@ -23,11 +23,15 @@
 #define PIOLA_SCAN_CHUNK 32
 #define PIOLA_K PIOLA_CONTACTS_PER_VERTEX
 
-PIOLA_FN piola_box piola_load_box(__global const float4 *boxes, int t) {
+PIOLA_FN piola_box piola_box_from4(float4 lo, float4 hi) {
   piola_box r;
-  r.lo = piola_v3_from4(boxes[2 * t]);
-  r.hi = piola_v3_from4(boxes[2 * t + 1]);
+  r.lo = piola_v3_from4(lo);
+  r.hi = piola_v3_from4(hi);
   return r;
+}
+
+PIOLA_FN piola_box piola_load_box(__global const float4 *boxes, int t) {
+  return piola_box_from4(boxes[2 * t], boxes[2 * t + 1]);
 }
 
 /* The maxima of a[] and b[] (PIOLA_WG entries each) into a[0] and b[0]; any work-group size. */
@@ -41,30 +45,39 @@ PIOLA_FN void piola_local_max2(__local float *a, __local float *b, int lid) {
   }
 }
 
-/* BROAD_PHASE: the boxes of triangles i < tri_count and of surface vertices i - tri_count, for
- * i = g, g + G, g + 2 G, ... (work-item g of G), and the largest triangle box and the largest
- * vertex box to partial[2 m], [2 m + 1]: with `group_maxima` those of the work-group (m its
- * index; GPUs, a box per work-item), else the work-item's own (m = g; CPU devices, many boxes
- * per work-item, where a reduction within the work-group, a barrier per halving, cost more than
- * the boxes). */
+/* BROAD_PHASE: the boxes of clusters i < cluster_count (and of their triangles) and of surface
+ * vertices i - cluster_count, for i = g, g + G, g + 2 G, ... (work-item g of G), and the largest
+ * cluster box and the largest vertex box to partial[2 m], [2 m + 1]: with `group_maxima` those
+ * of the work-group (m its index; GPUs, a box per work-item), else the work-item's own (m = g;
+ * CPU devices, many boxes per work-item, where a reduction within the work-group, a barrier per
+ * halving, cost more than the boxes). */
 PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
-                                      float thickness, int tri_count, int sv_count,
-                                      int group_maxima, __global float4 *tri_box,
+                                      __global const int *cluster_first, float thickness,
+                                      int cluster_count, int sv_count, int group_maxima,
+                                      __global float4 *tri_box, __global float4 *cluster_box,
                                       __global float *partial) {
   __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
   const int g = get_global_id(0), items = get_global_size(0), lid = get_local_id(0);
   float te = 0.0f, ve = 0.0f;
-  for (int i = g; i < tri_count; i += items) {
-    int4 t = triangles[i];
-    int a = sv_vertex[t.x], b = sv_vertex[t.y], c = sv_vertex[t.z];
-    float4 xa = x[a], xb = x[b], xc = x[c];
-    piola_box r = piola_triangle_box(piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
-                                     piola_position(xa, d[a]), piola_position(xb, d[b]),
-                                     piola_position(xc, d[c]), thickness);
-    tri_box[2 * i] = (float4)(r.lo.x, r.lo.y, r.lo.z, 0.0f);
-    tri_box[2 * i + 1] = (float4)(r.hi.x, r.hi.y, r.hi.z, 0.0f);
-    te = fmax(te, piola_box_extent(r));
+  for (int i = g; i < cluster_count; i += items) {
+    const int first = cluster_first[i], end = cluster_first[i + 1];
+    piola_box u = {piola_v3_make(0.0f, 0.0f, 0.0f),
+                   piola_v3_make(0.0f, 0.0f, 0.0f)}; /* set at t = first */
+    for (int t = first; t < end; ++t) {
+      int4 q = triangles[t];
+      int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
+      float4 xa = x[a], xb = x[b], xc = x[c];
+      piola_box r = piola_triangle_box(piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
+                                       piola_position(xa, d[a]), piola_position(xb, d[b]),
+                                       piola_position(xc, d[c]), thickness);
+      tri_box[2 * t] = (float4)(r.lo.x, r.lo.y, r.lo.z, 0.0f);
+      tri_box[2 * t + 1] = (float4)(r.hi.x, r.hi.y, r.hi.z, 0.0f);
+      u = t == first ? r : piola_box_union(u, r);
+    }
+    cluster_box[2 * i] = (float4)(u.lo.x, u.lo.y, u.lo.z, as_float(first));
+    cluster_box[2 * i + 1] = (float4)(u.hi.x, u.hi.y, u.hi.z, as_float(end));
+    te = fmax(te, piola_box_extent(u));
   }
   for (int i = g; i < sv_count; i += items) {
     int v = sv_vertex[i];
@@ -111,24 +124,24 @@ PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int partial_
   }
 }
 
-/* BROAD_PHASE: triangle t counted in each bucket of the cells its grown box overlaps (pass 0),
+/* BROAD_PHASE: cluster i counted in each bucket of the cells its grown box overlaps (pass 0),
  * or entered there (pass 1, in arbitrary order within a bucket). */
-PIOLA_KERNEL void piola_contact_enter(__global const float4 *tri_box, __global const float *grid,
-                                      int bucket_mask, int tri_count, int pass,
-                                      __global const int *bucket_start, __global int *bucket_count,
-                                      __global int *bucket_triangles) {
-  const int t = get_global_id(0);
-  if (t >= tri_count) {
+PIOLA_KERNEL void piola_contact_enter(__global const float4 *cluster_box,
+                                      __global const float *grid, int bucket_mask,
+                                      int cluster_count, int pass, __global const int *bucket_start,
+                                      __global int *bucket_count, __global int *bucket_clusters) {
+  const int i = get_global_id(0);
+  if (i >= cluster_count) {
     return;
   }
   int bucket[PIOLA_CELLS_PER_TRIANGLE];
   const int n =
-      piola_triangle_buckets(piola_load_box(tri_box, t), grid[2], grid[1], bucket_mask, bucket);
+      piola_triangle_buckets(piola_load_box(cluster_box, i), grid[2], grid[1], bucket_mask, bucket);
   for (int e = 0; e < n; ++e) {
     if (pass == 0) {
       atomic_inc(&bucket_count[bucket[e]]);
     } else {
-      bucket_triangles[bucket_start[bucket[e]] + atomic_inc(&bucket_count[bucket[e]])] = t;
+      bucket_clusters[bucket_start[bucket[e]] + atomic_inc(&bucket_count[bucket[e]])] = i;
     }
   }
 }
@@ -209,11 +222,13 @@ PIOLA_KERNEL void piola_scan_add(__global int *out, __global const int *totals, 
 PIOLA_KERNEL void piola_contact_narrow(
     __global const float4 *x, __global const float4 *d, __global const int *sv_vertex,
     __global const int *sv_body, __global const float4 *sv_rest, __global const int4 *triangles,
-    __global const float4 *tri_box, __global const uint4 *body_filter, __global const float *grid,
-    __global const int *bucket_start, __global const int *bucket_triangles, int bucket_mask,
-    float thickness, int sv_count, __global const int *previous_count,
-    __global const int *previous_tri, __global int *contact_count, __global int *contact_tri,
-    __global int *counters, __global int *corner_count, __global const int4 *sv_near) {
+    __global const float4 *tri_box, __global const int *cluster_first,
+    __global const float4 *cluster_box, __global const uint4 *body_filter,
+    __global const float *grid, __global const int *bucket_start,
+    __global const int *bucket_clusters, int bucket_mask, float thickness, int sv_count,
+    __global const int *previous_count, __global const int *previous_tri,
+    __global int *contact_count, __global int *contact_tri, __global int *counters,
+    __global int *corner_count, __global const int4 *sv_near) {
   const int sv = get_global_id(0);
   if (sv >= sv_count) {
     return;
@@ -243,60 +258,76 @@ PIOLA_KERNEL void piola_contact_narrow(
       for (int ck = lo[2]; ck <= hi[2]; ++ck) {
         const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
         const int end = bucket_start[bucket + 1];
-        for (int first = bucket_start[bucket]; first < end; first += PIOLA_SCAN_CHUNK) {
-          /* The chunk's triangles whose boxes overlap the vertex's, gathered without branches
-           * (about 1 in 4 do: a branch per entry mispredicted often enough to take a third of
-           * the kernel's time on CPUs). */
+        for (int chunk = bucket_start[bucket]; chunk < end; chunk += PIOLA_SCAN_CHUNK) {
+          /* The chunk's clusters whose boxes overlap the vertex's, gathered without branches
+           * (a branch per entry mispredicted often enough to take a third of the kernel's time
+           * on CPUs), skipping those wholly in a near run. */
           int overlapping[PIOLA_SCAN_CHUNK];
           int n = 0;
-          for (int e = first; e < min(first + PIOLA_SCAN_CHUNK, end); ++e) {
-            const int t = bucket_triangles[e];
-            overlapping[n] = t;
-            n += piola_boxes_overlap(vb, piola_load_box(tri_box, t)) &
-                 !piola_contact_near_run(t, near.x, near.y, near.z, near.w);
+          for (int e = chunk; e < min(chunk + PIOLA_SCAN_CHUNK, end); ++e) {
+            const int i = bucket_clusters[e];
+            const float4 lo = cluster_box[2 * i], hi = cluster_box[2 * i + 1];
+            overlapping[n] = i;
+            n += piola_boxes_overlap(vb, piola_box_from4(lo, hi)) &
+                 !piola_contact_near_cluster(as_int(lo.w), as_int(hi.w) - 1, near.x, near.y, near.z,
+                                             near.w);
           }
+          /* Their triangles whose boxes overlap the vertex's, again without branches. */
+          int candidates[PIOLA_SCAN_CHUNK * PIOLA_CLUSTER_TRIANGLES];
+          int m = 0;
           for (int o = 0; o < n; ++o) {
-            const int t = overlapping[o];
+            const int i = overlapping[o];
             if (!one_cell &&
-                !piola_pair_cell(query, piola_grid_triangle(piola_load_box(tri_box, t), margin),
+                !piola_pair_cell(query, piola_grid_triangle(piola_load_box(cluster_box, i), margin),
                                  inv_cell, ci, cj, ck)) {
               continue;
             }
-            const int4 q = triangles[t];
-            if (q.w != body) {
-              uint4 other = body_filter[q.w];
-              if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+            const int cluster_end = as_int(cluster_box[2 * i + 1].w);
+            for (int t = as_int(cluster_box[2 * i].w); t < cluster_end; ++t) {
+              candidates[m] = t;
+              m += piola_boxes_overlap(vb, piola_load_box(tri_box, t)) &
+                   !piola_contact_near_run(t, near.x, near.y, near.z, near.w);
+            }
+          }
+          for (int o = 0; o < m; ++o) {
+            const int t = candidates[o];
+            {
+              const int4 q = triangles[t];
+              if (q.w != body) {
+                uint4 other = body_filter[q.w];
+                if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+                  continue;
+                }
+              } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+                         piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                                 piola_v3_from4(sv_rest[q.y]),
+                                                 piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
                 continue;
               }
-            } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
-                       piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                               piola_v3_from4(sv_rest[q.y]),
-                                               piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
-              continue;
-            }
-            const int a = sv_vertex[q.x];
-            int b = sv_vertex[q.y], c = sv_vertex[q.z];
-            int persistent;
-            const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
-                                                piola_v3_from4(x[c]), previous, previous_n, t,
-                                                body_filter[q.w].w != 0u, &persistent);
-            if (side) { /* met from the back: corners b and c swapped */
-              const int swap_corner = b;
-              b = c;
-              c = swap_corner;
-            }
-            const float4 xa = x[a], xb = x[b], xc = x[c];
-            float key;
-            if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
-                                        piola_v3_from4(xc), piola_position(xa, d[a]),
-                                        piola_position(xb, d[b]), piola_position(xc, d[c]),
-                                        thickness, persistent, q.w == body, &key) &&
-                (q.w != body ||
-                 piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                            piola_v3_from4(sv_rest[q.y]),
-                                            piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
-              found++;
-              piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+              const int a = sv_vertex[q.x];
+              int b = sv_vertex[q.y], c = sv_vertex[q.z];
+              int persistent;
+              const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
+                                                  piola_v3_from4(x[c]), previous, previous_n, t,
+                                                  body_filter[q.w].w != 0u, &persistent);
+              if (side) { /* met from the back: corners b and c swapped */
+                const int swap_corner = b;
+                b = c;
+                c = swap_corner;
+              }
+              const float4 xa = x[a], xb = x[b], xc = x[c];
+              float key;
+              if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
+                                          piola_v3_from4(xc), piola_position(xa, d[a]),
+                                          piola_position(xb, d[b]), piola_position(xc, d[c]),
+                                          thickness, persistent, q.w == body, &key) &&
+                  (q.w != body ||
+                   piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                              piola_v3_from4(sv_rest[q.y]),
+                                              piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
+                found++;
+                piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+              }
             }
           }
         }

@@ -5,15 +5,19 @@
  * a vertex and a triangle interact when they come within a thickness of each other during the
  * step), done once per substep over the motion from the start positions x to the predicted
  * positions p:
- *  - broad phase: boxes around each triangle's and each vertex's motion in the substep; every
- *    triangle is entered into the hashed cells of a uniform grid that its box, grown by half
- *    the largest vertex box (at most by one thickness), overlaps (Teschner et al. 2003,
- *    "Optimized Spatial Hashing for Collision Detection of Deformable Objects": cell hashing
- *    with large primes), at most once per bucket, and a vertex looks into the cells of
- *    its box shrunk by as much (piola_grid_margin): a slow vertex into one cell, the one of its
- *    box's centre. A pair met in several cells is taken in one, the cell of the low corner of
- *    the two boxes' intersection. Cells are large enough that a triangle enters and a vertex
- *    looks into at most 3 x 3 x 3 cells;
+ *  - broad phase: boxes around each triangle's and each vertex's motion in the substep. The
+ *    triangles of a body, in the solver's spatial order, are grouped into clusters of up to
+ *    PIOLA_CLUSTER_TRIANGLES consecutive ones whose rest boxes together are no larger than the
+ *    body's largest triangle (the host forms them); a cluster's box is the union of its
+ *    triangles' boxes. Every cluster is entered into the hashed cells of a uniform grid that its
+ *    box, grown by half the largest vertex box (at most by one thickness), overlaps (Teschner
+ *    et al. 2003, "Optimized Spatial Hashing for Collision Detection of Deformable Objects":
+ *    cell hashing with large primes), at most once per bucket, and a vertex looks into the
+ *    cells of its box shrunk by as much (piola_grid_margin): a slow vertex into one cell, the
+ *    one of its box's centre, where it tests the clusters' boxes and then the boxes of the
+ *    triangles of those that overlap its own. A pair met in several cells is taken in one, the
+ *    cell of the low corner of the intersection of the vertex's and the cluster's boxes. Cells
+ *    are large enough that a cluster enters and a vertex looks into at most 3 x 3 x 3 cells;
  *  - narrow phase: a pair is a contact when the boxes overlap, the vertex starts on the outer
  *    side of the triangle (or within a thickness under it, or the pair was a contact in the
  *    previous substep: contacts persist while they last), its predicted position is within
@@ -41,8 +45,11 @@
 
 /* Triangles one surface vertex keeps per substep (PIOLA_MAX_VERTEX_CONTACTS in the API). */
 #define PIOLA_CONTACTS_PER_VERTEX 8
-/* Grid cells one triangle is entered into, at most (3 per axis, see piola_cell_size). */
+/* Grid cells one cluster of triangles is entered into, at most (3 per axis, see
+ * piola_cell_size). */
 #define PIOLA_CELLS_PER_TRIANGLE 27
+/* Triangles in one cluster of the grid, at most (see the module comment). */
+#define PIOLA_CLUSTER_TRIANGLES 8
 
 /* An axis-aligned box. */
 typedef struct piola_box {
@@ -100,6 +107,14 @@ PIOLA_FN piola_box piola_triangle_box(piola_v3 xa, piola_v3 xb, piola_v3 xc, pio
 PIOLA_FN int piola_boxes_overlap(piola_box a, piola_box b) {
   return (a.lo.x <= b.hi.x) & (b.lo.x <= a.hi.x) & (a.lo.y <= b.hi.y) & (b.lo.y <= a.hi.y) &
          (a.lo.z <= b.hi.z) & (b.lo.z <= a.hi.z);
+}
+
+/* The smallest box holding boxes a and b. */
+PIOLA_FN piola_box piola_box_union(piola_box a, piola_box b) {
+  piola_box r;
+  r.lo = piola_v3_min(a.lo, b.lo);
+  r.hi = piola_v3_max(a.hi, b.hi);
+  return r;
 }
 
 /* The largest side of a box. */
@@ -366,6 +381,16 @@ PIOLA_FN int piola_contact_near_run(piola_int t, piola_int first, piola_int coun
                                     piola_int count2) {
   return ((unsigned int)(t - first) < (unsigned int)count) |
          ((unsigned int)(t - first2) < (unsigned int)count2);
+}
+
+/* Whether the triangles first .. last (a cluster) all lie in one of the near runs: the
+ * cluster can be skipped before its box is read. No branches. */
+PIOLA_FN int piola_contact_near_cluster(piola_int first, piola_int last, piola_int run,
+                                        piola_int count, piola_int run2, piola_int count2) {
+  return (((unsigned int)(first - run) < (unsigned int)count) &
+          ((unsigned int)(last - run) < (unsigned int)count)) |
+         (((unsigned int)(first - run2) < (unsigned int)count2) &
+          ((unsigned int)(last - run2) < (unsigned int)count2));
 }
 
 /* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)

@@ -1428,6 +1428,25 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
   REQUIRE_OK(t, s);
   piola_world *w = sc.w;
   const piola_solver_contacts *c = &w->contacts;
+  s = piola_world_step(w); /* builds the contact arrays */
+  REQUIRE_OK(t, s);
+  /* The clusters: consecutive triangles of one body, 1 to PIOLA_CLUSTER_TRIANGLES each, every
+   * triangle in one; cluster_of[] maps a triangle to its cluster. */
+  int32_t *cluster_of = malloc(sizeof *cluster_of * (size_t)c->triangle_count);
+  REQUIRE(t, cluster_of != NULL);
+  int bad_clusters =
+      c->cluster_first[0] != 0 || c->cluster_first[c->cluster_count] != c->triangle_count;
+  for (int32_t i = 0; i < c->cluster_count; ++i) {
+    const int32_t first = c->cluster_first[i], end = c->cluster_first[i + 1];
+    bad_clusters += end <= first || end - first > PIOLA_CLUSTER_TRIANGLES;
+    for (int32_t tri = first; tri < end && tri < c->triangle_count; ++tri) {
+      cluster_of[tri] = i;
+      bad_clusters += c->triangle_body[tri] != c->triangle_body[first];
+    }
+  }
+  printf("  %d triangles in %d clusters\n", (int)c->triangle_count, (int)c->cluster_count);
+  CHECK_MSG(t, bad_clusters == 0, "%d malformed clusters", bad_clusters);
+  CHECK(t, c->cluster_count < c->triangle_count / 2);
   const double h = (double)def.dt / (double)def.substeps, thickness = (double)def.contact_thickness;
   int64_t pairs = 0, missed = 0, twice = 0, shared_buckets = 0, kept_twice = 0, several = 0;
   for (int32_t step = 0; step < 40 && s == PIOLA_OK; ++step) {
@@ -1435,10 +1454,10 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
     ct_predict(w, h);
     piola_cpu_broad_phase(w);
     const double inv_cell = 1.0 / c->cell;
-    for (int32_t tri = 0; tri < c->triangle_count; ++tri) {
+    for (int32_t i = 0; i < c->cluster_count; ++i) {
       piola_int buckets[PIOLA_CELLS_PER_TRIANGLE], lo[3], hi[3];
       piola_box r;
-      memcpy(&r, c->triangle_box + 6 * (size_t)tri, sizeof r);
+      memcpy(&r, c->cluster_box + 6 * (size_t)i, sizeof r);
       const int n = piola_triangle_buckets(r, c->margin, inv_cell, c->bucket_mask, buckets);
       piola_cell_range(piola_grid_triangle(r, c->margin), inv_cell, 3, lo, hi);
       shared_buckets += (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1) - n;
@@ -1453,8 +1472,9 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
       piola_cell_range(query, inv_cell, 3, lo, hi);
       several += lo[0] != hi[0] || lo[1] != hi[1] || lo[2] != hi[2];
       for (int32_t tri = 0; tri < c->triangle_count; ++tri) {
-        piola_box tb;
+        piola_box tb, cb;
         memcpy(&tb, c->triangle_box + 6 * (size_t)tri, sizeof tb);
+        memcpy(&cb, c->cluster_box + 6 * (size_t)cluster_of[tri], sizeof cb);
         if (!piola_boxes_overlap(vb, tb)) {
           continue;
         }
@@ -1466,8 +1486,8 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
               const piola_int bucket = piola_cell_hash(i, j, k, c->bucket_mask);
               for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
                 found +=
-                    c->bucket_triangles[e] == tri &&
-                    piola_pair_cell(query, piola_grid_triangle(tb, c->margin), inv_cell, i, j, k);
+                    c->bucket_clusters[e] == cluster_of[tri] &&
+                    piola_pair_cell(query, piola_grid_triangle(cb, c->margin), inv_cell, i, j, k);
               }
             }
           }
@@ -1485,7 +1505,7 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
   }
   CHECK_STATUS(t, s, PIOLA_OK);
   printf("  %lld vertex-triangle pairs with overlapping boxes over 40 steps: %lld missed, %lld "
-         "found twice; %lld cells sharing a bucket with another cell of their triangle; %lld "
+         "found twice; %lld cells sharing a bucket with another cell of their cluster; %lld "
          "vertex queries over several cells; %lld triangles kept twice by a vertex\n",
          (long long)pairs, (long long)missed, (long long)twice, (long long)shared_buckets,
          (long long)several, (long long)kept_twice);
@@ -1494,6 +1514,7 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
   CHECK_MSG(t, missed == 0 && twice == 0 && kept_twice == 0,
             "%lld pairs missed, %lld found twice, %lld kept twice", (long long)missed,
             (long long)twice, (long long)kept_twice);
+  free(cluster_of);
   ct_scene_destroy(&sc);
   piola_mesh_free(&box);
 }

@@ -134,6 +134,40 @@ static void near_runs(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int32_
   }
 }
 
+/* The rest box of triangle t (no thickness). */
+static piola_box rest_box(const piola_solver_contacts *c, int32_t t) {
+  const int32_t *q = c->triangle + 3 * (size_t)t;
+  const piola_v3 a = at3(c->vertex_rest, q[0]), b = at3(c->vertex_rest, q[1]),
+                 d = at3(c->vertex_rest, q[2]);
+  return piola_triangle_box(a, b, d, a, b, d, 0.0);
+}
+
+/* The grid's clusters of one body's triangles t0 .. t1 - 1 (in spatial order): runs of up to
+ * PIOLA_CLUSTER_TRIANGLES consecutive triangles, each run ending before the union of their rest
+ * boxes would grow larger than the body's largest triangle box, so that no cluster enlarges the
+ * grid's cells beyond what the body's triangles do. */
+static void form_clusters(piola_solver_contacts *c, int32_t t0, int32_t t1) {
+  double largest = 0.0;
+  for (int32_t t = t0; t < t1; ++t) {
+    largest = fmax(largest, piola_box_extent(rest_box(c, t)));
+  }
+  for (int32_t t = t0; t < t1;) {
+    piola_box u = rest_box(c, t);
+    int32_t end = t + 1;
+    while (end < t1 && end - t < PIOLA_CLUSTER_TRIANGLES) {
+      const piola_box r = rest_box(c, end);
+      const piola_box grown = piola_box_union(u, r);
+      if (piola_box_extent(grown) > largest) {
+        break;
+      }
+      u = grown;
+      end++;
+    }
+    c->cluster_first[c->cluster_count++] = t;
+    t = end;
+  }
+}
+
 void piola_contacts_free(piola_solver_contacts *c) {
   free(c->vertex);
   free(c->vertex_body);
@@ -142,10 +176,12 @@ void piola_contacts_free(piola_solver_contacts *c) {
   free(c->vertex_near);
   free(c->triangle);
   free(c->triangle_body);
+  free(c->cluster_first);
   free(c->body_filter);
   free(c->triangle_box);
+  free(c->cluster_box);
   free(c->bucket_start);
-  free(c->bucket_triangles);
+  free(c->bucket_clusters);
   free(c->bucket_cursor);
   free(c->vertex_cursor);
   free(c->contact_count);
@@ -179,11 +215,6 @@ piola_status piola_contacts_build(piola_world *w) {
   }
   const size_t nv = (size_t)(c.vertex_count > 0 ? c.vertex_count : 1);
   const size_t nt = (size_t)(c.triangle_count > 0 ? c.triangle_count : 1);
-  int32_t buckets = 16;
-  while (buckets < 2 * c.triangle_count && buckets < (1 << 30)) {
-    buckets *= 2;
-  }
-  c.bucket_mask = buckets - 1;
   c.vertex = malloc(sizeof *c.vertex * nv);
   c.vertex_body = malloc(sizeof *c.vertex_body * nv);
   c.vertex_rest = malloc(sizeof *c.vertex_rest * 3 * nv);
@@ -193,9 +224,7 @@ piola_status piola_contacts_build(piola_world *w) {
   c.triangle_body = malloc(sizeof *c.triangle_body * nt);
   c.body_filter = malloc(sizeof *c.body_filter * 4 * (size_t)(c.body_count > 0 ? c.body_count : 1));
   c.triangle_box = malloc(sizeof *c.triangle_box * 6 * nt);
-  c.bucket_start = malloc(sizeof *c.bucket_start * ((size_t)buckets + 1));
-  c.bucket_triangles = malloc(sizeof *c.bucket_triangles * PIOLA_CELLS_PER_TRIANGLE * nt);
-  c.bucket_cursor = malloc(sizeof *c.bucket_cursor * (size_t)buckets);
+  c.cluster_first = malloc(sizeof *c.cluster_first * (nt + 1));
   c.vertex_cursor = malloc(sizeof *c.vertex_cursor * nv);
   c.contact_count = calloc(nv, sizeof *c.contact_count);
   c.contact_triangle = malloc(sizeof *c.contact_triangle * K * nv);
@@ -210,10 +239,10 @@ piola_status piola_contacts_build(piola_world *w) {
   keyed_index *order = malloc(sizeof *order * (size_t)(largest > 0 ? largest : 1));
   double *centroid = malloc(sizeof *centroid * 3 * (size_t)(largest > 0 ? largest : 1));
   if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.vertex_reach || !c.vertex_near ||
-      !c.triangle || !c.triangle_body || !c.body_filter || !c.triangle_box || !c.bucket_start ||
-      !c.bucket_triangles || !c.bucket_cursor || !c.vertex_cursor || !c.contact_count ||
-      !c.contact_triangle || !c.previous_count || !c.previous_triangle || !c.mass_split ||
-      !c.delta || !c.corner_start || !c.corner_entry || !local_to_sv || !order || !centroid) {
+      !c.triangle || !c.triangle_body || !c.body_filter || !c.triangle_box || !c.cluster_first ||
+      !c.vertex_cursor || !c.contact_count || !c.contact_triangle || !c.previous_count ||
+      !c.previous_triangle || !c.mass_split || !c.delta || !c.corner_start || !c.corner_entry ||
+      !local_to_sv || !order || !centroid) {
     free(local_to_sv);
     free(order);
     free(centroid);
@@ -255,6 +284,7 @@ piola_status piola_contacts_build(piola_world *w) {
     }
     near_runs(&c, sv - b->surface_vertex_count, sv, tri - b->surface_count, tri,
               (double)w->def.contact_thickness);
+    form_clusters(&c, tri - b->surface_count, tri);
     c.body_filter[4 * (size_t)dense] = b->collision_group;
     c.body_filter[4 * (size_t)dense + 1] = b->collision_mask;
     c.body_filter[4 * (size_t)dense + 2] = b->self_collision ? 1u : 0u;
@@ -264,6 +294,22 @@ piola_status piola_contacts_build(piola_world *w) {
   free(local_to_sv);
   free(order);
   free(centroid);
+  c.cluster_first[c.cluster_count] = c.triangle_count;
+  /* The grid's hash table: at least twice as many buckets as clusters, a power of two. */
+  int32_t buckets = 16;
+  while (buckets < 2 * c.cluster_count && buckets < (1 << 30)) {
+    buckets *= 2;
+  }
+  c.bucket_mask = buckets - 1;
+  const size_t nc = (size_t)(c.cluster_count > 0 ? c.cluster_count : 1);
+  c.cluster_box = malloc(sizeof *c.cluster_box * 6 * nc);
+  c.bucket_start = malloc(sizeof *c.bucket_start * ((size_t)buckets + 1));
+  c.bucket_clusters = malloc(sizeof *c.bucket_clusters * PIOLA_CELLS_PER_TRIANGLE * nc);
+  c.bucket_cursor = malloc(sizeof *c.bucket_cursor * (size_t)buckets);
+  if (!c.cluster_box || !c.bucket_start || !c.bucket_clusters || !c.bucket_cursor) {
+    piola_contacts_free(&c);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
   piola_contacts_free(&w->contacts);
   w->contacts = c;
   return PIOLA_OK;
@@ -278,6 +324,16 @@ static piola_box load_box(const double *a, int32_t i) {
   return r;
 }
 
+static void store_box(double *a, int32_t i, piola_box r) {
+  double *o = a + 6 * (size_t)i;
+  o[0] = r.lo.x;
+  o[1] = r.lo.y;
+  o[2] = r.lo.z;
+  o[3] = r.hi.x;
+  o[4] = r.hi.y;
+  o[5] = r.hi.z;
+}
+
 /* The vertex box of surface vertex sv. */
 static piola_box vertex_box(const piola_world *w, int32_t sv) {
   int32_t v = w->contacts.vertex[sv];
@@ -287,29 +343,30 @@ static piola_box vertex_box(const piola_world *w, int32_t sv) {
 void piola_cpu_broad_phase(piola_world *w) {
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
-  /* Boxes, and the cell size and the triangles' margin from the largest of each kind. */
-  double tri_extent = 0.0, vertex_extent = 0.0;
-  for (int32_t t = 0; t < c->triangle_count; ++t) {
-    const int32_t *q = c->triangle + 3 * (size_t)t;
-    int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
-    piola_box r = piola_triangle_box(at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
-                                     at3(w->p, b), at3(w->p, d), thickness);
-    double *o = c->triangle_box + 6 * (size_t)t;
-    o[0] = r.lo.x;
-    o[1] = r.lo.y;
-    o[2] = r.lo.z;
-    o[3] = r.hi.x;
-    o[4] = r.hi.y;
-    o[5] = r.hi.z;
-    tri_extent = fmax(tri_extent, piola_box_extent(r));
+  /* Boxes (the triangles', their clusters'), and the cell size and the margin from the
+   * largest cluster box and the largest vertex box. */
+  double cluster_extent = 0.0, vertex_extent = 0.0;
+  for (int32_t i = 0; i < c->cluster_count; ++i) {
+    piola_box u = {piola_v3_make(0.0, 0.0, 0.0),
+                   piola_v3_make(0.0, 0.0, 0.0)}; /* set at t = first */
+    for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
+      const int32_t *q = c->triangle + 3 * (size_t)t;
+      int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
+      piola_box r = piola_triangle_box(at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
+                                       at3(w->p, b), at3(w->p, d), thickness);
+      store_box(c->triangle_box, t, r);
+      u = t == c->cluster_first[i] ? r : piola_box_union(u, r);
+    }
+    store_box(c->cluster_box, i, u);
+    cluster_extent = fmax(cluster_extent, piola_box_extent(u));
   }
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
     vertex_extent = fmax(vertex_extent, piola_box_extent(vertex_box(w, sv)));
   }
-  c->cell = piola_cell_size(tri_extent, vertex_extent, thickness);
+  c->cell = piola_cell_size(cluster_extent, vertex_extent, thickness);
   c->margin = piola_grid_margin(vertex_extent, thickness);
   const double inv_cell = 1.0 / c->cell;
-  /* Counting sort of (triangle, cell) entries by the bucket of the cell, triangles in
+  /* Counting sort of (cluster, cell) entries by the bucket of the cell, clusters in
    * ascending order within a bucket: count, scan, place. */
   const int32_t buckets = c->bucket_mask + 1;
   memset(c->bucket_start, 0, sizeof *c->bucket_start * ((size_t)buckets + 1));
@@ -320,15 +377,15 @@ void piola_cpu_broad_phase(piola_world *w) {
       }
       memcpy(c->bucket_cursor, c->bucket_start, sizeof *c->bucket_cursor * (size_t)buckets);
     }
-    for (int32_t t = 0; t < c->triangle_count; ++t) {
+    for (int32_t i = 0; i < c->cluster_count; ++i) {
       piola_int bucket[PIOLA_CELLS_PER_TRIANGLE];
-      const int n = piola_triangle_buckets(load_box(c->triangle_box, t), c->margin, inv_cell,
+      const int n = piola_triangle_buckets(load_box(c->cluster_box, i), c->margin, inv_cell,
                                            c->bucket_mask, bucket);
       for (int e = 0; e < n; ++e) {
         if (pass == 0) {
           c->bucket_start[bucket[e] + 1]++;
         } else {
-          c->bucket_triangles[c->bucket_cursor[bucket[e]]++] = t;
+          c->bucket_clusters[c->bucket_cursor[bucket[e]]++] = i;
         }
       }
     }
@@ -351,6 +408,41 @@ static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t, 
                                   c->vertex_reach[sv], thickness);
 }
 
+/* The narrow phase's test of surface vertex sv against triangle t, whose boxes overlap and
+ * whose bodies may touch: a contact found is counted in *found and kept among the vertex's
+ * nearest (keys, tris, *kept). */
+static void test_pair(const piola_world *w, int32_t sv, int32_t t, double *keys, piola_int *tris,
+                      piola_int *kept, int32_t *found) {
+  const piola_solver_contacts *c = &w->contacts;
+  const double thickness = (double)w->def.contact_thickness;
+  const int32_t v = c->vertex[sv];
+  const piola_v3 x = at3(w->x, v), p = at3(w->p, v);
+  const int32_t *q = c->triangle + 3 * (size_t)t;
+  const int32_t a = c->vertex[q[0]];
+  int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
+  int persistent;
+  const piola_int side =
+      piola_contact_side(x, at3(w->x, a), at3(w->x, b), at3(w->x, d),
+                         c->previous_triangle + K * (size_t)sv, c->previous_count[sv], t,
+                         c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u, &persistent);
+  if (side) { /* met from the back: corners b and c swapped */
+    const int32_t swap_corner = b;
+    b = d;
+    d = swap_corner;
+  }
+  const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
+  double key;
+  if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
+                              at3(w->p, b), at3(w->p, d), thickness, persistent, same_body, &key) &&
+      (!same_body ||
+       piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
+                                  at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
+                                  c->vertex_reach[sv], thickness))) {
+    (*found)++;
+    piola_contact_keep(keys, tris, kept, key, piola_contact_entry(t, side));
+  }
+}
+
 void piola_cpu_narrow_phase(piola_world *w) {
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
@@ -365,8 +457,6 @@ void piola_cpu_narrow_phase(piola_world *w) {
   c->contact_triangle = c->previous_triangle;
   c->previous_triangle = swap;
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
-    const int32_t v = c->vertex[sv];
-    const piola_v3 x = at3(w->x, v), p = at3(w->p, v);
     const piola_box vb = vertex_box(w, sv);
     double keys[K];
     piola_int tris[K], kept = 0;
@@ -380,40 +470,20 @@ void piola_cpu_narrow_phase(piola_world *w) {
         for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
           const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
           for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
-            const int32_t t = c->bucket_triangles[e];
-            if (piola_contact_near_run(t, near[0], near[1], near[2], near[3])) {
-              continue; /* too near in the rest shape */
-            }
-            const piola_box tb = load_box(c->triangle_box, t);
-            if (!piola_boxes_overlap(vb, tb) ||
-                !piola_pair_cell(query, piola_grid_triangle(tb, c->margin), inv_cell, ci, cj, ck) ||
-                !pair_allowed(c, sv, t, thickness)) {
+            const int32_t i = c->bucket_clusters[e];
+            const int32_t first = c->cluster_first[i], end = c->cluster_first[i + 1];
+            const piola_box cb = load_box(c->cluster_box, i);
+            if (piola_contact_near_cluster(first, end - 1, near[0], near[1], near[2], near[3]) ||
+                !piola_boxes_overlap(vb, cb) ||
+                !piola_pair_cell(query, piola_grid_triangle(cb, c->margin), inv_cell, ci, cj, ck)) {
               continue;
             }
-            const int32_t *q = c->triangle + 3 * (size_t)t;
-            const int32_t a = c->vertex[q[0]];
-            int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
-            int persistent;
-            const piola_int side = piola_contact_side(
-                x, at3(w->x, a), at3(w->x, b), at3(w->x, d), c->previous_triangle + K * (size_t)sv,
-                c->previous_count[sv], t, c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u,
-                &persistent);
-            if (side) { /* met from the back: corners b and c swapped */
-              const int32_t swap_corner = b;
-              b = d;
-              d = swap_corner;
-            }
-            const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
-            double key;
-            if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d),
-                                        at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness,
-                                        persistent, same_body, &key) &&
-                (!same_body ||
-                 piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
-                                            at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                            c->vertex_reach[sv], thickness))) {
-              found++;
-              piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
+            for (int32_t t = first; t < end; ++t) {
+              if (!piola_contact_near_run(t, near[0], near[1], near[2], near[3]) &&
+                  piola_boxes_overlap(vb, load_box(c->triangle_box, t)) &&
+                  pair_allowed(c, sv, t, thickness)) {
+                test_pair(w, sv, t, keys, tris, &kept, &found);
+              }
             }
           }
         }

@@ -125,11 +125,13 @@ enum {
   BUF_TRIANGLES,
   BUF_BODY_FILTER,
   BUF_TRI_BOX,
+  BUF_CLUSTER_FIRST, /* the grid's clusters: first triangle of each, then the count */
+  BUF_CLUSTER_BOX,
   BUF_PARTIAL,
   BUF_GRID,
   BUF_BUCKET_COUNT, /* counts, then the fill cursors of the scatter */
   BUF_BUCKET_START,
-  BUF_BUCKET_TRIANGLES,
+  BUF_BUCKET_CLUSTERS,
   BUF_SCAN_TOTALS,
   BUF_CONTACT_COUNT,
   BUF_CONTACT_TRI,
@@ -184,8 +186,8 @@ struct piola_opencl {
   int32_t vertex_count; /* sizes of the uploaded state */
   int32_t tet_count;
   int32_t plastic_count;
-  int32_t sv_count, triangle_count;          /* contact surfaces uploaded */
-  int32_t cloth_tri_count, cloth_bend_count; /* cloth constraints uploaded */
+  int32_t sv_count, triangle_count, cluster_count; /* contact surfaces uploaded */
+  int32_t cloth_tri_count, cloth_bend_count;       /* cloth constraints uploaded */
   /* Profiling: the events of the step in flight and the stage times of the last step. */
   event_record *events;
   int32_t event_count, event_capacity;
@@ -1125,6 +1127,9 @@ static piola_status upload_contacts(piola_world *w) {
     s = write_buffer(w, BUF_TRIANGLES, 0, 16 * ntr, q);
   }
   if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_CLUSTER_FIRST, 0, 4 * ((size_t)c->cluster_count + 1), c->cluster_first);
+  }
+  if (s == PIOLA_OK) {
     cl_uint *f = (cl_uint *)tmp;
     for (size_t b = 0; b < (size_t)c->body_count; ++b) {
       for (int k = 0; k < 4; ++k) {
@@ -1143,6 +1148,7 @@ static piola_status upload_contacts(piola_world *w) {
   if (s == PIOLA_OK) {
     w->cl->sv_count = c->vertex_count;
     w->cl->triangle_count = c->triangle_count;
+    w->cl->cluster_count = c->cluster_count;
   }
   return s;
 }
@@ -1230,9 +1236,9 @@ static piola_status upload_all(piola_world *w) {
                nb = (size_t)w->solver.body_count, nc = (size_t)w->solver.color_count;
   const piola_solver_contacts *ct = &w->contacts;
   const size_t nsv = (size_t)ct->vertex_count, ntr = (size_t)ct->triangle_count,
-               ncb = (size_t)ct->body_count, nbk = (size_t)ct->bucket_mask + 1,
-               K = PIOLA_CONTACTS_PER_VERTEX;
-  const size_t partials = box_partials(cl, ntr + nsv);
+               ncl = (size_t)ct->cluster_count, ncb = (size_t)ct->body_count,
+               nbk = (size_t)ct->bucket_mask + 1, K = PIOLA_CONTACTS_PER_VERTEX;
+  const size_t partials = box_partials(cl, ncl + nsv);
   const size_t scan_block = cl->wg * SCAN_ITEMS;
   const size_t scan_blocks = ((nbk > nsv ? nbk : nsv) + scan_block - 1) / scan_block;
   piola_status s = PIOLA_OK;
@@ -1267,11 +1273,13 @@ static piola_status upload_all(piola_world *w) {
       {BUF_TRIANGLES, 16 * ntr},
       {BUF_BODY_FILTER, 16 * ncb},
       {BUF_TRI_BOX, 32 * ntr},
+      {BUF_CLUSTER_FIRST, 4 * (ncl + 1)},
+      {BUF_CLUSTER_BOX, 32 * ncl},
       {BUF_PARTIAL, 8 * partials},
       {BUF_GRID, 16},
       {BUF_BUCKET_COUNT, 4 * nbk},
       {BUF_BUCKET_START, 4 * (nbk + 1)},
-      {BUF_BUCKET_TRIANGLES, 4 * PIOLA_CELLS_PER_TRIANGLE * ntr},
+      {BUF_BUCKET_CLUSTERS, 4 * PIOLA_CELLS_PER_TRIANGLE * ncl},
       {BUF_SCAN_TOTALS, 4 * scan_blocks},
       {BUF_CONTACT_COUNT, 4 * nsv},
       {BUF_CONTACT_TRI, 4 * K * nsv},
@@ -1736,26 +1744,28 @@ static piola_status scan(piola_world *w, int in, int out, cl_int n, piola_stage 
   return launch(w, KERNEL_SCAN_ADD, n, stage);
 }
 
-/* BROAD_PHASE: boxes, the cell size, and the triangles sorted into the hash buckets. */
+/* BROAD_PHASE: boxes, the cell size, and the clusters sorted into the hash buckets. */
 static piola_status broad_phase(piola_world *w, piola_stage stage) {
   piola_opencl *cl = w->cl;
   cl_mem *b = cl->buffers;
-  cl_int ntr = cl->triangle_count, nsv = cl->sv_count, mask = w->contacts.bucket_mask;
+  cl_int ncl = cl->cluster_count, nsv = cl->sv_count, mask = w->contacts.bucket_mask;
   cl_int buckets = mask + 1;
   cl_float thickness = w->def.contact_thickness;
-  cl_int boxers = (cl_int)stride_items(cl, (size_t)ntr + (size_t)nsv),
-         partials = (cl_int)box_partials(cl, (size_t)ntr + (size_t)nsv),
+  cl_int boxers = (cl_int)stride_items(cl, (size_t)ncl + (size_t)nsv),
+         partials = (cl_int)box_partials(cl, (size_t)ncl + (size_t)nsv),
          group_maxima = cl->cpu_device ? 0 : 1;
   SET_ARG(KERNEL_CONTACT_BOXES, 0, b[BUF_X]);
   SET_ARG(KERNEL_CONTACT_BOXES, 1, b[BUF_D]);
   SET_ARG(KERNEL_CONTACT_BOXES, 2, b[BUF_SV_VERTEX]);
   SET_ARG(KERNEL_CONTACT_BOXES, 3, b[BUF_TRIANGLES]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 4, thickness);
-  SET_ARG(KERNEL_CONTACT_BOXES, 5, ntr);
-  SET_ARG(KERNEL_CONTACT_BOXES, 6, nsv);
-  SET_ARG(KERNEL_CONTACT_BOXES, 7, group_maxima);
-  SET_ARG(KERNEL_CONTACT_BOXES, 8, b[BUF_TRI_BOX]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 9, b[BUF_PARTIAL]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 4, b[BUF_CLUSTER_FIRST]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 5, thickness);
+  SET_ARG(KERNEL_CONTACT_BOXES, 6, ncl);
+  SET_ARG(KERNEL_CONTACT_BOXES, 7, nsv);
+  SET_ARG(KERNEL_CONTACT_BOXES, 8, group_maxima);
+  SET_ARG(KERNEL_CONTACT_BOXES, 9, b[BUF_TRI_BOX]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 10, b[BUF_CLUSTER_BOX]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 11, b[BUF_PARTIAL]);
   piola_status s = launch(w, KERNEL_CONTACT_BOXES, boxers, stage);
   if (s != PIOLA_OK) {
     return s;
@@ -1773,15 +1783,15 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   }
   /* Count the entries per bucket, scan, enter them (the counts become the cursors). */
   for (cl_int pass = 0; pass < 2 && s == PIOLA_OK; ++pass) {
-    SET_ARG(KERNEL_CONTACT_ENTER, 0, b[BUF_TRI_BOX]);
+    SET_ARG(KERNEL_CONTACT_ENTER, 0, b[BUF_CLUSTER_BOX]);
     SET_ARG(KERNEL_CONTACT_ENTER, 1, b[BUF_GRID]);
     SET_ARG(KERNEL_CONTACT_ENTER, 2, mask);
-    SET_ARG(KERNEL_CONTACT_ENTER, 3, ntr);
+    SET_ARG(KERNEL_CONTACT_ENTER, 3, ncl);
     SET_ARG(KERNEL_CONTACT_ENTER, 4, pass);
     SET_ARG(KERNEL_CONTACT_ENTER, 5, b[BUF_BUCKET_START]);
     SET_ARG(KERNEL_CONTACT_ENTER, 6, b[BUF_BUCKET_COUNT]);
-    SET_ARG(KERNEL_CONTACT_ENTER, 7, b[BUF_BUCKET_TRIANGLES]);
-    s = launch(w, KERNEL_CONTACT_ENTER, ntr, stage);
+    SET_ARG(KERNEL_CONTACT_ENTER, 7, b[BUF_BUCKET_CLUSTERS]);
+    s = launch(w, KERNEL_CONTACT_ENTER, ncl, stage);
     if (s == PIOLA_OK && pass == 0) {
       s = scan(w, BUF_BUCKET_COUNT, BUF_BUCKET_START, buckets, stage);
     }
@@ -1824,20 +1834,22 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(k, 4, b[BUF_SV_REST]);
   SET_ARG(k, 5, b[BUF_TRIANGLES]);
   SET_ARG(k, 6, b[BUF_TRI_BOX]);
-  SET_ARG(k, 7, b[BUF_BODY_FILTER]);
-  SET_ARG(k, 8, b[BUF_GRID]);
-  SET_ARG(k, 9, b[BUF_BUCKET_START]);
-  SET_ARG(k, 10, b[BUF_BUCKET_TRIANGLES]);
-  SET_ARG(k, 11, mask);
-  SET_ARG(k, 12, thickness);
-  SET_ARG(k, 13, nsv);
-  SET_ARG(k, 14, b[BUF_PREVIOUS_COUNT]);
-  SET_ARG(k, 15, b[BUF_PREVIOUS_TRI]);
-  SET_ARG(k, 16, b[BUF_CONTACT_COUNT]);
-  SET_ARG(k, 17, b[BUF_CONTACT_TRI]);
-  SET_ARG(k, 18, b[BUF_COUNTERS]);
-  SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
-  SET_ARG(k, 20, b[BUF_SV_NEAR]);
+  SET_ARG(k, 7, b[BUF_CLUSTER_FIRST]);
+  SET_ARG(k, 8, b[BUF_CLUSTER_BOX]);
+  SET_ARG(k, 9, b[BUF_BODY_FILTER]);
+  SET_ARG(k, 10, b[BUF_GRID]);
+  SET_ARG(k, 11, b[BUF_BUCKET_START]);
+  SET_ARG(k, 12, b[BUF_BUCKET_CLUSTERS]);
+  SET_ARG(k, 13, mask);
+  SET_ARG(k, 14, thickness);
+  SET_ARG(k, 15, nsv);
+  SET_ARG(k, 16, b[BUF_PREVIOUS_COUNT]);
+  SET_ARG(k, 17, b[BUF_PREVIOUS_TRI]);
+  SET_ARG(k, 18, b[BUF_CONTACT_COUNT]);
+  SET_ARG(k, 19, b[BUF_CONTACT_TRI]);
+  SET_ARG(k, 20, b[BUF_COUNTERS]);
+  SET_ARG(k, 21, b[BUF_CORNER_COUNT]);
+  SET_ARG(k, 22, b[BUF_SV_NEAR]);
   s = launch(w, k, nsv, stage);
   if (s == PIOLA_OK) {
     s = scan(w, BUF_CORNER_COUNT, BUF_CORNER_START, nsv, stage);

@@ -249,6 +249,10 @@ typedef struct piola_solver_contacts {
   int32_t triangle_count; /* surface triangles */
   int32_t *triangle;      /* 3 surface-vertex indices each, outward */
   int32_t *triangle_body; /* dense body index of each */
+  /* the grid's clusters: cluster i holds triangles cluster_first[i] .. cluster_first[i + 1] - 1
+   * (consecutive, of one body, at most PIOLA_CLUSTER_TRIANGLES; cluster_count + 1 entries) */
+  int32_t cluster_count;
+  int32_t *cluster_first;
   int32_t body_count;
   uint32_t *body_filter; /* 4 per dense body: group, mask, self-collision, two-sided (0/1) */
   int32_t bucket_mask;   /* hash table of bucket_mask + 1 buckets (a power of two) */
@@ -260,9 +264,10 @@ typedef struct piola_solver_contacts {
   double cell;
   double margin;        /* the grid's margin (piola_grid_margin) */
   double *triangle_box; /* 6 per triangle: lo, hi */
-  /* bucket b holds bucket_triangles[bucket_start[b] .. bucket_start[b + 1]): the triangles
+  double *cluster_box;  /* 6 per cluster: the union of its triangles' boxes */
+  /* bucket b holds bucket_clusters[bucket_start[b] .. bucket_start[b + 1]): the clusters
    * entered into the cells that hash to b (at most PIOLA_CELLS_PER_TRIANGLE entries each) */
-  int32_t *bucket_start, *bucket_triangles;
+  int32_t *bucket_start, *bucket_clusters;
   int32_t *bucket_cursor, *vertex_cursor; /* scratch of the counting sorts */
   int32_t *contact_count, *contact_triangle;
   int32_t *previous_count, *previous_triangle; /* the previous substep's contacts */
