@@ -45,32 +45,76 @@ PIOLA_FN void piola_local_max2(__local float *a, __local float *b, int lid) {
   }
 }
 
-/* BROAD_PHASE: the boxes of clusters i < cluster_count (and of their triangles) and of surface
- * vertices i - cluster_count, for i = g, g + G, g + 2 G, ... (work-item g of G), and the largest
- * cluster box and the largest vertex box to partial[2 m], [2 m + 1]: with `group_maxima` those
- * of the work-group (m its index; GPUs, a box per work-item), else the work-item's own (m = g;
- * CPU devices, many boxes per work-item, where a reduction within the work-group, a barrier per
- * halving, cost more than the boxes). */
-PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const float4 *d,
-                                      __global const int *sv_vertex, __global const int4 *triangles,
+/* The largest of the work-group's values a[0 .. PIOLA_WG) into a[0]; any work-group size. */
+PIOLA_FN void piola_local_max(__local float *a, int lid) {
+  for (int s = 1; s < PIOLA_WG; s <<= 1) {
+    if (lid % (2 * s) == 0 && lid + s < PIOLA_WG) {
+      a[lid] = fmax(a[lid], a[lid + s]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+/* A partial maximum of the boxes' kernels to partial[2 m + slot]: with `group_maxima` that of
+ * the work-group (m its index; GPUs, a box per work-item), else the work-item's own (m its global
+ * index; CPU devices, many boxes per work-item, where a reduction within the work-group, a
+ * barrier per halving, cost more than the boxes). */
+PIOLA_FN void piola_partial_max(float value, int group_maxima, int slot, __local float *scratch,
+                                __global float *partial) {
+  if (group_maxima) {
+    const int lid = get_local_id(0);
+    scratch[lid] = value;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    piola_local_max(scratch, lid);
+    if (lid == 0) {
+      partial[2 * get_group_id(0) + slot] = scratch[0];
+    }
+  } else {
+    partial[2 * get_global_id(0) + slot] = value;
+  }
+}
+
+/* BROAD_PHASE, first: the start and predicted positions of surface vertices i = g, g + G, ...
+ * (work-item g of G) to sv_x (with the inverse mass in w) and sv_p, in the surface's order, so
+ * that the boxes and the narrow phase read them from there; the largest vertex box to
+ * partial[2 m + 1] (piola_partial_max). */
+PIOLA_KERNEL void piola_contact_vertices(__global const float4 *x, __global const float4 *d,
+                                         __global const int *sv_vertex, float thickness,
+                                         int sv_count, int group_maxima, __global float4 *sv_x,
+                                         __global float4 *sv_p, __global float *partial) {
+  __local float scratch[PIOLA_WG];
+  float ve = 0.0f;
+  for (int i = get_global_id(0); i < sv_count; i += get_global_size(0)) {
+    const int v = sv_vertex[i];
+    const float4 xv = x[v];
+    const piola_v3 p = piola_position(xv, d[v]);
+    sv_x[i] = xv;
+    sv_p[i] = (float4)(p.x, p.y, p.z, 0.0f);
+    ve = fmax(ve, piola_box_extent(piola_vertex_box(piola_v3_from4(xv), p, thickness)));
+  }
+  piola_partial_max(ve, group_maxima, 1, scratch, partial);
+}
+
+/* BROAD_PHASE, next: the boxes of clusters i = g, g + G, ... (work-item g of G) and of their
+ * triangles, from sv_x and sv_p; the largest cluster box to partial[2 m] (piola_partial_max).
+ * A cluster's box carries its first and end triangle in its fourth floats. */
+PIOLA_KERNEL void piola_contact_boxes(__global const float4 *sv_x, __global const float4 *sv_p,
+                                      __global const int4 *triangles,
                                       __global const int *cluster_first, float thickness,
-                                      int cluster_count, int sv_count, int group_maxima,
-                                      __global float4 *tri_box, __global float4 *cluster_box,
-                                      __global float *partial) {
-  __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
-  const int g = get_global_id(0), items = get_global_size(0), lid = get_local_id(0);
-  float te = 0.0f, ve = 0.0f;
-  for (int i = g; i < cluster_count; i += items) {
+                                      int cluster_count, int group_maxima, __global float4 *tri_box,
+                                      __global float4 *cluster_box, __global float *partial) {
+  __local float scratch[PIOLA_WG];
+  float te = 0.0f;
+  for (int i = get_global_id(0); i < cluster_count; i += get_global_size(0)) {
     const int first = cluster_first[i], end = cluster_first[i + 1];
     piola_box u = {piola_v3_make(0.0f, 0.0f, 0.0f),
                    piola_v3_make(0.0f, 0.0f, 0.0f)}; /* set at t = first */
     for (int t = first; t < end; ++t) {
-      int4 q = triangles[t];
-      int a = sv_vertex[q.x], b = sv_vertex[q.y], c = sv_vertex[q.z];
-      float4 xa = x[a], xb = x[b], xc = x[c];
-      piola_box r = piola_triangle_box(piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
-                                       piola_position(xa, d[a]), piola_position(xb, d[b]),
-                                       piola_position(xc, d[c]), thickness);
+      const int4 q = triangles[t];
+      piola_box r =
+          piola_triangle_box(piola_v3_from4(sv_x[q.x]), piola_v3_from4(sv_x[q.y]),
+                             piola_v3_from4(sv_x[q.z]), piola_v3_from4(sv_p[q.x]),
+                             piola_v3_from4(sv_p[q.y]), piola_v3_from4(sv_p[q.z]), thickness);
       tri_box[2 * t] = (float4)(r.lo.x, r.lo.y, r.lo.z, 0.0f);
       tri_box[2 * t + 1] = (float4)(r.hi.x, r.hi.y, r.hi.z, 0.0f);
       u = t == first ? r : piola_box_union(u, r);
@@ -79,25 +123,7 @@ PIOLA_KERNEL void piola_contact_boxes(__global const float4 *x, __global const f
     cluster_box[2 * i + 1] = (float4)(u.hi.x, u.hi.y, u.hi.z, as_float(end));
     te = fmax(te, piola_box_extent(u));
   }
-  for (int i = g; i < sv_count; i += items) {
-    int v = sv_vertex[i];
-    float4 xv = x[v];
-    ve = fmax(ve, piola_box_extent(
-                      piola_vertex_box(piola_v3_from4(xv), piola_position(xv, d[v]), thickness)));
-  }
-  if (group_maxima) {
-    tri_max[lid] = te;
-    vertex_max[lid] = ve;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    piola_local_max2(tri_max, vertex_max, lid);
-    if (lid == 0) {
-      partial[2 * get_group_id(0)] = tri_max[0];
-      partial[2 * get_group_id(0) + 1] = vertex_max[0];
-    }
-  } else {
-    partial[2 * g] = te;
-    partial[2 * g + 1] = ve;
-  }
+  piola_partial_max(te, group_maxima, 0, scratch, partial);
 }
 
 /* BROAD_PHASE (one work-group): the cell size and the triangles' margin from the
@@ -216,13 +242,12 @@ PIOLA_KERNEL void piola_scan_add(__global int *out, __global const int *totals, 
 }
 
 /* NARROW_PHASE: surface vertex sv keeps its nearest triangles (piola_contact_candidate; the
- * previous substep's list tells which pairs persist); the
- * kept and dropped counts go to counters[0], [1]; each kept triangle's corners are counted in
- * corner_count. */
+ * previous substep's list tells which pairs persist), the positions read from sv_x and sv_p
+ * (piola_contact_vertices); the kept and dropped counts go to counters[0], [1]; each kept
+ * triangle's corners are counted in corner_count. */
 PIOLA_KERNEL void piola_contact_narrow(
-    __global const float4 *x, __global const float4 *d, __global const int *sv_vertex,
-    __global const int *sv_body, __global const float4 *sv_rest, __global const int4 *triangles,
-    __global const float4 *tri_box, __global const int *cluster_first,
+    __global const float4 *sv_x, __global const float4 *sv_p, __global const int *sv_body,
+    __global const float4 *sv_rest, __global const int4 *triangles, __global const float4 *tri_box,
     __global const float4 *cluster_box, __global const uint4 *body_filter,
     __global const float *grid, __global const int *bucket_start,
     __global const int *bucket_clusters, int bucket_mask, float thickness, int sv_count,
@@ -233,9 +258,8 @@ PIOLA_KERNEL void piola_contact_narrow(
   if (sv >= sv_count) {
     return;
   }
-  const int v = sv_vertex[sv], body = sv_body[sv];
-  const float4 xv = x[v];
-  const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
+  const int body = sv_body[sv];
+  const piola_v3 xs = piola_v3_from4(sv_x[sv]), p = piola_v3_from4(sv_p[sv]);
   const piola_box vb = piola_vertex_box(xs, p, thickness);
   const uint4 own = body_filter[body];
   const float4 rest = sv_rest[sv];
@@ -304,22 +328,21 @@ PIOLA_KERNEL void piola_contact_narrow(
                                                  piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
                 continue;
               }
-              const int a = sv_vertex[q.x];
-              int b = sv_vertex[q.y], c = sv_vertex[q.z];
+              const int a = q.x; /* corners as surface vertices */
+              int b = q.y, c = q.z;
               int persistent;
-              const int side = piola_contact_side(xs, piola_v3_from4(x[a]), piola_v3_from4(x[b]),
-                                                  piola_v3_from4(x[c]), previous, previous_n, t,
-                                                  body_filter[q.w].w != 0u, &persistent);
+              const int side = piola_contact_side(
+                  xs, piola_v3_from4(sv_x[a]), piola_v3_from4(sv_x[b]), piola_v3_from4(sv_x[c]),
+                  previous, previous_n, t, body_filter[q.w].w != 0u, &persistent);
               if (side) { /* met from the back: corners b and c swapped */
                 const int swap_corner = b;
                 b = c;
                 c = swap_corner;
               }
-              const float4 xa = x[a], xb = x[b], xc = x[c];
               float key;
-              if (piola_contact_candidate(xs, p, piola_v3_from4(xa), piola_v3_from4(xb),
-                                          piola_v3_from4(xc), piola_position(xa, d[a]),
-                                          piola_position(xb, d[b]), piola_position(xc, d[c]),
+              if (piola_contact_candidate(xs, p, piola_v3_from4(sv_x[a]), piola_v3_from4(sv_x[b]),
+                                          piola_v3_from4(sv_x[c]), piola_v3_from4(sv_p[a]),
+                                          piola_v3_from4(sv_p[b]), piola_v3_from4(sv_p[c]),
                                           thickness, persistent, q.w == body, &key) &&
                   (q.w != body ||
                    piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),

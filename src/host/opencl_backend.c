@@ -41,6 +41,7 @@ enum {
   KERNEL_UPDATE,
   KERNEL_PLASTICITY,
   KERNEL_SUBSTEP_BODIES,
+  KERNEL_CONTACT_VERTICES,
   KERNEL_CONTACT_BOXES,
   KERNEL_CONTACT_GRID,
   KERNEL_CONTACT_ENTER,
@@ -62,33 +63,17 @@ enum {
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_COUNT
 };
-static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
-                                                       "piola_solve_color",
-                                                       "piola_solve_jacobi",
-                                                       "piola_apply_jacobi",
-                                                       "piola_collide",
-                                                       "piola_update_velocities",
-                                                       "piola_plasticity",
-                                                       "piola_substep_bodies",
-                                                       "piola_contact_boxes",
-                                                       "piola_contact_grid",
-                                                       "piola_contact_enter",
-                                                       "piola_scan_blocks",
-                                                       "piola_scan_totals",
-                                                       "piola_scan_add",
-                                                       "piola_contact_narrow",
-                                                       "piola_contact_corners",
-                                                       "piola_contact_sort_corners",
-                                                       "piola_contact_solve",
-                                                       "piola_contact_apply",
-                                                       "piola_solve_cloth_tris",
-                                                       "piola_solve_cloth_bends",
-                                                       "piola_solve_cloth_color",
-                                                       "piola_render_normals",
-                                                       "piola_render_points",
-                                                       "piola_attachments",
-                                                       "piola_solve_color_packets",
-                                                       "piola_solve_body_packets"};
+static const char *const kernel_names[KERNEL_COUNT] = {
+    "piola_predict",           "piola_solve_color",       "piola_solve_jacobi",
+    "piola_apply_jacobi",      "piola_collide",           "piola_update_velocities",
+    "piola_plasticity",        "piola_substep_bodies",    "piola_contact_vertices",
+    "piola_contact_boxes",     "piola_contact_grid",      "piola_contact_enter",
+    "piola_scan_blocks",       "piola_scan_totals",       "piola_scan_add",
+    "piola_contact_narrow",    "piola_contact_corners",   "piola_contact_sort_corners",
+    "piola_contact_solve",     "piola_contact_apply",     "piola_solve_cloth_tris",
+    "piola_solve_cloth_bends", "piola_solve_cloth_color", "piola_render_normals",
+    "piola_render_points",     "piola_attachments",       "piola_solve_color_packets",
+    "piola_solve_body_packets"};
 
 /* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
 #define SCAN_ITEMS 16
@@ -122,6 +107,8 @@ enum {
   BUF_SV_BODY,
   BUF_SV_NEAR, /* per surface vertex: its near runs (first triangle, count; twice) */
   BUF_SV_REST,
+  BUF_SV_X, /* per surface vertex, each substep: its start and predicted positions */
+  BUF_SV_P,
   BUF_TRIANGLES,
   BUF_BODY_FILTER,
   BUF_TRI_BOX,
@@ -210,8 +197,8 @@ static size_t stride_items(const piola_opencl *cl, size_t n) {
   return ((n + per_item - 1) / per_item + cl->wg - 1) / cl->wg * cl->wg;
 }
 
-/* The partial maxima piola_contact_boxes writes for n boxes: one per work-item on CPU devices,
- * one per work-group on GPUs. */
+/* The partial maxima piola_contact_vertices and piola_contact_boxes write over n boxes: one per
+ * work-item on CPU devices, one per work-group on GPUs. */
 static size_t box_partials(const piola_opencl *cl, size_t n) {
   const size_t items = stride_items(cl, n);
   return cl->cpu_device ? items : items / cl->wg;
@@ -1238,7 +1225,7 @@ static piola_status upload_all(piola_world *w) {
   const size_t nsv = (size_t)ct->vertex_count, ntr = (size_t)ct->triangle_count,
                ncl = (size_t)ct->cluster_count, ncb = (size_t)ct->body_count,
                nbk = (size_t)ct->bucket_mask + 1, K = PIOLA_CONTACTS_PER_VERTEX;
-  const size_t partials = box_partials(cl, ncl + nsv);
+  const size_t partials = box_partials(cl, ncl > nsv ? ncl : nsv);
   const size_t scan_block = cl->wg * SCAN_ITEMS;
   const size_t scan_blocks = ((nbk > nsv ? nbk : nsv) + scan_block - 1) / scan_block;
   piola_status s = PIOLA_OK;
@@ -1270,6 +1257,8 @@ static piola_status upload_all(piola_world *w) {
       {BUF_SV_BODY, 4 * nsv},
       {BUF_SV_NEAR, 16 * nsv},
       {BUF_SV_REST, 16 * nsv},
+      {BUF_SV_X, 16 * nsv},
+      {BUF_SV_P, 16 * nsv},
       {BUF_TRIANGLES, 16 * ntr},
       {BUF_BODY_FILTER, 16 * ncb},
       {BUF_TRI_BOX, 32 * ntr},
@@ -1751,22 +1740,34 @@ static piola_status broad_phase(piola_world *w, piola_stage stage) {
   cl_int ncl = cl->cluster_count, nsv = cl->sv_count, mask = w->contacts.bucket_mask;
   cl_int buckets = mask + 1;
   cl_float thickness = w->def.contact_thickness;
-  cl_int boxers = (cl_int)stride_items(cl, (size_t)ncl + (size_t)nsv),
-         partials = (cl_int)box_partials(cl, (size_t)ncl + (size_t)nsv),
+  const size_t boxes = (size_t)(ncl > nsv ? ncl : nsv);
+  cl_int boxers = (cl_int)stride_items(cl, boxes), partials = (cl_int)box_partials(cl, boxes),
          group_maxima = cl->cpu_device ? 0 : 1;
-  SET_ARG(KERNEL_CONTACT_BOXES, 0, b[BUF_X]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 1, b[BUF_D]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 2, b[BUF_SV_VERTEX]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 3, b[BUF_TRIANGLES]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 4, b[BUF_CLUSTER_FIRST]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 5, thickness);
-  SET_ARG(KERNEL_CONTACT_BOXES, 6, ncl);
-  SET_ARG(KERNEL_CONTACT_BOXES, 7, nsv);
-  SET_ARG(KERNEL_CONTACT_BOXES, 8, group_maxima);
-  SET_ARG(KERNEL_CONTACT_BOXES, 9, b[BUF_TRI_BOX]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 10, b[BUF_CLUSTER_BOX]);
-  SET_ARG(KERNEL_CONTACT_BOXES, 11, b[BUF_PARTIAL]);
-  piola_status s = launch(w, KERNEL_CONTACT_BOXES, boxers, stage);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 0, b[BUF_X]);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 1, b[BUF_D]);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 2, b[BUF_SV_VERTEX]);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 3, thickness);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 4, nsv);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 5, group_maxima);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 6, b[BUF_SV_X]);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 7, b[BUF_SV_P]);
+  SET_ARG(KERNEL_CONTACT_VERTICES, 8, b[BUF_PARTIAL]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 0, b[BUF_SV_X]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 1, b[BUF_SV_P]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 2, b[BUF_TRIANGLES]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 3, b[BUF_CLUSTER_FIRST]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 4, thickness);
+  SET_ARG(KERNEL_CONTACT_BOXES, 5, ncl);
+  SET_ARG(KERNEL_CONTACT_BOXES, 6, group_maxima);
+  SET_ARG(KERNEL_CONTACT_BOXES, 7, b[BUF_TRI_BOX]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 8, b[BUF_CLUSTER_BOX]);
+  SET_ARG(KERNEL_CONTACT_BOXES, 9, b[BUF_PARTIAL]);
+  /* Both over the same work-items, so that each writes its half of the same partial maxima. */
+  piola_status s = launch(w, KERNEL_CONTACT_VERTICES, boxers, stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  s = launch(w, KERNEL_CONTACT_BOXES, boxers, stage);
   if (s != PIOLA_OK) {
     return s;
   }
@@ -1827,29 +1828,27 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
     return s;
   }
   const int k = KERNEL_CONTACT_NARROW;
-  SET_ARG(k, 0, b[BUF_X]);
-  SET_ARG(k, 1, b[BUF_D]);
-  SET_ARG(k, 2, b[BUF_SV_VERTEX]);
-  SET_ARG(k, 3, b[BUF_SV_BODY]);
-  SET_ARG(k, 4, b[BUF_SV_REST]);
-  SET_ARG(k, 5, b[BUF_TRIANGLES]);
-  SET_ARG(k, 6, b[BUF_TRI_BOX]);
-  SET_ARG(k, 7, b[BUF_CLUSTER_FIRST]);
-  SET_ARG(k, 8, b[BUF_CLUSTER_BOX]);
-  SET_ARG(k, 9, b[BUF_BODY_FILTER]);
-  SET_ARG(k, 10, b[BUF_GRID]);
-  SET_ARG(k, 11, b[BUF_BUCKET_START]);
-  SET_ARG(k, 12, b[BUF_BUCKET_CLUSTERS]);
-  SET_ARG(k, 13, mask);
-  SET_ARG(k, 14, thickness);
-  SET_ARG(k, 15, nsv);
-  SET_ARG(k, 16, b[BUF_PREVIOUS_COUNT]);
-  SET_ARG(k, 17, b[BUF_PREVIOUS_TRI]);
-  SET_ARG(k, 18, b[BUF_CONTACT_COUNT]);
-  SET_ARG(k, 19, b[BUF_CONTACT_TRI]);
-  SET_ARG(k, 20, b[BUF_COUNTERS]);
-  SET_ARG(k, 21, b[BUF_CORNER_COUNT]);
-  SET_ARG(k, 22, b[BUF_SV_NEAR]);
+  SET_ARG(k, 0, b[BUF_SV_X]);
+  SET_ARG(k, 1, b[BUF_SV_P]);
+  SET_ARG(k, 2, b[BUF_SV_BODY]);
+  SET_ARG(k, 3, b[BUF_SV_REST]);
+  SET_ARG(k, 4, b[BUF_TRIANGLES]);
+  SET_ARG(k, 5, b[BUF_TRI_BOX]);
+  SET_ARG(k, 6, b[BUF_CLUSTER_BOX]);
+  SET_ARG(k, 7, b[BUF_BODY_FILTER]);
+  SET_ARG(k, 8, b[BUF_GRID]);
+  SET_ARG(k, 9, b[BUF_BUCKET_START]);
+  SET_ARG(k, 10, b[BUF_BUCKET_CLUSTERS]);
+  SET_ARG(k, 11, mask);
+  SET_ARG(k, 12, thickness);
+  SET_ARG(k, 13, nsv);
+  SET_ARG(k, 14, b[BUF_PREVIOUS_COUNT]);
+  SET_ARG(k, 15, b[BUF_PREVIOUS_TRI]);
+  SET_ARG(k, 16, b[BUF_CONTACT_COUNT]);
+  SET_ARG(k, 17, b[BUF_CONTACT_TRI]);
+  SET_ARG(k, 18, b[BUF_COUNTERS]);
+  SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
+  SET_ARG(k, 20, b[BUF_SV_NEAR]);
   s = launch(w, k, nsv, stage);
   if (s == PIOLA_OK) {
     s = scan(w, BUF_CORNER_COUNT, BUF_CORNER_START, nsv, stage);
