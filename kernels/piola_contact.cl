@@ -241,6 +241,54 @@ PIOLA_KERNEL void piola_scan_add(__global int *out, __global const int *totals, 
   }
 }
 
+/* NARROW_PHASE, one pair: surface vertex sv (of body `body`; its rest position and reach in
+ * rest, its start and predicted positions xs and p) against triangle t, whose boxes overlap:
+ * if the bodies' filters and the self-contact rule allow the pair and it is a contact
+ * (piola_contact_candidate), it is counted in *found and kept among the vertex's nearest. */
+PIOLA_FN void piola_narrow_pair(__global const float4 *sv_x, __global const float4 *sv_p,
+                                __global const float4 *sv_rest, __global const int4 *triangles,
+                                __global const uint4 *body_filter, int sv, int body, float4 rest,
+                                piola_v3 xs, piola_v3 p, float thickness, const int *previous,
+                                int previous_n, int t, float *keys, int *tris, int *kept,
+                                int *found) {
+  const int4 q = triangles[t]; /* corners as surface vertices, body */
+  const uint4 own = body_filter[body];
+  if (q.w != body) {
+    const uint4 other = body_filter[q.w];
+    if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
+      return;
+    }
+  } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
+             piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                     piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
+                                     rest.w, thickness)) {
+    return;
+  }
+  const int a = q.x;
+  int b = q.y, c = q.z;
+  int persistent;
+  const int side = piola_contact_side(xs, piola_v3_from4(sv_x[a]), piola_v3_from4(sv_x[b]),
+                                      piola_v3_from4(sv_x[c]), previous, previous_n, t,
+                                      body_filter[q.w].w != 0u, &persistent);
+  if (side) { /* met from the back: corners b and c swapped */
+    const int swap_corner = b;
+    b = c;
+    c = swap_corner;
+  }
+  float key;
+  if (piola_contact_candidate(xs, p, piola_v3_from4(sv_x[a]), piola_v3_from4(sv_x[b]),
+                              piola_v3_from4(sv_x[c]), piola_v3_from4(sv_p[a]),
+                              piola_v3_from4(sv_p[b]), piola_v3_from4(sv_p[c]), thickness,
+                              persistent, q.w == body, &key) &&
+      (q.w != body ||
+       piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                  piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
+                                  rest.w, thickness))) {
+    (*found)++;
+    piola_contact_keep(keys, tris, kept, key, piola_contact_entry(t, side));
+  }
+}
+
 /* NARROW_PHASE: surface vertex sv keeps its nearest triangles (piola_contact_candidate; the
  * previous substep's list tells which pairs persist), the positions read from sv_x and sv_p
  * (piola_contact_vertices); the kept and dropped counts go to counters[0], [1]; each kept
@@ -261,7 +309,6 @@ PIOLA_KERNEL void piola_contact_narrow(
   const int body = sv_body[sv];
   const piola_v3 xs = piola_v3_from4(sv_x[sv]), p = piola_v3_from4(sv_p[sv]);
   const piola_box vb = piola_vertex_box(xs, p, thickness);
-  const uint4 own = body_filter[body];
   const float4 rest = sv_rest[sv];
   const int4 near = sv_near[sv]; /* its near runs (skipped) */
   int previous[PIOLA_K];
@@ -314,44 +361,9 @@ PIOLA_KERNEL void piola_contact_narrow(
             }
           }
           for (int o = 0; o < m; ++o) {
-            const int t = candidates[o];
-            {
-              const int4 q = triangles[t];
-              if (q.w != body) {
-                uint4 other = body_filter[q.w];
-                if (!piola_contact_bodies_collide(own.x, own.y, other.x, other.y)) {
-                  continue;
-                }
-              } else if (own.z == 0u || q.x == sv || q.y == sv || q.z == sv ||
-                         piola_contact_self_near(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                                 piola_v3_from4(sv_rest[q.y]),
-                                                 piola_v3_from4(sv_rest[q.z]), rest.w, thickness)) {
-                continue;
-              }
-              const int a = q.x; /* corners as surface vertices */
-              int b = q.y, c = q.z;
-              int persistent;
-              const int side = piola_contact_side(
-                  xs, piola_v3_from4(sv_x[a]), piola_v3_from4(sv_x[b]), piola_v3_from4(sv_x[c]),
-                  previous, previous_n, t, body_filter[q.w].w != 0u, &persistent);
-              if (side) { /* met from the back: corners b and c swapped */
-                const int swap_corner = b;
-                b = c;
-                c = swap_corner;
-              }
-              float key;
-              if (piola_contact_candidate(xs, p, piola_v3_from4(sv_x[a]), piola_v3_from4(sv_x[b]),
-                                          piola_v3_from4(sv_x[c]), piola_v3_from4(sv_p[a]),
-                                          piola_v3_from4(sv_p[b]), piola_v3_from4(sv_p[c]),
-                                          thickness, persistent, q.w == body, &key) &&
-                  (q.w != body ||
-                   piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                              piola_v3_from4(sv_rest[q.y]),
-                                              piola_v3_from4(sv_rest[q.z]), rest.w, thickness))) {
-                found++;
-                piola_contact_keep(keys, tris, &kept, key, piola_contact_entry(t, side));
-              }
-            }
+            piola_narrow_pair(sv_x, sv_p, sv_rest, triangles, body_filter, sv, body, rest, xs, p,
+                              thickness, previous, previous_n, candidates[o], keys, tris, &kept,
+                              &found);
           }
         }
       }
