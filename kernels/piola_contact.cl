@@ -301,7 +301,7 @@ PIOLA_KERNEL void piola_contact_narrow(
     __global const int *bucket_clusters, int bucket_mask, float thickness, int sv_count,
     __global const int *previous_count, __global const int *previous_tri,
     __global int *contact_count, __global int *contact_tri, __global int *counters,
-    __global int *corner_count, __global const int4 *sv_near) {
+    __global int *corner_count, __global const int2 *sv_near, __global const ulong2 *sv_near_mask) {
   const int sv = get_global_id(0);
   if (sv >= sv_count) {
     return;
@@ -310,7 +310,8 @@ PIOLA_KERNEL void piola_contact_narrow(
   const piola_v3 xs = piola_v3_from4(sv_x[sv]), p = piola_v3_from4(sv_p[sv]);
   const piola_box vb = piola_vertex_box(xs, p, thickness);
   const float4 rest = sv_rest[sv];
-  const int4 near = sv_near[sv]; /* its near runs (skipped) */
+  const int2 near = sv_near[sv]; /* its near windows (skipped) */
+  const ulong2 near_mask = sv_near_mask[sv];
   int previous[PIOLA_K];
   const int previous_n = previous_count[sv];
   for (int k = 0; k < previous_n; ++k) {
@@ -332,7 +333,7 @@ PIOLA_KERNEL void piola_contact_narrow(
         for (int chunk = bucket_start[bucket]; chunk < end; chunk += PIOLA_SCAN_CHUNK) {
           /* The chunk's clusters whose boxes overlap the vertex's, gathered without branches
            * (a branch per entry mispredicted often enough to take a third of the kernel's time
-           * on CPUs), skipping those wholly in a near run. */
+           * on CPUs), skipping those wholly near it (piola_contact_near_cluster). */
           int overlapping[PIOLA_SCAN_CHUNK];
           int n = 0;
           for (int e = chunk; e < min(chunk + PIOLA_SCAN_CHUNK, end); ++e) {
@@ -340,8 +341,8 @@ PIOLA_KERNEL void piola_contact_narrow(
             const float4 lo = cluster_box[2 * i], hi = cluster_box[2 * i + 1];
             overlapping[n] = i;
             n += piola_boxes_overlap(vb, piola_box_from4(lo, hi)) &
-                 !piola_contact_near_cluster(as_int(lo.w), as_int(hi.w) - 1, near.x, near.y, near.z,
-                                             near.w);
+                 !piola_contact_near_cluster(as_int(lo.w), as_int(hi.w) - as_int(lo.w), near.x,
+                                             near_mask.x, near.y, near_mask.y);
           }
           /* Their triangles whose boxes overlap the vertex's, again without branches. */
           int candidates[PIOLA_SCAN_CHUNK * PIOLA_CLUSTER_TRIANGLES];
@@ -357,7 +358,7 @@ PIOLA_KERNEL void piola_contact_narrow(
             for (int t = as_int(cluster_box[2 * i].w); t < cluster_end; ++t) {
               candidates[m] = t;
               m += piola_boxes_overlap(vb, piola_load_box(tri_box, t)) &
-                   !piola_contact_near_run(t, near.x, near.y, near.z, near.w);
+                   !piola_contact_near(t, near.x, near_mask.x, near.y, near_mask.y);
             }
           }
           for (int o = 0; o < m; ++o) {

@@ -372,25 +372,32 @@ PIOLA_FN int piola_contact_self_near(piola_v3 rest, piola_v3 rest_a, piola_v3 re
   return piola_v3_dot(da, da) <= b2 || piola_v3_dot(db, db) <= b2 || piola_v3_dot(dc, dc) <= b2;
 }
 
-/* Whether triangle t lies in one of a surface vertex's two near runs (first, count each): runs
- * of triangles of its own body, consecutive in the solver's order, that the host found too near
- * it in the rest shape to touch it (each pair fails piola_contact_self_allowed() by a margin), so
- * that the narrow phase skips them before any other test. No branches (see
- * piola_boxes_overlap). */
-PIOLA_FN int piola_contact_near_run(piola_int t, piola_int first, piola_int count, piola_int first2,
-                                    piola_int count2) {
-  return ((unsigned int)(t - first) < (unsigned int)count) |
-         ((unsigned int)(t - first2) < (unsigned int)count2);
+/* Triangles one near window of a surface vertex spans (see piola_contact_near). */
+#define PIOLA_NEAR_WINDOW 64
+
+/* Whether triangle t is near a surface vertex by one of its two near windows: runs of
+ * PIOLA_NEAR_WINDOW triangles of its own body, consecutive in the solver's order from first0
+ * and first1, whose bits in mask0 and mask1 (bit k: triangle first + k) mark the triangles that
+ * the host found too near the vertex in the rest shape to touch it (each pair fails
+ * piola_contact_self_allowed() by a margin), so that the narrow phase skips them before any
+ * other test. No branches (see piola_boxes_overlap). */
+PIOLA_FN int piola_contact_near(piola_int t, piola_int first0, piola_u64 mask0, piola_int first1,
+                                piola_u64 mask1) {
+  const unsigned int o0 = (unsigned int)(t - first0), o1 = (unsigned int)(t - first1);
+  return ((o0 < 64u) & (int)((mask0 >> (o0 & 63u)) & 1u)) |
+         ((o1 < 64u) & (int)((mask1 >> (o1 & 63u)) & 1u));
 }
 
-/* Whether the triangles first .. last (a cluster) all lie in one of the near runs: the
- * cluster can be skipped before its box is read. No branches. */
-PIOLA_FN int piola_contact_near_cluster(piola_int first, piola_int last, piola_int run,
-                                        piola_int count, piola_int run2, piola_int count2) {
-  return (((unsigned int)(first - run) < (unsigned int)count) &
-          ((unsigned int)(last - run) < (unsigned int)count)) |
-         (((unsigned int)(first - run2) < (unsigned int)count2) &
-          ((unsigned int)(last - run2) < (unsigned int)count2));
+/* Whether the count triangles from first (a cluster, 1 to PIOLA_CLUSTER_TRIANGLES of them) are
+ * all near the vertex by one of its windows (piola_contact_near): the cluster can be skipped
+ * before its box is read. No branches. */
+PIOLA_FN int piola_contact_near_cluster(piola_int first, piola_int count, piola_int first0,
+                                        piola_u64 mask0, piola_int first1, piola_u64 mask1) {
+  const piola_u64 bits = ((piola_u64)1 << count) - 1u;
+  const unsigned int room = (unsigned int)(PIOLA_NEAR_WINDOW - count);
+  const unsigned int o0 = (unsigned int)(first - first0), o1 = (unsigned int)(first - first1);
+  return ((o0 <= room) & (((mask0 >> (o0 & 63u)) & bits) == bits)) |
+         ((o1 <= room) & (((mask1 >> (o1 & 63u)) & bits) == bits));
 }
 
 /* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)

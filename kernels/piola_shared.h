@@ -61,6 +61,13 @@ typedef int32_t piola_int;
 
 #define PIOLA_FN static inline
 
+/* An unsigned 64-bit integer (bit masks). */
+#ifdef __OPENCL_VERSION__
+typedef ulong piola_u64;
+#else
+typedef uint64_t piola_u64;
+#endif
+
 #ifndef PIOLA_LANES
 /* One value per lane (see the packets above): here a single lane, a mask is an int (0 or 1). */
 typedef int piola_mask;

@@ -1537,12 +1537,12 @@ static void ct_restore_lists(piola_solver_contacts *c, const int32_t *saved) {
   memcpy(c->previous_triangle, saved + 2 * nv + slots, sizeof *saved * slots);
 }
 
-/* The near runs (piola_contact_near_run) skip only pairs that the self-contact rule rejects: each
- * run's triangles are of the vertex's own body and fail piola_contact_self_allowed(), every
- * vertex's runs hold a triangle it is a corner of, and the narrow phase finds the same contacts
- * with the runs as without them, sampled over the hairpin of contact_self_conserves_momentum
- * as its arm meets the other (CPU reference). */
-void test_contact_near_runs_skip_only_near_pairs(piola_test *t) {
+/* The near windows (piola_contact_near) skip only pairs that the self-contact rule rejects: each
+ * triangle a window marks is of the vertex's own body and fails piola_contact_self_allowed(),
+ * every vertex's windows mark a triangle it is a corner of, and the narrow phase finds the same
+ * contacts with the windows as without them, sampled over the hairpin of
+ * contact_self_conserves_momentum as its arm meets the other (CPU reference). */
+void test_contact_near_windows_skip_only_near_pairs(piola_test *t) {
   piola_tet_mesh bar = ct_hairpin(0.8f, 38);
   ct_scene sc;
   memset(&sc, 0, sizeof sc);
@@ -1556,17 +1556,26 @@ void test_contact_near_runs_skip_only_near_pairs(piola_test *t) {
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)def.contact_thickness;
   const size_t nv = (size_t)c->vertex_count, slots = PIOLA_CONTACTS_PER_VERTEX * nv;
-  int64_t in_runs = 0, bad = 0, no_own = 0;
+  int64_t marked = 0, bad = 0, no_own = 0;
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
-    const int32_t *run = c->vertex_near + 4 * (size_t)sv;
     bool own = false;
     for (int32_t r = 0; r < 2; ++r) {
-      for (int32_t tri = run[2 * r]; tri < run[2 * r] + run[2 * r + 1]; ++tri) {
+      const int32_t first = c->vertex_near[2 * (size_t)sv + (size_t)r];
+      const uint64_t mask = c->vertex_near_mask[2 * (size_t)sv + (size_t)r];
+      for (int32_t k = 0; k < PIOLA_NEAR_WINDOW; ++k) {
+        const int32_t tri = first + k;
+        if (((mask >> k) & 1u) == 0) {
+          continue;
+        }
+        marked++;
+        bad += tri < 0 || tri >= c->triangle_count;
+        if (tri < 0 || tri >= c->triangle_count) {
+          continue;
+        }
         const int32_t *q = c->triangle + 3 * (size_t)tri;
         const double *rv = c->vertex_rest;
-        in_runs++;
         own |= q[0] == sv || q[1] == sv || q[2] == sv;
-        bad += tri < 0 || tri >= c->triangle_count || c->triangle_body[tri] != c->vertex_body[sv] ||
+        bad += c->triangle_body[tri] != c->vertex_body[sv] ||
                piola_contact_self_allowed(
                    piola_v3_make(rv[3 * sv], rv[3 * sv + 1], rv[3 * sv + 2]),
                    piola_v3_make(rv[3 * q[0]], rv[3 * q[0] + 1], rv[3 * q[0] + 2]),
@@ -1577,12 +1586,12 @@ void test_contact_near_runs_skip_only_near_pairs(piola_test *t) {
     }
     no_own += !own;
   }
-  /* The narrow phase twice from each sampled state, with and without the runs. */
+  /* The narrow phase twice from each sampled state, with and without the windows. */
   int32_t *saved = malloc(sizeof *saved * 2 * (nv + slots));
-  int32_t *with_runs = malloc(sizeof *with_runs * (nv + slots));
-  int32_t *runs = malloc(sizeof *runs * 4 * nv);
-  REQUIRE(t, saved != NULL && with_runs != NULL && runs != NULL);
-  memcpy(runs, c->vertex_near, sizeof *runs * 4 * nv);
+  int32_t *with_windows = malloc(sizeof *with_windows * (nv + slots));
+  uint64_t *masks = malloc(sizeof *masks * 2 * nv);
+  REQUIRE(t, saved != NULL && with_windows != NULL && masks != NULL);
+  memcpy(masks, c->vertex_near_mask, sizeof *masks * 2 * nv);
   const double h = (double)def.dt / (double)def.substeps;
   int64_t contacts = 0, differ = 0;
   for (int32_t step = 0; step < 60 && s == PIOLA_OK; ++step) {
@@ -1593,45 +1602,45 @@ void test_contact_near_runs_skip_only_near_pairs(piola_test *t) {
     ct_predict(w, h);
     ct_save_lists(c, saved);
     for (int pass = 0; pass < 2; ++pass) {
-      if (pass == 1) { /* the same state, no runs */
+      if (pass == 1) { /* the same state, no windows */
         ct_restore_lists(c, saved);
-        for (size_t sv = 0; sv < nv; ++sv) {
-          c->vertex_near[4 * sv + 1] = c->vertex_near[4 * sv + 3] = 0;
-        }
+        memset(c->vertex_near_mask, 0, sizeof *masks * 2 * nv);
       }
       piola_cpu_broad_phase(w);
       piola_cpu_narrow_phase(w);
       if (pass == 0) {
-        memcpy(with_runs, c->contact_count, sizeof *with_runs * nv);
-        memcpy(with_runs + nv, c->contact_triangle, sizeof *with_runs * slots);
+        memcpy(with_windows, c->contact_count, sizeof *with_windows * nv);
+        memcpy(with_windows + nv, c->contact_triangle, sizeof *with_windows * slots);
         continue;
       }
       for (size_t sv = 0; sv < nv; ++sv) {
         const int32_t n = c->contact_count[sv];
         contacts += n;
-        differ += n != with_runs[sv] || memcmp(c->contact_triangle + PIOLA_CONTACTS_PER_VERTEX * sv,
-                                               with_runs + nv + PIOLA_CONTACTS_PER_VERTEX * sv,
-                                               sizeof(int32_t) * (size_t)n) != 0;
+        differ +=
+            n != with_windows[sv] || memcmp(c->contact_triangle + PIOLA_CONTACTS_PER_VERTEX * sv,
+                                            with_windows + nv + PIOLA_CONTACTS_PER_VERTEX * sv,
+                                            sizeof(int32_t) * (size_t)n) != 0;
       }
     }
     /* The world goes on as it was. */
-    memcpy(c->vertex_near, runs, sizeof *runs * 4 * nv);
+    memcpy(c->vertex_near_mask, masks, sizeof *masks * 2 * nv);
     ct_restore_lists(c, saved);
   }
   CHECK_STATUS(t, s, PIOLA_OK);
-  printf("  %d surface vertices: %.1f triangles in their near runs on average; %lld self-contacts "
-         "in the sampled substeps, %lld vertices whose contacts differ without the runs\n",
-         c->vertex_count, (double)in_runs / (double)c->vertex_count, (long long)contacts,
+  printf("  %d surface vertices: %.1f triangles marked in their near windows on average; %lld "
+         "self-contacts in the sampled substeps, %lld vertices whose contacts differ without the "
+         "windows\n",
+         c->vertex_count, (double)marked / (double)c->vertex_count, (long long)contacts,
          (long long)differ);
-  CHECK_MSG(t, bad == 0, "%lld triangles of near runs may touch their vertex", (long long)bad);
-  CHECK_MSG(t, no_own == 0, "%lld vertices' runs hold none of their own triangles",
+  CHECK_MSG(t, bad == 0, "%lld triangles marked near may touch their vertex", (long long)bad);
+  CHECK_MSG(t, no_own == 0, "%lld vertices' windows mark none of their own triangles",
             (long long)no_own);
-  CHECK(t, in_runs >= 3 * (int64_t)c->vertex_count);
+  CHECK(t, marked >= 6 * (int64_t)c->vertex_count);
   CHECK(t, contacts > 100);
   CHECK_MSG(t, differ == 0, "%lld vertices' contacts differ", (long long)differ);
   free(saved);
-  free(with_runs);
-  free(runs);
+  free(with_windows);
+  free(masks);
   ct_scene_destroy(&sc);
   piola_mesh_free(&bar);
 }

@@ -94,44 +94,168 @@ static bool rest_near(const piola_solver_contacts *c, int32_t sv, int32_t t, dou
          0.99 * piola_contact_self_bound(c->vertex_reach[sv], thickness);
 }
 
-/* Each surface vertex's near runs (vertex_near) among the triangles [t0, t1) of its body (its
- * vertices are [sv0, sv1)): the two longest runs of consecutive triangles around the triangles
- * it is a corner of, all rest_near() it. Every pair in a run fails piola_contact_self_allowed(),
- * so the narrow phase may skip the runs' triangles before any other test: with the triangles in
- * spatial order the runs hold a good part of the vertex's own neighbourhood (an Armadillo: 22 of
- * the 46 triangles within the bound), the most of the pairs whose boxes overlap. */
-static void near_runs(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int32_t t0, int32_t t1,
-                      double thickness) {
-  for (int32_t sv = sv0; sv < sv1; ++sv) {
-    int32_t *run = c->vertex_near + 4 * (size_t)sv;
-    run[0] = run[2] = t0;
-    run[1] = run[3] = 0;
+static int popcount64(uint64_t m) {
+  int n = 0;
+  for (; m != 0; m &= m - 1) {
+    n++;
   }
-  for (int32_t t = t0; t < t1; ++t) {
+  return n;
+}
+
+/* The bits of window mask m (from triangle first) that fall in the window from `other`. */
+static uint64_t window_overlap(uint64_t m, int32_t first, int32_t other) {
+  const int32_t shift = other - first;
+  if (shift <= -PIOLA_NEAR_WINDOW || shift >= PIOLA_NEAR_WINDOW) {
+    return 0;
+  }
+  return shift >= 0 ? m >> shift : m << -shift;
+}
+
+/* Each surface vertex's near windows (vertex_near, vertex_near_mask) among the triangles
+ * [t0, t1) of its body (its vertices are [sv0, sv1)): of the windows of PIOLA_NEAR_WINDOW
+ * consecutive triangles centred on the triangles it is a corner of, the one that marks the most
+ * triangles rest_near() it, and the one that adds the most to that. Every pair marked fails
+ * piola_contact_self_allowed(), so the narrow phase may skip them before any other test: with
+ * the triangles in spatial order the windows hold most of the vertex's own neighbourhood (an
+ * Armadillo: 39.8 of the 45.9 triangles within the bound of a surface vertex), the most of the
+ * pairs whose boxes overlap. A triangle is tested once per vertex, and one whose rest sphere
+ * (centroid, farthest corner) lies beyond the bound without the exact distance. False when
+ * out of memory. */
+static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int32_t t0, int32_t t1,
+                         double thickness) {
+  enum { MOST = 32 }; /* windows considered per vertex, at most */
+  const size_t nt = (size_t)(t1 - t0), nv = (size_t)(sv1 - sv0);
+  int32_t *start = calloc(nv + 1, sizeof *start);
+  int32_t *incident = malloc(sizeof *incident * (3 * nt + 1));
+  int32_t *stamp = malloc(sizeof *stamp * (nt + 1)); /* the vertex that tested the triangle */
+  unsigned char *near = malloc(nt + 1);
+  double *sphere = malloc(sizeof *sphere * (4 * nt + 1));
+  if (!start || !incident || !stamp || !near || !sphere) {
+    free(start);
+    free(incident);
+    free(stamp);
+    free(near);
+    free(sphere);
+    return false;
+  }
+  /* The triangles each vertex is a corner of (counted, then filled), and the rest spheres. */
+  for (size_t t = 0; t < nt; ++t) {
     for (int k = 0; k < 3; ++k) {
-      const int32_t sv = c->triangle[3 * (size_t)t + k];
-      int32_t *run = c->vertex_near + 4 * (size_t)sv;
-      if (piola_contact_near_run(t, run[0], run[1], run[2], run[3])) {
-        continue; /* in a run found already */
-      }
-      int32_t lo = t, hi = t + 1;
-      while (lo > t0 && rest_near(c, sv, lo - 1, thickness)) {
-        --lo;
-      }
-      while (hi < t1 && rest_near(c, sv, hi, thickness)) {
-        ++hi;
-      }
-      if (hi - lo > run[1]) { /* the longest so far; the previous longest is second */
-        run[2] = run[0];
-        run[3] = run[1];
-        run[0] = lo;
-        run[1] = hi - lo;
-      } else if (hi - lo > run[3]) {
-        run[2] = lo;
-        run[3] = hi - lo;
-      }
+      start[c->triangle[3 * ((size_t)t0 + t) + (size_t)k] - sv0 + 1]++;
     }
   }
+  for (size_t i = 0; i < nv; ++i) {
+    start[i + 1] += start[i];
+  }
+  for (size_t t = 0; t < nt; ++t) {
+    const int32_t *q = c->triangle + 3 * ((size_t)t0 + t);
+    const piola_v3 a = at3(c->vertex_rest, q[0]), b = at3(c->vertex_rest, q[1]),
+                   d = at3(c->vertex_rest, q[2]);
+    const piola_v3 centre = piola_v3_scale(piola_v3_add(piola_v3_add(a, b), d), 1.0 / 3.0);
+    const piola_v3 ea = piola_v3_sub(a, centre), eb = piola_v3_sub(b, centre),
+                   ed = piola_v3_sub(d, centre);
+    sphere[4 * t] = centre.x;
+    sphere[4 * t + 1] = centre.y;
+    sphere[4 * t + 2] = centre.z;
+    sphere[4 * t + 3] =
+        sqrt(fmax(piola_v3_dot(ea, ea), fmax(piola_v3_dot(eb, eb), piola_v3_dot(ed, ed))));
+    for (int k = 0; k < 3; ++k) {
+      incident[start[q[k] - sv0]++] = t0 + (int32_t)t; /* start[] runs one vertex ahead */
+    }
+    stamp[t] = -1;
+  }
+  for (size_t i = nv; i > 0; --i) {
+    start[i] = start[i - 1];
+  }
+  start[0] = 0;
+  const int32_t last_first = t1 - PIOLA_NEAR_WINDOW > t0 ? t1 - PIOLA_NEAR_WINDOW : t0;
+  for (int32_t sv = sv0; sv < sv1; ++sv) {
+    const piola_v3 rest = at3(c->vertex_rest, sv);
+    const double bound = 0.99 * piola_contact_self_bound(c->vertex_reach[sv], thickness);
+    int32_t first[MOST];
+    uint64_t mask[MOST];
+    int n = 0;
+    for (int32_t e = start[sv - sv0]; e < start[sv - sv0 + 1] && n < MOST; ++e) {
+      int32_t f = incident[e] - PIOLA_NEAR_WINDOW / 2;
+      f = f < t0 ? t0 : f > last_first ? last_first : f;
+      bool seen = false;
+      for (int j = 0; j < n; ++j) {
+        seen |= first[j] == f;
+      }
+      if (seen) {
+        continue;
+      }
+      uint64_t m = 0;
+      for (int32_t k = 0; k < PIOLA_NEAR_WINDOW && f + k < t1; ++k) {
+        const size_t t = (size_t)(f + k - t0);
+        if (stamp[t] != sv) { /* beyond the bound by its sphere, else by its distance */
+          const double *sp = sphere + 4 * t;
+          const piola_v3 dc = piola_v3_sub(rest, piola_v3_make(sp[0], sp[1], sp[2]));
+          near[t] =
+              sqrt(piola_v3_dot(dc, dc)) - sp[3] <= bound && rest_near(c, sv, f + k, thickness);
+          stamp[t] = sv;
+        }
+        m |= (uint64_t)near[t] << k;
+      }
+      first[n] = f;
+      mask[n++] = m;
+    }
+    int best = -1, second = -1, most = 0, gain = 0;
+    for (int j = 0; j < n; ++j) {
+      if (popcount64(mask[j]) > most) {
+        most = popcount64(mask[j]);
+        best = j;
+      }
+    }
+    for (int j = 0; j < n && best >= 0; ++j) {
+      const int g = popcount64(mask[j] & ~window_overlap(mask[best], first[best], first[j]));
+      if (g > gain) {
+        gain = g;
+        second = j;
+      }
+    }
+    c->vertex_near[2 * (size_t)sv] = best >= 0 ? first[best] : t0;
+    c->vertex_near_mask[2 * (size_t)sv] = best >= 0 ? mask[best] : 0;
+    c->vertex_near[2 * (size_t)sv + 1] = second >= 0 ? first[second] : t0;
+    c->vertex_near_mask[2 * (size_t)sv + 1] = second >= 0 ? mask[second] : 0;
+  }
+  free(sphere);
+  free(near);
+  free(stamp);
+  free(incident);
+  free(start);
+  return true;
+}
+
+/* Body b's near windows into the solver's arrays, its surface vertices from sv0 and its
+ * triangles from t0 there (in spatial order): computed once (near_windows) and kept with the
+ * body, whose rest shape does not change. False when out of memory. */
+static bool body_near_windows(piola_solver_contacts *c, piola_body *b, int32_t sv0, int32_t t0,
+                              double thickness) {
+  const size_t n = 2 * (size_t)b->surface_vertex_count;
+  if (b->near_first == NULL) {
+    int32_t *first = malloc(sizeof *first * (n > 0 ? n : 1));
+    uint64_t *mask = malloc(sizeof *mask * (n > 0 ? n : 1));
+    if (first == NULL || mask == NULL ||
+        !near_windows(c, sv0, sv0 + b->surface_vertex_count, t0, t0 + b->surface_count,
+                      thickness)) {
+      free(first);
+      free(mask);
+      return false;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      first[k] = c->vertex_near[2 * (size_t)sv0 + k] - t0;
+      mask[k] = c->vertex_near_mask[2 * (size_t)sv0 + k];
+    }
+    b->near_first = first;
+    b->near_mask = mask;
+    return true;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    c->vertex_near[2 * (size_t)sv0 + k] = b->near_first[k] + t0;
+    c->vertex_near_mask[2 * (size_t)sv0 + k] = b->near_mask[k];
+  }
+  return true;
 }
 
 /* The rest box of triangle t (no thickness). */
@@ -174,6 +298,7 @@ void piola_contacts_free(piola_solver_contacts *c) {
   free(c->vertex_rest);
   free(c->vertex_reach);
   free(c->vertex_near);
+  free(c->vertex_near_mask);
   free(c->triangle);
   free(c->triangle_body);
   free(c->cluster_first);
@@ -219,7 +344,8 @@ piola_status piola_contacts_build(piola_world *w) {
   c.vertex_body = malloc(sizeof *c.vertex_body * nv);
   c.vertex_rest = malloc(sizeof *c.vertex_rest * 3 * nv);
   c.vertex_reach = malloc(sizeof *c.vertex_reach * nv);
-  c.vertex_near = malloc(sizeof *c.vertex_near * 4 * nv);
+  c.vertex_near = malloc(sizeof *c.vertex_near * 2 * nv);
+  c.vertex_near_mask = malloc(sizeof *c.vertex_near_mask * 2 * nv);
   c.triangle = malloc(sizeof *c.triangle * 3 * nt);
   c.triangle_body = malloc(sizeof *c.triangle_body * nt);
   c.body_filter = malloc(sizeof *c.body_filter * 4 * (size_t)(c.body_count > 0 ? c.body_count : 1));
@@ -239,10 +365,10 @@ piola_status piola_contacts_build(piola_world *w) {
   keyed_index *order = malloc(sizeof *order * (size_t)(largest > 0 ? largest : 1));
   double *centroid = malloc(sizeof *centroid * 3 * (size_t)(largest > 0 ? largest : 1));
   if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.vertex_reach || !c.vertex_near ||
-      !c.triangle || !c.triangle_body || !c.body_filter || !c.triangle_box || !c.cluster_first ||
-      !c.vertex_cursor || !c.contact_count || !c.contact_triangle || !c.previous_count ||
-      !c.previous_triangle || !c.mass_split || !c.delta || !c.corner_start || !c.corner_entry ||
-      !local_to_sv || !order || !centroid) {
+      !c.vertex_near_mask || !c.triangle || !c.triangle_body || !c.body_filter || !c.triangle_box ||
+      !c.cluster_first || !c.vertex_cursor || !c.contact_count || !c.contact_triangle ||
+      !c.previous_count || !c.previous_triangle || !c.mass_split || !c.delta || !c.corner_start ||
+      !c.corner_entry || !local_to_sv || !order || !centroid) {
     free(local_to_sv);
     free(order);
     free(centroid);
@@ -282,8 +408,14 @@ piola_status piola_contacts_build(piola_world *w) {
       }
       c.triangle_body[tri] = dense;
     }
-    near_runs(&c, sv - b->surface_vertex_count, sv, tri - b->surface_count, tri,
-              (double)w->def.contact_thickness);
+    if (!body_near_windows(&c, &w->bodies[i], sv - b->surface_vertex_count, tri - b->surface_count,
+                           (double)w->def.contact_thickness)) {
+      free(local_to_sv);
+      free(order);
+      free(centroid);
+      piola_contacts_free(&c);
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
     form_clusters(&c, tri - b->surface_count, tri);
     c.body_filter[4 * (size_t)dense] = b->collision_group;
     c.body_filter[4 * (size_t)dense + 1] = b->collision_mask;
@@ -462,7 +594,8 @@ void piola_cpu_narrow_phase(piola_world *w) {
     piola_int tris[K], kept = 0;
     int32_t found = 0;
     const piola_box query = piola_grid_vertex(vb, c->margin);
-    const int32_t *near = c->vertex_near + 4 * (size_t)sv;
+    const int32_t *near = c->vertex_near + 2 * (size_t)sv;
+    const uint64_t *near_mask = c->vertex_near_mask + 2 * (size_t)sv;
     piola_int lo[3], hi[3];
     piola_cell_range(query, inv_cell, 3, lo, hi);
     for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
@@ -473,13 +606,14 @@ void piola_cpu_narrow_phase(piola_world *w) {
             const int32_t i = c->bucket_clusters[e];
             const int32_t first = c->cluster_first[i], end = c->cluster_first[i + 1];
             const piola_box cb = load_box(c->cluster_box, i);
-            if (piola_contact_near_cluster(first, end - 1, near[0], near[1], near[2], near[3]) ||
+            if (piola_contact_near_cluster(first, end - first, near[0], near_mask[0], near[1],
+                                           near_mask[1]) ||
                 !piola_boxes_overlap(vb, cb) ||
                 !piola_pair_cell(query, piola_grid_triangle(cb, c->margin), inv_cell, ci, cj, ck)) {
               continue;
             }
             for (int32_t t = first; t < end; ++t) {
-              if (!piola_contact_near_run(t, near[0], near[1], near[2], near[3]) &&
+              if (!piola_contact_near(t, near[0], near_mask[0], near[1], near_mask[1]) &&
                   piola_boxes_overlap(vb, load_box(c->triangle_box, t)) &&
                   pair_allowed(c, sv, t, thickness)) {
                 test_pair(w, sv, t, keys, tris, &kept, &found);

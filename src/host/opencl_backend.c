@@ -105,7 +105,8 @@ enum {
   /* contacts (piola_contact.cl) */
   BUF_SV_VERTEX,
   BUF_SV_BODY,
-  BUF_SV_NEAR, /* per surface vertex: its near runs (first triangle, count; twice) */
+  BUF_SV_NEAR,      /* per surface vertex: its near windows (first triangles, int2) */
+  BUF_SV_NEAR_MASK, /* and their masks (ulong2) */
   BUF_SV_REST,
   BUF_SV_X, /* per surface vertex, each substep: its start and predicted positions */
   BUF_SV_P,
@@ -1092,7 +1093,10 @@ static piola_status upload_contacts(piola_world *w) {
     s = write_buffer(w, BUF_SV_BODY, 0, 4 * nsv, c->vertex_body);
   }
   if (s == PIOLA_OK) {
-    s = write_buffer(w, BUF_SV_NEAR, 0, 16 * nsv, c->vertex_near);
+    s = write_buffer(w, BUF_SV_NEAR, 0, 8 * nsv, c->vertex_near);
+  }
+  if (s == PIOLA_OK) {
+    s = write_buffer(w, BUF_SV_NEAR_MASK, 0, 16 * nsv, c->vertex_near_mask);
   }
   if (s == PIOLA_OK) {
     for (size_t i = 0; i < nsv; ++i) {
@@ -1255,7 +1259,8 @@ static piola_status upload_all(piola_world *w) {
       {BUF_SUPPORT, 16 * nv},
       {BUF_SV_VERTEX, 4 * nsv},
       {BUF_SV_BODY, 4 * nsv},
-      {BUF_SV_NEAR, 16 * nsv},
+      {BUF_SV_NEAR, 8 * nsv},
+      {BUF_SV_NEAR_MASK, 16 * nsv},
       {BUF_SV_REST, 16 * nsv},
       {BUF_SV_X, 16 * nsv},
       {BUF_SV_P, 16 * nsv},
@@ -1849,6 +1854,7 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(k, 18, b[BUF_COUNTERS]);
   SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
   SET_ARG(k, 20, b[BUF_SV_NEAR]);
+  SET_ARG(k, 21, b[BUF_SV_NEAR_MASK]);
   s = launch(w, k, nsv, stage);
   if (s == PIOLA_OK) {
     s = scan(w, BUF_CORNER_COUNT, BUF_CORNER_START, nsv, stage);

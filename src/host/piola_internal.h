@@ -135,6 +135,11 @@ typedef struct piola_body {
   int32_t *surface_vertices;
   double *surface_rest;  /* 3 per surface vertex: its rest position (as added), m */
   double *surface_reach; /* per surface vertex: its longest rest tet edge, m */
+  /* Its surface vertices' near windows (piola_solver_contacts.vertex_near), 2 each in the
+   * solver's spatial order, the first triangles counted from the body's first; computed by
+   * piola_contacts_build the first time (NULL before), as they depend on the rest shape only */
+  int32_t *near_first;
+  uint64_t *near_mask;
   uint32_t collision_group, collision_mask;
   bool self_collision;
   /* Cloth (cloth == true; tet_count is then 0 and the tet arrays are empty): the membrane
@@ -242,10 +247,12 @@ typedef struct piola_solver_contacts {
   int32_t *vertex_body; /* dense body index of each */
   double *vertex_rest;  /* 3 each: rest position */
   double *vertex_reach; /* each: longest rest tet edge at the vertex (self-contact rule) */
-  /* 4 each: first, count, first, count: two runs of triangles of the vertex's own body,
-   * consecutive in this order, every one of them too near the vertex in the rest shape to
-   * touch it (near_runs, piola_contact_near_run) */
+  /* 2 each: the first triangles of the vertex's two near windows, PIOLA_NEAR_WINDOW triangles of
+   * its own body each, consecutive in this order; vertex_near_mask, 2 each: bit k of a window's
+   * mask marks its triangle first + k as too near the vertex in the rest shape to touch it
+   * (near_windows, piola_contact_near) */
   int32_t *vertex_near;
+  uint64_t *vertex_near_mask;
   int32_t triangle_count; /* surface triangles */
   int32_t *triangle;      /* 3 surface-vertex indices each, outward */
   int32_t *triangle_body; /* dense body index of each */

@@ -78,6 +78,8 @@ static void free_body(piola_body *b) {
   free(b->surface_vertices);
   free(b->surface_rest);
   free(b->surface_reach);
+  free(b->near_first);
+  free(b->near_mask);
   free(b->tris);
   free(b->tri_dm_inv);
   free(b->tri_area);
