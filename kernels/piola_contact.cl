@@ -160,9 +160,9 @@ PIOLA_KERNEL void piola_contact_enter(__global const float4 *cluster_box,
   if (i >= cluster_count) {
     return;
   }
-  int bucket[PIOLA_CELLS_PER_TRIANGLE];
+  int bucket[PIOLA_CELLS_PER_CLUSTER];
   const int n =
-      piola_triangle_buckets(piola_load_box(cluster_box, i), grid[2], grid[1], bucket_mask, bucket);
+      piola_cluster_buckets(piola_load_box(cluster_box, i), grid[2], grid[1], bucket_mask, bucket);
   for (int e = 0; e < n; ++e) {
     if (pass == 0) {
       atomic_inc(&bucket_count[bucket[e]]);
@@ -350,7 +350,7 @@ PIOLA_KERNEL void piola_contact_narrow(
           for (int o = 0; o < n; ++o) {
             const int i = overlapping[o];
             if (!one_cell &&
-                !piola_pair_cell(query, piola_grid_triangle(piola_load_box(cluster_box, i), margin),
+                !piola_pair_cell(query, piola_grid_cluster(piola_load_box(cluster_box, i), margin),
                                  inv_cell, ci, cj, ck)) {
               continue;
             }

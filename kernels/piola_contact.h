@@ -47,7 +47,7 @@
 #define PIOLA_CONTACTS_PER_VERTEX 8
 /* Grid cells one cluster of triangles is entered into, at most (3 per axis, see
  * piola_cell_size). */
-#define PIOLA_CELLS_PER_TRIANGLE 27
+#define PIOLA_CELLS_PER_CLUSTER 27
 /* Triangles in one cluster of the grid, at most (see the module comment). */
 #define PIOLA_CLUSTER_TRIANGLES 8
 
@@ -173,18 +173,18 @@ PIOLA_FN piola_real piola_grid_margin(piola_real vertex_extent, piola_real thick
   return fmin(PIOLA_R(0.5) * vertex_extent, PIOLA_R(1.0) * thickness);
 }
 
-/* The cell size: at least half the largest grown triangle box and the largest shrunk vertex box
- * (with a margin against rounding), so that a triangle enters and a vertex looks into at most 3
+/* The cell size: at least half the largest grown cluster box and the largest shrunk vertex box
+ * (with a margin against rounding), so that a cluster enters and a vertex looks into at most 3
  * cells per axis. */
-PIOLA_FN piola_real piola_cell_size(piola_real triangle_extent, piola_real vertex_extent,
+PIOLA_FN piola_real piola_cell_size(piola_real cluster_extent, piola_real vertex_extent,
                                     piola_real thickness) {
   const piola_real margin = piola_grid_margin(vertex_extent, thickness);
-  return PIOLA_R(1.001) * fmax(PIOLA_R(0.5) * triangle_extent + PIOLA_R(1.01) * margin,
+  return PIOLA_R(1.001) * fmax(PIOLA_R(0.5) * cluster_extent + PIOLA_R(1.01) * margin,
                                PIOLA_R(0.5) * vertex_extent - margin);
 }
 
-/* A triangle's box grown by the grid's margin (see piola_grid_margin). */
-PIOLA_FN piola_box piola_grid_triangle(piola_box r, piola_real margin) {
+/* A cluster's box grown by the grid's margin (see piola_grid_margin). */
+PIOLA_FN piola_box piola_grid_cluster(piola_box r, piola_real margin) {
   const piola_real g = PIOLA_R(1.01) * margin;
   const piola_v3 m = piola_v3_make(g, g, g);
   r.lo = piola_v3_sub(r.lo, m);
@@ -202,9 +202,9 @@ PIOLA_FN piola_box piola_grid_vertex(piola_box r, piola_real margin) {
   return r;
 }
 
-/* Whether cell (i, j, k) is the one where the shrunk vertex box q and the grown triangle box t
- * (piola_grid_vertex, piola_grid_triangle) are paired: the cell of the low corner of their
- * intersection, which the vertex looks into and the triangle entered, so that a pair met in
+/* Whether cell (i, j, k) is the one where the shrunk vertex box q and the grown cluster box t
+ * (piola_grid_vertex, piola_grid_cluster) are paired: the cell of the low corner of their
+ * intersection, which the vertex looks into and the cluster entered, so that a pair met in
  * several cells is taken once. A vertex whose shrunk box lies in one cell needs no test: the
  * low corner lies in its box, so in that cell. */
 PIOLA_FN int piola_pair_cell(piola_box q, piola_box t, piola_real inv_cell, piola_int i,
@@ -214,13 +214,13 @@ PIOLA_FN int piola_pair_cell(piola_box q, piola_box t, piola_real inv_cell, piol
          piola_cell_coordinate(fmax(q.lo.z, t.lo.z), inv_cell) == k;
 }
 
-/* The buckets a triangle is entered into: those of the cells its grown box overlaps (at most 3
- * per axis), each bucket once, since two cells of one triangle may share a bucket and a vertex
- * looking into it must meet the triangle there once: buckets[0 .. return value). */
-PIOLA_FN int piola_triangle_buckets(piola_box r, piola_real margin, piola_real inv_cell,
-                                    piola_int bucket_mask, piola_int *buckets) {
+/* The buckets a cluster (box r) is entered into: those of the cells its grown box overlaps (at
+ * most 3 per axis), each bucket once, since two cells of one cluster may share a bucket and a
+ * vertex looking into it must meet the cluster there once: buckets[0 .. return value). */
+PIOLA_FN int piola_cluster_buckets(piola_box r, piola_real margin, piola_real inv_cell,
+                                   piola_int bucket_mask, piola_int *buckets) {
   piola_int lo[3], hi[3];
-  piola_cell_range(piola_grid_triangle(r, margin), inv_cell, 3, lo, hi);
+  piola_cell_range(piola_grid_cluster(r, margin), inv_cell, 3, lo, hi);
   int n = 0;
   for (piola_int i = lo[0]; i <= hi[0]; ++i) {
     for (piola_int j = lo[1]; j <= hi[1]; ++j) {
@@ -372,7 +372,8 @@ PIOLA_FN int piola_contact_self_near(piola_v3 rest, piola_v3 rest_a, piola_v3 re
   return piola_v3_dot(da, da) <= b2 || piola_v3_dot(db, db) <= b2 || piola_v3_dot(dc, dc) <= b2;
 }
 
-/* Triangles one near window of a surface vertex spans (see piola_contact_near). */
+/* Triangles one near window of a surface vertex spans (see piola_contact_near): the bits of a
+ * piola_u64 mask. */
 #define PIOLA_NEAR_WINDOW 64
 
 /* Whether triangle t is near a surface vertex by one of its two near windows: runs of
@@ -384,8 +385,9 @@ PIOLA_FN int piola_contact_self_near(piola_v3 rest, piola_v3 rest_a, piola_v3 re
 PIOLA_FN int piola_contact_near(piola_int t, piola_int first0, piola_u64 mask0, piola_int first1,
                                 piola_u64 mask1) {
   const unsigned int o0 = (unsigned int)(t - first0), o1 = (unsigned int)(t - first1);
-  return ((o0 < 64u) & (int)((mask0 >> (o0 & 63u)) & 1u)) |
-         ((o1 < 64u) & (int)((mask1 >> (o1 & 63u)) & 1u));
+  const unsigned int window = PIOLA_NEAR_WINDOW, last = PIOLA_NEAR_WINDOW - 1;
+  return ((o0 < window) & (int)((mask0 >> (o0 & last)) & 1u)) |
+         ((o1 < window) & (int)((mask1 >> (o1 & last)) & 1u));
 }
 
 /* Whether the count triangles from first (a cluster, 1 to PIOLA_CLUSTER_TRIANGLES of them) are
@@ -396,8 +398,9 @@ PIOLA_FN int piola_contact_near_cluster(piola_int first, piola_int count, piola_
   const piola_u64 bits = ((piola_u64)1 << count) - 1u;
   const unsigned int room = (unsigned int)(PIOLA_NEAR_WINDOW - count);
   const unsigned int o0 = (unsigned int)(first - first0), o1 = (unsigned int)(first - first1);
-  return ((o0 <= room) & (((mask0 >> (o0 & 63u)) & bits) == bits)) |
-         ((o1 <= room) & (((mask1 >> (o1 & 63u)) & bits) == bits));
+  const unsigned int last = PIOLA_NEAR_WINDOW - 1;
+  return ((o0 <= room) & (((mask0 >> (o0 & last)) & bits) == bits)) |
+         ((o1 <= room) & (((mask1 >> (o1 & last)) & bits) == bits));
 }
 
 /* Whether a vertex moving from x to p meets the triangle whose corners move from (xa, xb, xc)

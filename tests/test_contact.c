@@ -1455,11 +1455,11 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
     piola_cpu_broad_phase(w);
     const double inv_cell = 1.0 / c->cell;
     for (int32_t i = 0; i < c->cluster_count; ++i) {
-      piola_int buckets[PIOLA_CELLS_PER_TRIANGLE], lo[3], hi[3];
+      piola_int buckets[PIOLA_CELLS_PER_CLUSTER], lo[3], hi[3];
       piola_box r;
       memcpy(&r, c->cluster_box + 6 * (size_t)i, sizeof r);
-      const int n = piola_triangle_buckets(r, c->margin, inv_cell, c->bucket_mask, buckets);
-      piola_cell_range(piola_grid_triangle(r, c->margin), inv_cell, 3, lo, hi);
+      const int n = piola_cluster_buckets(r, c->margin, inv_cell, c->bucket_mask, buckets);
+      piola_cell_range(piola_grid_cluster(r, c->margin), inv_cell, 3, lo, hi);
       shared_buckets += (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1) - n;
     }
     for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
@@ -1487,7 +1487,7 @@ void test_contact_grid_finds_every_pair_once(piola_test *t) {
               for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
                 found +=
                     c->bucket_clusters[e] == cluster_of[tri] &&
-                    piola_pair_cell(query, piola_grid_triangle(cb, c->margin), inv_cell, i, j, k);
+                    piola_pair_cell(query, piola_grid_cluster(cb, c->margin), inv_cell, i, j, k);
               }
             }
           }

@@ -436,7 +436,7 @@ piola_status piola_contacts_build(piola_world *w) {
   const size_t nc = (size_t)(c.cluster_count > 0 ? c.cluster_count : 1);
   c.cluster_box = malloc(sizeof *c.cluster_box * 6 * nc);
   c.bucket_start = malloc(sizeof *c.bucket_start * ((size_t)buckets + 1));
-  c.bucket_clusters = malloc(sizeof *c.bucket_clusters * PIOLA_CELLS_PER_TRIANGLE * nc);
+  c.bucket_clusters = malloc(sizeof *c.bucket_clusters * PIOLA_CELLS_PER_CLUSTER * nc);
   c.bucket_cursor = malloc(sizeof *c.bucket_cursor * (size_t)buckets);
   if (!c.cluster_box || !c.bucket_start || !c.bucket_clusters || !c.bucket_cursor) {
     piola_contacts_free(&c);
@@ -510,9 +510,9 @@ void piola_cpu_broad_phase(piola_world *w) {
       memcpy(c->bucket_cursor, c->bucket_start, sizeof *c->bucket_cursor * (size_t)buckets);
     }
     for (int32_t i = 0; i < c->cluster_count; ++i) {
-      piola_int bucket[PIOLA_CELLS_PER_TRIANGLE];
-      const int n = piola_triangle_buckets(load_box(c->cluster_box, i), c->margin, inv_cell,
-                                           c->bucket_mask, bucket);
+      piola_int bucket[PIOLA_CELLS_PER_CLUSTER];
+      const int n = piola_cluster_buckets(load_box(c->cluster_box, i), c->margin, inv_cell,
+                                          c->bucket_mask, bucket);
       for (int e = 0; e < n; ++e) {
         if (pass == 0) {
           c->bucket_start[bucket[e] + 1]++;
@@ -609,7 +609,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
             if (piola_contact_near_cluster(first, end - first, near[0], near_mask[0], near[1],
                                            near_mask[1]) ||
                 !piola_boxes_overlap(vb, cb) ||
-                !piola_pair_cell(query, piola_grid_triangle(cb, c->margin), inv_cell, ci, cj, ck)) {
+                !piola_pair_cell(query, piola_grid_cluster(cb, c->margin), inv_cell, ci, cj, ck)) {
               continue;
             }
             for (int32_t t = first; t < end; ++t) {

@@ -1273,7 +1273,7 @@ static piola_status upload_all(piola_world *w) {
       {BUF_GRID, 16},
       {BUF_BUCKET_COUNT, 4 * nbk},
       {BUF_BUCKET_START, 4 * (nbk + 1)},
-      {BUF_BUCKET_CLUSTERS, 4 * PIOLA_CELLS_PER_TRIANGLE * ncl},
+      {BUF_BUCKET_CLUSTERS, 4 * PIOLA_CELLS_PER_CLUSTER * ncl},
       {BUF_SCAN_TOTALS, 4 * scan_blocks},
       {BUF_CONTACT_COUNT, 4 * nsv},
       {BUF_CONTACT_TRI, 4 * K * nsv},

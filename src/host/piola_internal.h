@@ -273,7 +273,7 @@ typedef struct piola_solver_contacts {
   double *triangle_box; /* 6 per triangle: lo, hi */
   double *cluster_box;  /* 6 per cluster: the union of its triangles' boxes */
   /* bucket b holds bucket_clusters[bucket_start[b] .. bucket_start[b + 1]): the clusters
-   * entered into the cells that hash to b (at most PIOLA_CELLS_PER_TRIANGLE entries each) */
+   * entered into the cells that hash to b (at most PIOLA_CELLS_PER_CLUSTER entries each) */
   int32_t *bucket_start, *bucket_clusters;
   int32_t *bucket_cursor, *vertex_cursor; /* scratch of the counting sorts */
   int32_t *contact_count, *contact_triangle;
