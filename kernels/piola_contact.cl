@@ -34,17 +34,6 @@ PIOLA_FN piola_box piola_load_box(__global const float4 *boxes, int t) {
   return piola_box_from4(boxes[2 * t], boxes[2 * t + 1]);
 }
 
-/* The maxima of a[] and b[] (PIOLA_WG entries each) into a[0] and b[0]; any work-group size. */
-PIOLA_FN void piola_local_max2(__local float *a, __local float *b, int lid) {
-  for (int s = 1; s < PIOLA_WG; s <<= 1) {
-    if (lid % (2 * s) == 0 && lid + s < PIOLA_WG) {
-      a[lid] = fmax(a[lid], a[lid + s]);
-      b[lid] = fmax(b[lid], b[lid + s]);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-}
-
 /* The largest of the work-group's values a[0 .. PIOLA_WG) into a[0]; any work-group size. */
 PIOLA_FN void piola_local_max(__local float *a, int lid) {
   for (int s = 1; s < PIOLA_WG; s <<= 1) {
@@ -126,24 +115,25 @@ PIOLA_KERNEL void piola_contact_boxes(__global const float4 *sv_x, __global cons
   piola_partial_max(te, group_maxima, 0, scratch, partial);
 }
 
-/* BROAD_PHASE (one work-group): the cell size and the triangles' margin from the
+/* BROAD_PHASE (one work-group): the cell size and the grid's margin from the
  * `partial_count` partial maxima (max is exact in any order): grid[0] = cell,
  * grid[1] = 1 / cell, grid[2] = margin. */
 PIOLA_KERNEL void piola_contact_grid(__global const float *partial, int partial_count,
                                      float thickness, __global float *grid) {
-  __local float tri_max[PIOLA_WG], vertex_max[PIOLA_WG];
+  __local float cluster_max[PIOLA_WG], vertex_max[PIOLA_WG];
   const int lid = get_local_id(0);
   float te = 0.0f, ve = 0.0f;
   for (int g = lid; g < partial_count; g += PIOLA_WG) {
     te = fmax(te, partial[2 * g]);
     ve = fmax(ve, partial[2 * g + 1]);
   }
-  tri_max[lid] = te;
+  cluster_max[lid] = te;
   vertex_max[lid] = ve;
   barrier(CLK_LOCAL_MEM_FENCE);
-  piola_local_max2(tri_max, vertex_max, lid);
+  piola_local_max(cluster_max, lid);
+  piola_local_max(vertex_max, lid);
   if (lid == 0) {
-    float cell = piola_cell_size(tri_max[0], vertex_max[0], thickness);
+    float cell = piola_cell_size(cluster_max[0], vertex_max[0], thickness);
     grid[0] = cell;
     grid[1] = 1.0f / cell;
     grid[2] = piola_grid_margin(vertex_max[0], thickness);

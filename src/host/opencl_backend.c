@@ -174,8 +174,8 @@ struct piola_opencl {
   int32_t vertex_count; /* sizes of the uploaded state */
   int32_t tet_count;
   int32_t plastic_count;
-  int32_t sv_count, triangle_count, cluster_count; /* contact surfaces uploaded */
-  int32_t cloth_tri_count, cloth_bend_count;       /* cloth constraints uploaded */
+  int32_t sv_count, cluster_count;           /* contact surfaces uploaded */
+  int32_t cloth_tri_count, cloth_bend_count; /* cloth constraints uploaded */
   /* Profiling: the events of the step in flight and the stage times of the last step. */
   event_record *events;
   int32_t event_count, event_capacity;
@@ -1138,7 +1138,6 @@ static piola_status upload_contacts(piola_world *w) {
   }
   if (s == PIOLA_OK) {
     w->cl->sv_count = c->vertex_count;
-    w->cl->triangle_count = c->triangle_count;
     w->cl->cluster_count = c->cluster_count;
   }
   return s;
