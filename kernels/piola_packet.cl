@@ -53,8 +53,10 @@ PIOLA_FN void piola_lanes_store3(piola_v3 v, float a[3][PIOLA_L]) {
 }
 
 /* Asks the cache for the lines of the per-tet data of the packet at t0 (a hint, where the
- * compiler has one): the body kernel fetches the next color's while projecting this one. */
-#if defined(__has_builtin)
+ * compiler has one): the body kernel fetches the next color's while projecting this one. Only
+ * on CPU devices (PIOLA_CPU_DEVICE, defined by the host), whose compilers take a __global
+ * pointer as a plain one; NVIDIA's refuses it (a change of address space). */
+#if defined(PIOLA_CPU_DEVICE) && defined(__has_builtin)
 #if __has_builtin(__builtin_prefetch)
 #define PIOLA_PREFETCH_LINE(p) __builtin_prefetch(p)
 #endif

@@ -128,6 +128,14 @@ PIOLA_FN piola_tet_record piola_load_tet(piola_tet_arrays a, int t) {
   return r;
 }
 
+/* The support record a projection gets (see piola_project_tet_at): on CPU devices only where a
+ * corner is supported; elsewhere, or built with -DPIOLA_SUPPORT_ALWAYS=1, always. */
+#if defined(PIOLA_CPU_DEVICE) && !defined(PIOLA_SUPPORT_ALWAYS)
+#define PIOLA_SUPPORT_RECORD(supported, record) ((supported) ? (record) : 0)
+#else
+#define PIOLA_SUPPORT_RECORD(supported, record) (record)
+#endif
+
 /* Projects tet t (its record r) whose corners start the substep at x0..x3 (w: inverse mass)
  * and are displaced by d0..d3; corrections into dx, the motion held back at supported corners
  * into held (with a.support; all free without), the multipliers back into a.lambda; returns the
@@ -147,6 +155,11 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
   }
   piola_tet_material mat = piola_tet_material_from_data(materials[r->material]);
   piola_real lambda[2] = {r->lambda[0], r->lambda[1]};
+  /* Free corners keep zero normals, with which the support terms leave the projection bitwise
+   * as without them. On CPU devices a tet with no supported corner skips them (a null record);
+   * elsewhere the record is always passed: under NVIDIA's compiler a pointer chosen at run time
+   * kept it in private memory (H200: one Armadillo 0.85 -> 0.65 ms per step; PoCL, one tet per
+   * work-item: 10% the other way; bench/RESULTS.md). */
   piola_tet_support support = piola_tet_support_none();
   const int supported = a.support && (d0.w >= 0.0f || d1.w >= 0.0f || d2.w >= 0.0f || d3.w >= 0.0f);
   if (supported) {
@@ -161,7 +174,7 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
   int flags =
       piola_tet_solve(&mat, r->m, r->volume, mat.compliance * inv_h2, piola_position(x0, d0),
                       piola_position(x1, d1), piola_position(x2, d2), piola_position(x3, d3), x0.w,
-                      x1.w, x2.w, x3.w, supported ? &support : 0, lambda, dx);
+                      x1.w, x2.w, x3.w, PIOLA_SUPPORT_RECORD(supported, &support), lambda, dx);
   if (flags & PIOLA_TET_WORKED) {
     a.lambda[t] = (float)lambda[0];
     a.lambda[a.stride + t] = (float)lambda[1];

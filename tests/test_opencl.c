@@ -1084,7 +1084,9 @@ void test_opencl_profile_stage_times(piola_test *t) {
  * one work-group per body going through its colors. Bodies share no vertex, so positions and
  * velocities must agree bit for bit, also with a Jacobi tail, colliders and several bodies of
  * different meshes. (One tet per work-item in both: packets, test_opencl_packets_match, round
- * library functions in the last bit as their vector builds do.) */
+ * library functions in the last bit as their vector builds do.) A third run builds the kernels
+ * with the support record always passed, as on GPUs (PIOLA_SUPPORT_ALWAYS), and must agree too,
+ * so that the form GPUs run is checked on any device. */
 void test_opencl_schedules_agree(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
@@ -1094,15 +1096,22 @@ void test_opencl_schedules_agree(piola_test *t) {
   const int32_t cells[3] = {4, 2, 2};
   const float size[3] = {0.8f, 0.4f, 0.4f};
   REQUIRE_OK(t, piola_mesh_make_box(cells, size, &box));
-  uint64_t hash[2] = {0, 0};
-  for (int k = 0; k < 2; ++k) {
+  uint64_t hash[3] = {0, 0, 0};
+  for (int k = 0; k < 3; ++k) {
     piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
     def.schedule = k == 0 ? PIOLA_SCHEDULE_STAGES : PIOLA_SCHEDULE_BODIES;
     def.simd_lanes = 1;
     def.max_colors = 12; /* a Jacobi tail too */
     def.substeps = 2;
+    saved_env env;
+    env_save(&env, "PIOLA_CL_BUILD_OPTIONS");
+    if (k == 2) {
+      setenv("PIOLA_CL_BUILD_OPTIONS", "-DPIOLA_SUPPORT_ALWAYS=1", 1);
+    }
     piola_world *w = NULL;
-    REQUIRE_OK(t, piola_world_create(&def, &w));
+    const piola_status created = piola_world_create(&def, &w);
+    env_restore(&env);
+    REQUIRE_OK(t, created);
     piola_material m = piola_default_material();
     m.model = PIOLA_MODEL_NEOHOOKEAN;
     m.youngs_modulus = 5e5f;
@@ -1145,6 +1154,8 @@ void test_opencl_schedules_agree(piola_test *t) {
   }
   CHECK_MSG(t, hash[0] == hash[1], "per-stage and per-body schedules differ: %016llx vs %016llx",
             (unsigned long long)hash[0], (unsigned long long)hash[1]);
+  CHECK_MSG(t, hash[1] == hash[2], "the GPUs' kernel forms differ: %016llx vs %016llx",
+            (unsigned long long)hash[1], (unsigned long long)hash[2]);
   piola_mesh_free(&creature);
   piola_mesh_free(&box);
 }

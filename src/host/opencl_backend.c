@@ -900,8 +900,10 @@ piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
   if (s == PIOLA_OK) {
     char common[160], options[256];
     const char *extra = getenv("PIOLA_CL_BUILD_OPTIONS");
-    snprintf(common, sizeof common, "%s %s", w->def.fast_math ? " -cl-fast-relaxed-math" : "",
-             extra ? extra : "");
+    /* PIOLA_CPU_DEVICE: kernels/piola_step.cl (the support record) and piola_packet.cl (the
+     * prefetch hint) pick the form that is faster or that compiles there. */
+    snprintf(common, sizeof common, "%s%s %s", w->def.fast_math ? " -cl-fast-relaxed-math" : "",
+             cl->cpu_device ? " -DPIOLA_CPU_DEVICE=1" : "", extra ? extra : "");
     snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s", cl->wg,
              common);
     s = build_program(faults, cl->context, cl->device, piola_kernel_sources,
