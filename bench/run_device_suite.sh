@@ -6,6 +6,9 @@
 # alone (single-body latency), one 374400-tet box, the body-count scaling, and `piola validate`.
 # Writes logs and JSON to OUT; a failing command is recorded in OUT/failures.txt and the suite
 # goes on. Run it on the device with `. .device/gpu-env.sh` first (../shared/device/README.md).
+# With PIOLA_TEST_DIR set to a build folder of the tests, the OpenCL tests run there first, on
+# the device PIOLA_DEVICE names (default gpu), less the two step fault sweeps (minutes each):
+# kernels that only a GPU's compiler refuses show up there.
 #
 #   bench/run_device_suite.sh OUT ARMADILLO.node [piola options, e.g. --backend opencl --device gpu]
 set -u
@@ -22,6 +25,14 @@ mkdir -p "$out"
 : > "$out/failures.txt"
 . "$(dirname "$0")/suite_run.sh"
 "$piola" devices > "$out/devices.txt" 2>&1
+if [ -n "${PIOLA_TEST_DIR:-}" ]; then
+  echo "== ctest_opencl: ctest -R '^opencl_' in $PIOLA_TEST_DIR" | tee -a "$out/suite.log"
+  if ! (cd "$PIOLA_TEST_DIR" && PIOLA_DEVICE=${PIOLA_DEVICE:-gpu} ctest -j8 -R '^opencl_' \
+    -E 'opencl_faults_step' --output-on-failure) > "$out/ctest_opencl.txt" 2>&1; then
+    echo "ctest_opencl" >> "$out/failures.txt"
+  fi
+  tail -n 4 "$out/ctest_opencl.txt" | tee -a "$out/suite.log"
+fi
 sh "$(dirname "$0")/run_contact_suite.sh" "$out/contact" "$mesh" "$@"
 cat "$out/contact/failures.txt" >> "$out/failures.txt"
 run bench_cloth bench --scene cloth --steps 100 --json "$out/bench_cloth.json" "$@"
