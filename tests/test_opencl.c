@@ -1105,8 +1105,10 @@ void test_opencl_schedules_agree(piola_test *t) {
     def.substeps = 2;
     saved_env env;
     env_save(&env, "PIOLA_CL_BUILD_OPTIONS");
-    if (k == 2) {
-      setenv("PIOLA_CL_BUILD_OPTIONS", "-DPIOLA_SUPPORT_ALWAYS=1", 1);
+    if (k == 2) { /* the caller's options kept */
+      char options[1100];
+      snprintf(options, sizeof options, "%s -DPIOLA_SUPPORT_ALWAYS=1", env.value);
+      setenv("PIOLA_CL_BUILD_OPTIONS", options, 1);
     }
     piola_world *w = NULL;
     const piola_status created = piola_world_create(&def, &w);
