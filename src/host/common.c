@@ -297,6 +297,36 @@ bool piola_finite3(const float v[3]) {
   return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]);
 }
 
+bool piola_vertex_triangles(const int32_t *corners, int32_t triangle_count, int32_t first_vertex,
+                            int32_t vertex_count, int32_t **start, int32_t **incident) {
+  *start = calloc((size_t)vertex_count + 1, sizeof **start);
+  *incident = malloc(sizeof **incident * 3 * (size_t)(triangle_count > 0 ? triangle_count : 1));
+  int32_t *cursor = malloc(sizeof *cursor * (size_t)(vertex_count > 0 ? vertex_count : 1));
+  if (*start == NULL || *incident == NULL || cursor == NULL) {
+    free(*start);
+    free(*incident);
+    free(cursor);
+    *start = *incident = NULL;
+    return false;
+  }
+  for (int32_t t = 0; t < triangle_count; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      (*start)[corners[3 * (size_t)t + k] - first_vertex + 1]++;
+    }
+  }
+  for (int32_t i = 0; i < vertex_count; ++i) {
+    (*start)[i + 1] += (*start)[i];
+  }
+  memcpy(cursor, *start, sizeof *cursor * (size_t)vertex_count);
+  for (int32_t t = 0; t < triangle_count; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      (*incident)[cursor[corners[3 * (size_t)t + k] - first_vertex]++] = t;
+    }
+  }
+  free(cursor);
+  return true;
+}
+
 /* Normalises v into out; false for a zero or non-finite vector. */
 static bool unit3(const float v[3], float out[3]) {
   double l = sqrt((double)v[0] * v[0] + (double)v[1] * v[1] + (double)v[2] * v[2]);

@@ -124,13 +124,16 @@ static uint64_t window_overlap(uint64_t m, int32_t first, int32_t other) {
 static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int32_t t0, int32_t t1,
                          double thickness) {
   enum { MOST = 32 }; /* windows considered per vertex, at most */
-  const size_t nt = (size_t)(t1 - t0), nv = (size_t)(sv1 - sv0);
-  int32_t *start = calloc(nv + 1, sizeof *start);
-  int32_t *incident = malloc(sizeof *incident * (3 * nt + 1));
+  const size_t nt = (size_t)(t1 - t0);
+  int32_t *start, *incident; /* the triangles each vertex is a corner of, from t0 */
+  if (!piola_vertex_triangles(c->triangle + 3 * (size_t)t0, t1 - t0, sv0, sv1 - sv0, &start,
+                              &incident)) {
+    return false;
+  }
   int32_t *stamp = malloc(sizeof *stamp * (nt + 1)); /* the vertex that tested the triangle */
   unsigned char *near = malloc(nt + 1);
   double *sphere = malloc(sizeof *sphere * (4 * nt + 1));
-  if (!start || !incident || !stamp || !near || !sphere) {
+  if (!stamp || !near || !sphere) {
     free(start);
     free(incident);
     free(stamp);
@@ -138,15 +141,7 @@ static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int
     free(sphere);
     return false;
   }
-  /* The triangles each vertex is a corner of (counted, then filled), and the rest spheres. */
-  for (size_t t = 0; t < nt; ++t) {
-    for (int k = 0; k < 3; ++k) {
-      start[c->triangle[3 * ((size_t)t0 + t) + (size_t)k] - sv0 + 1]++;
-    }
-  }
-  for (size_t i = 0; i < nv; ++i) {
-    start[i + 1] += start[i];
-  }
+  /* The triangles' rest spheres. */
   for (size_t t = 0; t < nt; ++t) {
     const int32_t *q = c->triangle + 3 * ((size_t)t0 + t);
     const piola_v3 a = at3(c->vertex_rest, q[0]), b = at3(c->vertex_rest, q[1]),
@@ -159,15 +154,8 @@ static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int
     sphere[4 * t + 2] = centre.z;
     sphere[4 * t + 3] =
         sqrt(fmax(piola_v3_dot(ea, ea), fmax(piola_v3_dot(eb, eb), piola_v3_dot(ed, ed))));
-    for (int k = 0; k < 3; ++k) {
-      incident[start[q[k] - sv0]++] = t0 + (int32_t)t; /* start[] runs one vertex ahead */
-    }
     stamp[t] = -1;
   }
-  for (size_t i = nv; i > 0; --i) {
-    start[i] = start[i - 1];
-  }
-  start[0] = 0;
   const int32_t last_first = t1 - PIOLA_NEAR_WINDOW > t0 ? t1 - PIOLA_NEAR_WINDOW : t0;
   for (int32_t sv = sv0; sv < sv1; ++sv) {
     const piola_v3 rest = at3(c->vertex_rest, sv);
@@ -176,7 +164,7 @@ static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int
     uint64_t mask[MOST];
     int n = 0;
     for (int32_t e = start[sv - sv0]; e < start[sv - sv0 + 1] && n < MOST; ++e) {
-      int32_t f = incident[e] - PIOLA_NEAR_WINDOW / 2;
+      int32_t f = t0 + incident[e] - PIOLA_NEAR_WINDOW / 2;
       f = f < t0 ? t0 : f > last_first ? last_first : f;
       bool seen = false;
       for (int j = 0; j < n; ++j) {

@@ -60,6 +60,13 @@ bool piola_grow(void **ptr, size_t size, int32_t needed, int32_t *capacity);
 /* Whether all three components of v are finite. */
 bool piola_finite3(const float v[3]);
 
+/* Per vertex v of [first_vertex, first_vertex + vertex_count), the triangles it is a corner of
+ * in ascending order (CSR: incident[start[v - first_vertex] .. start[v - first_vertex + 1]),
+ * triangle indices from 0), of the triangle_count triangles of `corners` (3 vertex indices
+ * each). False when out of memory, with *start and *incident freed and NULL. */
+bool piola_vertex_triangles(const int32_t *corners, int32_t triangle_count, int32_t first_vertex,
+                            int32_t vertex_count, int32_t **start, int32_t **incident);
+
 /* Materials ---------------------------------------------------------------------------- */
 
 /* Checks a material; writes the reason to `reason` (size n) when it is invalid. */

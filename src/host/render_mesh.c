@@ -55,36 +55,6 @@ static piola_render_mesh *render_mesh(const piola_world *w, piola_render_mesh_id
   return &w->render_meshes[slot];
 }
 
-/* Per surface vertex of b, its triangles (corners triangle_sv) in ascending order (CSR); false
- * when out of memory. */
-static bool build_incidence(const piola_body *b, const int32_t *triangle_sv, int32_t **start,
-                            int32_t **incident) {
-  const int32_t nsv = b->surface_vertex_count, nt = b->surface_count;
-  *start = calloc((size_t)nsv + 1, sizeof **start);
-  *incident = malloc(sizeof **incident * 3 * (size_t)(nt > 0 ? nt : 1));
-  int32_t *cursor = malloc(sizeof *cursor * (size_t)(nsv > 0 ? nsv : 1));
-  if (*start == NULL || *incident == NULL || cursor == NULL) {
-    free(cursor);
-    return false;
-  }
-  for (int32_t t = 0; t < nt; ++t) {
-    for (int k = 0; k < 3; ++k) {
-      (*start)[triangle_sv[3 * (size_t)t + k] + 1]++;
-    }
-  }
-  for (int32_t i = 0; i < nsv; ++i) {
-    (*start)[i + 1] += (*start)[i];
-  }
-  memcpy(cursor, *start, sizeof *cursor * (size_t)nsv);
-  for (int32_t t = 0; t < nt; ++t) {
-    for (int k = 0; k < 3; ++k) {
-      (*incident)[cursor[triangle_sv[3 * (size_t)t + k]]++] = t;
-    }
-  }
-  free(cursor);
-  return true;
-}
-
 /* Unit vertex normals (3 per surface vertex) of the surface over body-local positions x. */
 static void vertex_normals(const piola_body *b, const int32_t *start, const int32_t *incident,
                            const double *x, double *normals) {
@@ -324,7 +294,8 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
   piola_status s = PIOLA_ERROR_OUT_OF_MEMORY;
   if (rm.triangle != NULL && rm.coordinates != NULL && x != NULL && normals != NULL &&
       rm.triangle_sv != NULL &&
-      build_incidence(b, rm.triangle_sv, &rm.incident_start, &rm.incident)) {
+      piola_vertex_triangles(rm.triangle_sv, b->surface_count, 0, b->surface_vertex_count,
+                             &rm.incident_start, &rm.incident)) {
     s = body_positions(w, b, x);
   }
   if (s == PIOLA_OK) {
