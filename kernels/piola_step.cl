@@ -162,13 +162,20 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
    * work-item: 10% the other way; bench/RESULTS.md). */
   piola_tet_support support = piola_tet_support_none();
   const int supported = a.support && (d0.w >= 0.0f || d1.w >= 0.0f || d2.w >= 0.0f || d3.w >= 0.0f);
+  /* Corner by corner, without arrays indexed in a loop: NVIDIA's compiler kept those in a
+   * stack frame (32 bytes, ptxas). */
   if (supported) {
-    const int corner[4] = {r->q.x, r->q.y, r->q.z, r->q.w};
-    const float dw[4] = {d0.w, d1.w, d2.w, d3.w};
-    for (int k = 0; k < 4; ++k) {
-      if (dw[k] >= 0.0f) {
-        support.normal[k] = piola_v3_from4(a.support[corner[k]]);
-      }
+    if (d0.w >= 0.0f) {
+      support.normal[0] = piola_v3_from4(a.support[r->q.x]);
+    }
+    if (d1.w >= 0.0f) {
+      support.normal[1] = piola_v3_from4(a.support[r->q.y]);
+    }
+    if (d2.w >= 0.0f) {
+      support.normal[2] = piola_v3_from4(a.support[r->q.z]);
+    }
+    if (d3.w >= 0.0f) {
+      support.normal[3] = piola_v3_from4(a.support[r->q.w]);
     }
   }
   int flags =
