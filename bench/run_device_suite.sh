@@ -25,6 +25,14 @@ mkdir -p "$out"
 : > "$out/failures.txt"
 . "$(dirname "$0")/suite_run.sh"
 "$piola" devices > "$out/devices.txt" 2>&1
+# The program the device built (PTX on NVIDIA: `ptxas -arch=sm_XX -v` gives each kernel's
+# registers, stack frame and spills), when piola_program_dump was built beside the program;
+# the device of PIOLA_DEVICE, else the best one.
+dump="$(dirname "$piola")/piola_program_dump"
+if [ -x "$dump" ]; then
+  "$dump" --out "$out/program.bin" > "$out/program.txt" 2>&1 ||
+    echo "program_dump" >> "$out/failures.txt"
+fi
 if [ -n "${PIOLA_TEST_DIR:-}" ]; then
   echo "== ctest_opencl: ctest -R '^opencl_' in $PIOLA_TEST_DIR" | tee -a "$out/suite.log"
   if ! (cd "$PIOLA_TEST_DIR" && PIOLA_DEVICE=${PIOLA_DEVICE:-gpu} ctest -j8 -R '^opencl_' \

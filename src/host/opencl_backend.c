@@ -166,6 +166,8 @@ struct piola_opencl {
   cl_mem buffers[BUF_COUNT];
   size_t buffer_bytes[BUF_COUNT];
   char device_name[128];
+  char program_options[512]; /* the build options of program and packet_program */
+  char packet_options[640];
   size_t wg;
   cl_ulong local_bytes; /* the device's local memory per work-group */
   bool live;            /* the device holds the current vertex and tet state */
@@ -868,11 +870,10 @@ static piola_status build_packet_program(piola_opencl *cl, const char *options,
     }
   }
   cl->packet_wg = cl->wg < PACKET_WORK_GROUP ? cl->wg : PACKET_WORK_GROUP;
-  char packet_options[320];
-  snprintf(packet_options, sizeof packet_options,
+  snprintf(cl->packet_options, sizeof cl->packet_options,
            "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu -DPIOLA_BODY_WG=%d -DPIOLA_LANES=%d%s",
            cl->packet_wg, PACKET_BODY_WORK_GROUP, cl->lanes, options);
-  return build_program(cl->faults, cl->context, cl->device, sources, 4, packet_options, log,
+  return build_program(cl->faults, cl->context, cl->device, sources, 4, cl->packet_options, log,
                        &cl->packet_program);
 }
 
@@ -898,16 +899,16 @@ piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
                   NULL);
   s = make_context(faults, &d, w->def.profile, log, &cl->context, &cl->queue);
   if (s == PIOLA_OK) {
-    char common[160], options[256];
+    char common[400];
     const char *extra = getenv("PIOLA_CL_BUILD_OPTIONS");
     /* PIOLA_CPU_DEVICE: kernels/piola_step.cl (the support record) and piola_packet.cl (the
      * prefetch hint) pick the form that is faster or that compiles there. */
     snprintf(common, sizeof common, "%s%s %s", w->def.fast_math ? " -cl-fast-relaxed-math" : "",
              cl->cpu_device ? " -DPIOLA_CPU_DEVICE=1" : "", extra ? extra : "");
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s", cl->wg,
-             common);
+    snprintf(cl->program_options, sizeof cl->program_options,
+             "-cl-std=CL1.2 -DPIOLA_EMBEDDED=1 -DPIOLA_WG=%zu%s", cl->wg, common);
     s = build_program(faults, cl->context, cl->device, piola_kernel_sources,
-                      (cl_uint)piola_kernel_source_count, options, log, &cl->program);
+                      (cl_uint)piola_kernel_source_count, cl->program_options, log, &cl->program);
     cl->lanes = pick_lanes(&w->def, &d);
     if (s == PIOLA_OK && cl->lanes > 1) {
       s = build_packet_program(cl, common, log);
@@ -2615,4 +2616,41 @@ piola_status piola_opencl_attachments_upload(piola_world *w) {
   }
   free(targets);
   return e == CL_SUCCESS ? PIOLA_OK : wfail(w, e, "clEnqueueWriteBuffer (attachments)");
+}
+
+piola_status piola_opencl_program_binary(const piola_world *w, bool packets, unsigned char **binary,
+                                         size_t *size, const char **options) {
+  *binary = NULL;
+  *size = 0;
+  *options = "";
+  const piola_opencl *cl = w->cl;
+  if (cl == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  cl_program program = packets ? cl->packet_program : cl->program;
+  if (program == NULL) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR, "OpenCL: no %s program was built on this device",
+              packets ? "packet" : "main");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  /* One device per program: one binary. */
+  size_t n = 0;
+  cl_int e = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL);
+  if (e != CL_SUCCESS) {
+    return cl_fail(&w->def.logger, e, "clGetProgramInfo");
+  }
+  unsigned char *bytes = malloc(n > 0 ? n : 1);
+  if (bytes == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  unsigned char *list[1] = {bytes};
+  e = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof list, list, NULL);
+  if (e != CL_SUCCESS) {
+    free(bytes);
+    return cl_fail(&w->def.logger, e, "clGetProgramInfo");
+  }
+  *binary = bytes;
+  *size = n;
+  *options = packets ? cl->packet_options : cl->program_options;
+  return PIOLA_OK;
 }

@@ -40,6 +40,15 @@ piola_status piola_opencl_end_step(piola_world *w) {
   (void)w;
   return PIOLA_ERROR_UNSUPPORTED;
 }
+piola_status piola_opencl_program_binary(const piola_world *w, bool packets, unsigned char **binary,
+                                         size_t *size, const char **options) {
+  (void)w;
+  (void)packets;
+  *binary = NULL;
+  *size = 0;
+  *options = "";
+  return PIOLA_ERROR_UNSUPPORTED;
+}
 bool piola_opencl_per_body(const piola_world *w) {
   (void)w;
   return false;

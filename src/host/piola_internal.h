@@ -512,6 +512,12 @@ typedef enum piola_bodies_part {
 piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part);
 /* Flushes the queue (and collects stage times when profiling). */
 piola_status piola_opencl_end_step(piola_world *w);
+/* The binary of the world's main OpenCL program, or with `packets` of its packet program, as
+ * the device's compiler returned it (PTX text on NVIDIA GPUs, a device ELF or bitcode
+ * elsewhere), in *binary (malloc'ed; the caller frees it), and the options it was built with
+ * (owned by the world). For bench/program_dump.c, which feeds a profile. */
+piola_status piola_opencl_program_binary(const piola_world *w, bool packets, unsigned char **binary,
+                                         size_t *size, const char **options);
 piola_status piola_opencl_finish(piola_world *w);
 /* Whether the device holds the live state. */
 bool piola_opencl_live(const piola_world *w);
