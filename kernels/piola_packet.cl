@@ -92,14 +92,15 @@ PIOLA_FN int piola_same_paths(piola_material_data a, piola_material_data b) {
 }
 
 /* Projects the packet of tets first + begin .. (at most PIOLA_LANES of them) of a color of
- * count tets [first, first + count); arguments as piola_solve_color's. */
-PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
-                                 __global const int4 *tets, __global const float *tet_m,
-                                 __global const float *tet_volume, __global float *tet_lambda,
-                                 __global const int *tet_material,
-                                 __constant piola_material_data *materials, int first, int count,
-                                 int begin, int stride, float inv_h2,
-                                 __global const float4 *support, int inverted_only) {
+ * count tets [first, first + count); arguments as piola_solve_color's. Returns whether a lane
+ * did work. */
+PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
+                                __global const int4 *tets, __global const float *tet_m,
+                                __global const float *tet_volume, __global float *tet_lambda,
+                                __global const int *tet_material,
+                                __constant piola_material_data *materials, int first, int count,
+                                int begin, int stride, float inv_h2, __global const float4 *support,
+                                int inverted_only) {
   const int n = min(PIOLA_L, count - begin);
   /* Gather: lane l holds tet first + begin + l (the last tet again in spare lanes). */
   int corner[4][PIOLA_L], material[PIOLA_L];
@@ -175,7 +176,8 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
   }
   /* One pass per kind of material among the lanes. In the inverted-tet pass the lanes whose
    * tets are not inverted count as done from the start. */
-  int done = 0; /* lanes projected, one bit each */
+  int done = 0;    /* lanes projected, one bit each */
+  int written = 0; /* whether a lane did work */
   if (inverted_only) {
     int inverted[PIOLA_L];
     PIOLA_VSTORE(piola_tet_inverted(p[0], p[1], p[2], p[3], dm_inv), 0, inverted);
@@ -231,6 +233,7 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
         continue;
       }
       const int t = first + begin + l;
+      written = 1;
       tet_lambda[t] = out0[l];
       tet_lambda[stride + t] = out1[l];
       for (int k = 0; k < 4; ++k) {
@@ -242,6 +245,7 @@ PIOLA_FN void piola_solve_packet(__global const float4 *x, __global float4 *d,
     }
     done |= active;
   }
+  return written;
 }
 
 /* SOLVE_TETS, Gauss-Seidel, per color: packet i of a color of count tets from first (arguments
@@ -261,31 +265,51 @@ __kernel __attribute__((reqd_work_group_size(PIOLA_WG, 1, 1))) void piola_solve_
 /* SOLVE_TETS, Gauss-Seidel, per body: work-group b goes through body b's colors (body_color:
  * first tet and count per body and color), its packets spread over the work-items, a barrier
  * between colors. One launch per iteration, and a body's vertices stay in the core's cache
- * through its colors (a launch per color sweeps every body's). Bodies share no vertex. */
+ * through its colors (a launch per color sweeps every body's). Bodies share no vertex. The
+ * inverted-tet pass sweeps the colors again while a sweep did work, `passes` times at most. */
 __kernel __attribute__((reqd_work_group_size(PIOLA_BODY_WG, 1, 1))) void
 piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global const int4 *tets,
                          __global const float *tet_m, __global const float *tet_volume,
                          __global float *tet_lambda, __global const int *tet_material,
                          __constant piola_material_data *materials, __global const int *body_color,
                          int color_count, int stride, float inv_h2, __global const float4 *support,
-                         int inverted_only) {
+                         int inverted_only, int passes) {
   const int b = (int)get_group_id(0), lid = (int)get_local_id(0);
-  for (int c = 0; c < color_count; ++c) {
-    const int first = body_color[2 * (b * color_count + c)];
-    const int count = body_color[2 * (b * color_count + c) + 1];
-    if (c + 1 < color_count) {
-      const int next_first = body_color[2 * (b * color_count + c + 1)];
-      const int next_count = body_color[2 * (b * color_count + c + 1) + 1];
-      for (int begin = lid * PIOLA_L; begin < next_count; begin += PIOLA_BODY_WG * PIOLA_L) {
-        piola_prefetch_packet(tets, tet_m, tet_volume, tet_lambda, tet_material, next_first + begin,
-                              stride);
+  __local int worked; /* whether a tet of the body did work in this sweep */
+  for (int sweep = 0; sweep < passes; ++sweep) {
+    if (lid == 0) {
+      worked = 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int mine = 0;
+    for (int c = 0; c < color_count; ++c) {
+      const int first = body_color[2 * (b * color_count + c)];
+      const int count = body_color[2 * (b * color_count + c) + 1];
+      if (c + 1 < color_count) {
+        const int next_first = body_color[2 * (b * color_count + c + 1)];
+        const int next_count = body_color[2 * (b * color_count + c + 1) + 1];
+        for (int begin = lid * PIOLA_L; begin < next_count; begin += PIOLA_BODY_WG * PIOLA_L) {
+          piola_prefetch_packet(tets, tet_m, tet_volume, tet_lambda, tet_material,
+                                next_first + begin, stride);
+        }
       }
+      for (int begin = lid * PIOLA_L; begin < count; begin += PIOLA_BODY_WG * PIOLA_L) {
+        mine |=
+            piola_solve_packet(x, d, tets, tet_m, tet_volume, tet_lambda, tet_material, materials,
+                               first, count, begin, stride, inv_h2, support, inverted_only);
+      }
+      barrier(CLK_GLOBAL_MEM_FENCE);
     }
-    for (int begin = lid * PIOLA_L; begin < count; begin += PIOLA_BODY_WG * PIOLA_L) {
-      piola_solve_packet(x, d, tets, tet_m, tet_volume, tet_lambda, tet_material, materials, first,
-                         count, begin, stride, inv_h2, support, inverted_only);
+    /* a sweep that did no work changed nothing, nor would the next ones */
+    if (mine) {
+      atomic_or(&worked, 1);
     }
-    barrier(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int any = worked;
+    barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read it before the next reset */
+    if (!any) {
+      break;
+    }
   }
 }
 #endif /* PIOLA_LANES */

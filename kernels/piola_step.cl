@@ -531,20 +531,22 @@ PIOLA_KERNEL void piola_update_velocities(__global float4 *x, __global float4 *v
 /* The per-body kernel keeps a body's vertices on chip: lx and ld hold x and d of its vertices
  * (local index = global index - v0) for the whole launch. These are the gathers and scatters
  * of the functions above on local memory; the math is the same calls. */
-PIOLA_FN void piola_solve_tet_local(__local const float4 *x, __local float4 *d, piola_tet_arrays a,
-                                    __constant piola_material_data *materials, float inv_h2, int t,
-                                    const piola_tet_record *r, int v0) {
+PIOLA_FN int piola_solve_tet_local(__local const float4 *x, __local float4 *d, piola_tet_arrays a,
+                                   __constant piola_material_data *materials, float inv_h2, int t,
+                                   const piola_tet_record *r, int v0) {
   const int4 q = r->q - (int4)(v0);
   piola_v3 dx[4];
   piola_real held[4];
-  if (piola_project_tet_at(a, materials, inv_h2, t, r, x[q.x], x[q.y], x[q.z], x[q.w], d[q.x],
-                           d[q.y], d[q.z], d[q.w], dx, held) &
-      PIOLA_TET_WORKED) {
+  const int worked = (piola_project_tet_at(a, materials, inv_h2, t, r, x[q.x], x[q.y], x[q.z],
+                                           x[q.w], d[q.x], d[q.y], d[q.z], d[q.w], dx, held) &
+                      PIOLA_TET_WORKED) != 0;
+  if (worked) {
     d[q.x] = piola_displace_corner(d[q.x], dx[0], held[0]);
     d[q.y] = piola_displace_corner(d[q.y], dx[1], held[1]);
     d[q.z] = piola_displace_corner(d[q.z], dx[2], held[2]);
     d[q.w] = piola_displace_corner(d[q.w], dx[3], held[3]);
   }
+  return worked;
 }
 
 PIOLA_FN void piola_jacobi_tet_local(__local const float4 *x, __local const float4 *d,
@@ -574,7 +576,9 @@ PIOLA_FN void piola_jacobi_tet_local(__local const float4 *x, __local const floa
  * `part` (piola_bodies_part): 0 the whole substep; with contacts, which couple the bodies and
  * run as launches of their own between the parts, 1 predict and reset the multipliers only,
  * 2 one iteration over the tets only (contacts and colliders follow it), 3 the inverted-tet
- * pass (part 2 projecting only the tets with det F <= 0, after the iterations).
+ * pass (part 2 projecting only the tets with det F <= 0, after the iterations), repeated while a
+ * sweep of the body did work, `iterations` times at most (the host passes
+ * PIOLA_INVERTED_PASSES).
  * collider_t_end: the time from the start of the step to the end of this substep (s), where the
  * colliders stand.
  * lx, ld: local memory for the largest body's vertex count each. The body's x and d are read
@@ -630,8 +634,16 @@ PIOLA_KERNEL void piola_substep_bodies(
    * early return (or an if around the rest) PoCL 3.1 corrupted host memory running this
    * kernel, although the condition is uniform. */
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-  const int passes = part == 0 ? iterations : part >= 2 ? 1 : 0;
+  const int passes = part == 0 || part == 3 ? iterations : part == 2 ? 1 : 0;
+  __local int worked; /* part 3: whether a tet of the body did work in this sweep */
   for (int it = 0; it < passes; ++it) {
+    if (part == 3) {
+      if (lid == 0) {
+        worked = 0;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    int mine = 0; /* whether one of this work-item's tets did */
     /* SOLVE_TETS: the colors, then the Jacobi tail. `next`: this work-item's first tet of the
      * next color (PIOLA_PREFETCH); tets beyond the work-group's size load where they are used. */
     piola_tet_record next;
@@ -650,11 +662,11 @@ PIOLA_KERNEL void piola_substep_bodies(
         next = piola_load_tet(a, body_color[2 * (b * color_count + c + 1)] + lid);
       }
       if (lid < count) {
-        piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + lid, &cur, v0);
+        mine |= piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + lid, &cur, v0);
       }
       for (int k = lid + nl; k < count; k += nl) {
         const piola_tet_record r = piola_load_tet(a, first + k);
-        piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + k, &r, v0);
+        mine |= piola_solve_tet_local(lx, ld, a, materials, inv_h2, first + k, &r, v0);
       }
       barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -669,6 +681,7 @@ PIOLA_KERNEL void piola_substep_bodies(
         if (sum.w > 0.0f) {
           int i = jacobi_vertices[tv_first + k] - v0;
           ld[i] = piola_jacobi_displace(ld[i], sum, omega);
+          mine = 1;
         }
       }
       barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
@@ -681,6 +694,18 @@ PIOLA_KERNEL void piola_substep_bodies(
       }
       /* the supports are read by the next iteration's tets */
       barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    }
+    /* part 3: a sweep that did no work changed nothing, nor would the next ones */
+    if (part == 3) {
+      if (mine) {
+        atomic_or(&worked, 1);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+      const int any = worked;
+      barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read it before the next reset */
+      if (!any) {
+        break;
+      }
     }
   }
   /* Back to global memory; UPDATE_VELOCITIES with the whole substep */

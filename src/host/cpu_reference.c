@@ -85,28 +85,33 @@ static void add3(double *a, int32_t i, piola_v3 d) {
   a[3 * (size_t)i + 2] += d.z;
 }
 
-/* Gauss-Seidel over tets [first, first + count) of one color. */
-static void solve_range(piola_world *w, int32_t first, int32_t count, double inv_h2) {
+/* Gauss-Seidel over tets [first, first + count) of one color; whether any did work. */
+static bool solve_range(piola_world *w, int32_t first, int32_t count, double inv_h2) {
   piola_v3 x[4]; /* corrections */
+  bool worked = false;
   for (int32_t t = first; t < first + count; ++t) {
     if (project(w, t, inv_h2, true, x) & PIOLA_TET_WORKED) {
       const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
       for (int k = 0; k < 4; ++k) {
         add3(w->p, q[k], x[k]);
       }
+      worked = true;
     }
   }
+  return worked;
 }
 
 /* The Jacobi pass over tail tets [first, first + count) and their vertices' entries
  * [vfirst, vfirst + vcount) of the tail vertex list: every tet projected from the same
  * positions, each vertex moved by omega times the mean correction of the tets that did work
  * on it, gathered in list order (as the kernels do). */
-static void jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t vfirst,
+static bool jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t vfirst,
                          int32_t vcount, double inv_h2) {
   piola_v3 x[4];
+  bool any = false;
   for (int32_t t = first; t < first + count; ++t) {
     const int worked = (project(w, t, inv_h2, false, x) & PIOLA_TET_WORKED) != 0;
+    any = any || worked;
     for (int k = 0; k < 4; ++k) {
       double *d =
           w->solver.jacobi_delta + 16 * (size_t)(t - w->solver.jacobi_first) + 4 * (size_t)k;
@@ -132,23 +137,32 @@ static void jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t v
       }
     }
   }
+  return any;
 }
 
 /* One iteration over the tets: per body, its colors in order (Gauss-Seidel; within a color the
  * order does not matter, no two tets share a vertex), then its Jacobi tail. Bodies share no
  * vertex, so going body by body gives exactly the result of going color by color over all
- * bodies (the kernels' per-stage schedule) while each body's data stays in cache. */
+ * bodies (the kernels' per-stage schedule) while each body's data stays in cache. The
+ * inverted-tet pass sweeps a body again while a sweep did work, PIOLA_INVERTED_PASSES times at
+ * most: a sweep that did none changed nothing, so the sweeps the kernels' per-stage schedule
+ * runs after it (it runs them all) change nothing either. */
 static void solve_tets(piola_world *w, double h) {
   const double inv_h2 = 1.0 / (h * h);
+  const int sweeps = w->tets_inverted_only ? PIOLA_INVERTED_PASSES : 1;
   for (int32_t b = 0; b < w->solver.body_count; ++b) {
-    for (int32_t c = 0; c < w->solver.color_count; ++c) {
-      const int32_t *range =
-          w->solver.body_color + 2 * ((size_t)b * w->solver.color_count + (size_t)c);
-      solve_range(w, range[0], range[1], inv_h2);
-    }
-    const int32_t *tail = w->solver.body_jacobi + 4 * (size_t)b;
-    if (tail[1] > 0) {
-      jacobi_range(w, tail[0], tail[1], tail[2], tail[3], inv_h2);
+    bool worked = true;
+    for (int sweep = 0; sweep < sweeps && worked; ++sweep) {
+      worked = false;
+      for (int32_t c = 0; c < w->solver.color_count; ++c) {
+        const int32_t *range =
+            w->solver.body_color + 2 * ((size_t)b * w->solver.color_count + (size_t)c);
+        worked = solve_range(w, range[0], range[1], inv_h2) || worked;
+      }
+      const int32_t *tail = w->solver.body_jacobi + 4 * (size_t)b;
+      if (tail[1] > 0) {
+        worked = jacobi_range(w, tail[0], tail[1], tail[2], tail[3], inv_h2) || worked;
+      }
     }
   }
 }

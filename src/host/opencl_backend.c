@@ -1970,9 +1970,15 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   cl_mem *b = cl->buffers;
   cl_int stride = cl->tet_count;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+  /* The inverted-tet pass sweeps the colors (and the tail) PIOLA_INVERTED_PASSES times: a sweep
+   * after one that did no work changes nothing, so this computes what the CPU reference's
+   * sweeps, which end there, compute. The per-body packet kernel repeats its sweep itself and
+   * ends early, where no Jacobi tail has to come between the sweeps. */
+  const int sweeps = w->tets_inverted_only ? PIOLA_INVERTED_PASSES : 1;
   if (cl->lanes > 1 && w->solver.color_count > 0 && packets_per_body(w)) {
     const int kb = KERNEL_SOLVE_BODY_PACKETS;
     cl_int colors = w->solver.color_count;
+    cl_int inside = w->solver.jacobi_count == 0 ? sweeps : 1;
     piola_status s = set_tet_args(w, kb);
     if (s != PIOLA_OK) {
       return s;
@@ -1982,11 +1988,14 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
     SET_ARG(kb, 10, stride);
     SET_ARG(kb, 11, inv_h2);
     SET_ARG(kb, 12, b[BUF_SUPPORT]);
-    s = launch(w, kb, w->solver.body_count * PACKET_BODY_WORK_GROUP, stage);
-    if (s != PIOLA_OK) {
-      return s;
+    SET_ARG(kb, 14, inside);
+    for (int sweep = 0; sweep < sweeps / inside && s == PIOLA_OK; ++sweep) {
+      s = launch(w, kb, w->solver.body_count * PACKET_BODY_WORK_GROUP, stage);
+      if (s == PIOLA_OK) {
+        s = solve_jacobi_tail(w, h, stage);
+      }
     }
-    return solve_jacobi_tail(w, h, stage);
+    return s;
   }
   /* One tet per work-item, or a packet of cl->lanes tets (piola_packet.cl; same arguments). */
   const int k = cl->lanes > 1 ? KERNEL_SOLVE_PACKETS : KERNEL_SOLVE;
@@ -1997,16 +2006,18 @@ static piola_status solve_tets(piola_world *w, double h, piola_stage stage) {
   SET_ARG(k, 10, stride);
   SET_ARG(k, 11, inv_h2);
   SET_ARG(k, 12, b[BUF_SUPPORT]);
-  for (int32_t c = 0; c < w->solver.color_count; ++c) {
-    cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
-    SET_ARG(k, 8, first);
-    SET_ARG(k, 9, count);
-    s = launch(w, k, (count + cl->lanes - 1) / cl->lanes, stage);
-    if (s != PIOLA_OK) {
-      return s;
+  for (int sweep = 0; sweep < sweeps && s == PIOLA_OK; ++sweep) {
+    for (int32_t c = 0; c < w->solver.color_count && s == PIOLA_OK; ++c) {
+      cl_int first = w->solver.color_first[c], count = w->solver.color_size[c];
+      SET_ARG(k, 8, first);
+      SET_ARG(k, 9, count);
+      s = launch(w, k, (count + cl->lanes - 1) / cl->lanes, stage);
+    }
+    if (s == PIOLA_OK) {
+      s = solve_jacobi_tail(w, h, stage);
     }
   }
-  return solve_jacobi_tail(w, h, stage);
+  return s;
 }
 
 /* SOLVE_TETS: the Jacobi tail, if any (after the colors). */
@@ -2271,7 +2282,9 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   const int k = KERNEL_SUBSTEP_BODIES;
   cl_int has_forces = w->f != NULL && b[BUF_FORCES] != NULL;
   cl_mem forces = has_forces ? b[BUF_FORCES] : b[BUF_X];
-  cl_int ncol = w->collider_count, colors = w->solver.color_count, iterations = w->def.iterations;
+  cl_int ncol = w->collider_count, colors = w->solver.color_count;
+  /* the inverted-tet pass: its sweeps at most (piola_substep_bodies) */
+  cl_int iterations = part == PIOLA_BODIES_INVERTED ? PIOLA_INVERTED_PASSES : w->def.iterations;
   cl_int stride = cl->tet_count, jfirst = w->solver.jacobi_first;
   cl_float4 hg = gravity_impulse(w, h);
   cl_float hf = (cl_float)h, inv_h = (cl_float)(1.0 / h), inv_h2 = (cl_float)(1.0 / (h * h));

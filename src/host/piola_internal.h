@@ -27,6 +27,10 @@
 /* From this Poisson ratio on, one constraint per tet (the PBD form, PIOLA_SPLIT_NONE)
  * overshoots the volume mode (lambda/mu >= 4); piola_world_add_tet_body() warns. */
 #define PIOLA_ONE_CONSTRAINT_MAX_NU 0.4f
+/* Sweeps of the inverted-tet pass at most (piola_world_step): each backend repeats its sweep
+ * over the colors until one finds no inverted tet to project, or this many times. One
+ * projection lifts a sliver pressed deep through its base only part of the way. */
+#define PIOLA_INVERTED_PASSES 4
 
 /* Messages ----------------------------------------------------------------------------- */
 
@@ -383,7 +387,7 @@ struct piola_world {
   piola_solver_attachments attach;
   int32_t iteration; /* the iteration of the substep running (0 resets the attachments) */
   /* SOLVE_TETS runs as the inverted-tet pass: only tets with det F <= 0 are projected (the
-   * cloth kinds not at all); see piola_world_step */
+   * cloth kinds not at all), in up to PIOLA_INVERTED_PASSES sweeps; see piola_world_step */
   bool tets_inverted_only;
 
   piola_render_mesh *render_meshes;

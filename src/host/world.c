@@ -9,7 +9,8 @@
  *     broad phase; narrow phase (contacts: once per substep, from x to the predicted p);
  *     repeat iterations times: solve tets (color by color); contacts; collide (each collider
  *       at its pose at the end of the substep);
- *     with contacts: the inverted-tet pass (solve tets, only those with det F <= 0);
+ *     with contacts: the inverted-tet pass (solve tets, only those with det F <= 0; repeated
+ *       while a sweep does work, PIOLA_INVERTED_PASSES times at most);
  *     update velocities (and damp); plasticity (plastic bodies only)
  *
  * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
@@ -19,7 +20,9 @@
  * sliver would end every substep inverted. One more pass over the colors after the iterations
  * projects the tets that end the iterations inverted, and only those (each with its own
  * inversion handling, from its multipliers of the substep), so that no contact leaves a tet
- * turned over; every other tet and every contact keep the iterations' result. Supported corners
+ * turned over; every other tet and every contact keep the iterations' result. One projection
+ * lifts a sliver pressed deep through its base only part of the way, so the pass sweeps the
+ * colors again while a sweep did work, up to PIOLA_INVERTED_PASSES (4) sweeps. Supported corners
  * are not moved into their colliders (piola_tet_support).
  *   colliders advance along their velocities by dt
  *
