@@ -275,12 +275,12 @@ piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global 
                          int color_count, int stride, float inv_h2, __global const float4 *support,
                          int inverted_only, int passes) {
   const int b = (int)get_group_id(0), lid = (int)get_local_id(0);
-  __local int worked; /* whether a tet of the body did work in this sweep */
+  __local int worked; /* piola_group_any's flag: whether a tet of the body did work in a sweep */
+  if (lid == 0) {
+    worked = 0;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
   for (int sweep = 0; sweep < passes; ++sweep) {
-    if (lid == 0) {
-      worked = 0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
     int mine = 0;
     for (int c = 0; c < color_count; ++c) {
       const int first = body_color[2 * (b * color_count + c)];
@@ -301,13 +301,7 @@ piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global 
       barrier(CLK_GLOBAL_MEM_FENCE);
     }
     /* a sweep that did no work changed nothing, nor would the next ones */
-    if (mine) {
-      atomic_or(&worked, 1);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int any = worked;
-    barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read it before the next reset */
-    if (!any) {
+    if (!piola_group_any(mine, &worked)) {
       break;
     }
   }

@@ -291,4 +291,23 @@ PIOLA_FN piola_sym3 piola_green_strain(piola_m3 f) {
   return piola_green_strain_of(piola_m3_mul_at(f, f));
 }
 
+#ifdef __OPENCL_VERSION__
+/* Whether any work-item of the work-group passed `mine` true; every work-item must call it, and
+ * `flag` (local memory) must be 0 on entry, as the call leaves it. The inverted-tet pass's
+ * kernels use it to end their sweeps together. */
+PIOLA_FN int piola_group_any(int mine, __local int *flag) {
+  if (mine) {
+    atomic_or(flag, 1);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int any = *flag;
+  barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read it before the reset */
+  if (get_local_id(0) == 0) {
+    *flag = 0;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return any;
+}
+#endif
+
 #endif /* PIOLA_SHARED_H */

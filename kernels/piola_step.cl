@@ -630,19 +630,16 @@ PIOLA_KERNEL void piola_substep_bodies(
       }
     }
   }
+  __local int worked; /* part 3: piola_group_any's flag, whether a tet did work in a sweep */
+  if (lid == 0) {
+    worked = 0;
+  }
   /* Part 1 goes through the barrier and runs no pass rather than returning early: with an
    * early return (or an if around the rest) PoCL 3.1 corrupted host memory running this
    * kernel, although the condition is uniform. */
   barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
   const int passes = part == 0 || part == 3 ? iterations : part == 2 ? 1 : 0;
-  __local int worked; /* part 3: whether a tet of the body did work in this sweep */
   for (int it = 0; it < passes; ++it) {
-    if (part == 3) {
-      if (lid == 0) {
-        worked = 0;
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
     int mine = 0; /* whether one of this work-item's tets did */
     /* SOLVE_TETS: the colors, then the Jacobi tail. `next`: this work-item's first tet of the
      * next color (PIOLA_PREFETCH); tets beyond the work-group's size load where they are used. */
@@ -696,16 +693,8 @@ PIOLA_KERNEL void piola_substep_bodies(
       barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     }
     /* part 3: a sweep that did no work changed nothing, nor would the next ones */
-    if (part == 3) {
-      if (mine) {
-        atomic_or(&worked, 1);
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-      const int any = worked;
-      barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read it before the next reset */
-      if (!any) {
-        break;
-      }
+    if (part == 3 && !piola_group_any(mine, &worked)) {
+      break;
     }
   }
   /* Back to global memory; UPDATE_VELOCITIES with the whole substep */
