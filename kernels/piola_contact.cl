@@ -63,8 +63,26 @@ PIOLA_FN void piola_partial_max(float value, int group_maxima, int slot, __local
   }
 }
 
-/* BROAD_PHASE, first: the start and predicted positions of surface vertices i = g, g + G, ...
- * (work-item g of G) to sv_x (with the inverse mass in w) and sv_p, in the surface's order, so
+/* The items work-item g of G takes of n, as [*first, *end) by *step: on GPUs (`strided`) g, g + G,
+ * ..., so that neighbouring work-items read neighbouring items at once; on CPU devices a block
+ * of consecutive items, since a core runs a work-item's loop whole and reads its items in order
+ * (strided there, the boxes took 1.6x as long: bench/RESULTS.md). */
+PIOLA_FN void piola_item_range(int n, int strided, int *first, int *end, int *step) {
+  const int g = get_global_id(0), count = get_global_size(0);
+  if (strided) {
+    *first = g;
+    *end = n;
+    *step = count;
+  } else {
+    const int per = (n + count - 1) / count;
+    *first = min(n, g * per);
+    *end = min(n, *first + per);
+    *step = 1;
+  }
+}
+
+/* BROAD_PHASE, first: the start and predicted positions of the work-item's surface vertices
+ * (piola_item_range) to sv_x (with the inverse mass in w) and sv_p, in the surface's order, so
  * that the boxes and the narrow phase read them from there; the largest vertex box to
  * partial[2 m + 1] (piola_partial_max). */
 PIOLA_KERNEL void piola_contact_vertices(__global const float4 *x, __global const float4 *d,
@@ -73,7 +91,9 @@ PIOLA_KERNEL void piola_contact_vertices(__global const float4 *x, __global cons
                                          __global float4 *sv_p, __global float *partial) {
   __local float scratch[PIOLA_WG];
   float ve = 0.0f;
-  for (int i = get_global_id(0); i < sv_count; i += get_global_size(0)) {
+  int first, end, step;
+  piola_item_range(sv_count, group_maxima, &first, &end, &step);
+  for (int i = first; i < end; i += step) {
     const int v = sv_vertex[i];
     const float4 xv = x[v];
     const piola_v3 p = piola_position(xv, d[v]);
@@ -84,7 +104,7 @@ PIOLA_KERNEL void piola_contact_vertices(__global const float4 *x, __global cons
   piola_partial_max(ve, group_maxima, 1, scratch, partial);
 }
 
-/* BROAD_PHASE, next: the boxes of clusters i = g, g + G, ... (work-item g of G) and of their
+/* BROAD_PHASE, next: the boxes of the work-item's clusters (piola_item_range) and of their
  * triangles, from sv_x and sv_p; the largest cluster box to partial[2 m] (piola_partial_max).
  * A cluster's box carries its first and end triangle in its fourth floats. */
 PIOLA_KERNEL void piola_contact_boxes(__global const float4 *sv_x, __global const float4 *sv_p,
@@ -94,7 +114,9 @@ PIOLA_KERNEL void piola_contact_boxes(__global const float4 *sv_x, __global cons
                                       __global float4 *cluster_box, __global float *partial) {
   __local float scratch[PIOLA_WG];
   float te = 0.0f;
-  for (int i = get_global_id(0); i < cluster_count; i += get_global_size(0)) {
+  int from, to, step;
+  piola_item_range(cluster_count, group_maxima, &from, &to, &step);
+  for (int i = from; i < to; i += step) {
     const int first = cluster_first[i], end = cluster_first[i + 1];
     piola_box u = {piola_v3_make(0.0f, 0.0f, 0.0f),
                    piola_v3_make(0.0f, 0.0f, 0.0f)}; /* set at t = first */

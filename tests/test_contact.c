@@ -1409,6 +1409,62 @@ static void ct_predict(piola_world *w, double h) {
   }
 }
 
+/* A cluster's bucket list is the buckets of its cells, each once, in the order of the cells:
+ * piola_cluster_buckets (which compares bucket by bucket only the columns of cells whose runs
+ * of buckets meet) against every cell's bucket compared with all before it. Random boxes of 1
+ * to 3 cells per axis, anywhere (negative cells too), in tables of 16 and 64 buckets, where
+ * columns meet often, and of 2^17, where they rarely do. */
+void test_contact_cluster_buckets_each_once(piola_test *t) {
+  uint32_t seed = 12345u;
+  const piola_int masks[3] = {15, 63, (1 << 17) - 1};
+  int64_t lists = 0, wrong = 0, shared = 0;
+  for (int m = 0; m < 3; ++m) {
+    for (int trial = 0; trial < 20000; ++trial) {
+      double c[3], e[3];
+      for (int k = 0; k < 3; ++k) {
+        seed = seed * 1664525u + 1013904223u;
+        c[k] = ((double)(seed >> 8) / 16777216.0 - 0.5) * 200.0;
+        seed = seed * 1664525u + 1013904223u;
+        e[k] = (double)(seed >> 8) / 16777216.0 * 1.9;
+      }
+      piola_box r;
+      r.lo = piola_v3_make(c[0], c[1], c[2]);
+      r.hi = piola_v3_make(c[0] + e[0], c[1] + e[1], c[2] + e[2]);
+      const piola_real margin = 0.01, inv_cell = 1.0;
+      piola_int got[PIOLA_CELLS_PER_CLUSTER], want[PIOLA_CELLS_PER_CLUSTER], lo[3], hi[3];
+      const int n = piola_cluster_buckets(r, margin, inv_cell, masks[m], got);
+      piola_cell_range(piola_grid_cluster(r, margin), inv_cell, 3, lo, hi);
+      int expected = 0, cells = 0;
+      for (piola_int i = lo[0]; i <= hi[0]; ++i) {
+        for (piola_int j = lo[1]; j <= hi[1]; ++j) {
+          for (piola_int k = lo[2]; k <= hi[2]; ++k) {
+            const piola_int bucket = piola_cell_hash(i, j, k, masks[m]);
+            int seen = 0;
+            for (int q = 0; q < expected; ++q) {
+              seen |= want[q] == bucket;
+            }
+            cells++;
+            if (!seen) {
+              want[expected++] = bucket;
+            }
+          }
+        }
+      }
+      lists++;
+      shared += cells - expected;
+      int differ = n != expected;
+      for (int q = 0; q < n && !differ; ++q) {
+        differ = got[q] != want[q];
+      }
+      wrong += differ;
+    }
+  }
+  printf("  %lld lists, %lld cells sharing a bucket with an earlier one\n", (long long)lists,
+         (long long)shared);
+  CHECK_MSG(t, wrong == 0, "%lld of %lld bucket lists differ", (long long)wrong, (long long)lists);
+  CHECK(t, shared > 1000); /* the small tables exercised the comparison */
+}
+
 /* The grid finds every pair once: for every surface vertex, the triangles in the one bucket it
  * looks into whose boxes overlap its own are exactly those a scan of all triangles finds, each
  * once (in the cell where the pair is taken), and no vertex keeps a triangle twice. Four boxes
