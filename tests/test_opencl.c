@@ -1024,7 +1024,8 @@ void test_opencl_plastic_device_bytes(piola_test *t) {
 }
 
 /* Profile mode: device time per stage from profiling events (each > 0 for a stage that ran),
- * the same in the statistics, zeros without profiling. */
+ * the same in the statistics, zeros without profiling; and per kernel, adding up to the
+ * stages. */
 void test_opencl_profile_stage_times(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
@@ -1057,6 +1058,35 @@ void test_opencl_profile_stage_times(piola_test *t) {
       CHECK_MSG(t, ms[s] >= 0.0 && isfinite(ms[s]), "stage %s: %g ms",
                 piola_stage_name((piola_stage)s), ms[s]);
     }
+    /* The same events per kernel: every kernel of the programs, each named once; their times
+     * add up to the stages' (summed in another order: equal within rounding). */
+    piola_kernel_time kt[64];
+    int32_t kernels = -1;
+    CHECK_STATUS(t, piola_world_get_kernel_times(w, kt, 64, &kernels), PIOLA_OK);
+    REQUIRE(t, kernels > 0 && kernels <= 64);
+    double kernel_sum = 0.0;
+    int32_t predicts = -1, named = 0;
+    for (int32_t k = 0; k < kernels; ++k) {
+      named += kt[k].name != NULL && kt[k].name[0] != '\0';
+      for (int32_t j = 0; j < k; ++j) {
+        CHECK_MSG(t, strcmp(kt[j].name, kt[k].name) != 0, "kernel %s listed twice", kt[k].name);
+      }
+      CHECK_MSG(t,
+                kt[k].launches >= 0 && kt[k].ms >= 0.0 && (kt[k].launches > 0 || kt[k].ms == 0.0),
+                "kernel %s: %d launches, %g ms", kt[k].name, (int)kt[k].launches, kt[k].ms);
+      kernel_sum += kt[k].ms;
+      if (strcmp(kt[k].name, "piola_predict") == 0) {
+        predicts = kt[k].launches;
+      }
+    }
+    CHECK(t, named == kernels);
+    CHECK_MSG(t, fabs(kernel_sum - sum) <= 1e-9 * sum, "kernels %.9g ms, stages %.9g ms",
+              kernel_sum, sum);
+    CHECK_MSG(t, predicts == (profile ? def.substeps : 0), "piola_predict launched %d times",
+              (int)predicts);
+    int32_t only = -1;
+    CHECK_STATUS(t, piola_world_get_kernel_times(w, NULL, 0, &only), PIOLA_OK);
+    CHECK(t, only == kernels);
     if (profile == 0) {
       CHECK_MSG(t, sum == 0.0, "stage times without profiling: %g ms in all", sum);
       piola_world_destroy(w);

@@ -794,6 +794,11 @@ void test_world_settings_reject_bad_input(piola_test *t) {
   CHECK_REJECTED(t, &b, piola_world_get_stats(b.w, NULL), PIOLA_ERROR_INVALID_ARGUMENT, false);
   CHECK_REJECTED(t, &b, piola_world_get_stage_times(b.w, NULL), PIOLA_ERROR_INVALID_ARGUMENT,
                  false);
+  piola_kernel_time kt[2];
+  CHECK_REJECTED(t, &b, piola_world_get_kernel_times(b.w, NULL, 2, NULL),
+                 PIOLA_ERROR_INVALID_ARGUMENT, false);
+  CHECK_REJECTED(t, &b, piola_world_get_kernel_times(b.w, kt, -1, NULL),
+                 PIOLA_ERROR_INVALID_ARGUMENT, false);
   CHECK_REJECTED(t, &b, piola_world_get_color_sizes(b.w, NULL, 3, NULL),
                  PIOLA_ERROR_INVALID_ARGUMENT, false);
   int32_t sizes[4];
@@ -808,6 +813,10 @@ void test_world_settings_reject_bad_input(piola_test *t) {
                PIOLA_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(t, piola_world_get_stats(NULL, &st), PIOLA_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(t, piola_world_get_stage_times(NULL, ms), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_world_get_kernel_times(NULL, kt, 2, NULL), PIOLA_ERROR_INVALID_ARGUMENT);
+  int32_t kernels = -1; /* the CPU reference launches no kernels */
+  CHECK_STATUS(t, piola_world_get_kernel_times(b.w, kt, 2, &kernels), PIOLA_OK);
+  CHECK(t, kernels == 0);
   CHECK_STATUS(t, piola_world_get_color_sizes(NULL, sizes, 4, NULL), PIOLA_ERROR_INVALID_ARGUMENT);
   /* The valid calls change exactly what they say. */
   REQUIRE_OK(t, piola_world_set_iterations(b.w, 7));

@@ -85,6 +85,16 @@ PIOLA_API piola_status piola_world_get_stats(const piola_world *world, piola_sta
 PIOLA_API piola_status piola_world_get_stage_times(const piola_world *world,
                                                    double stage_ms[PIOLA_STAGE_COUNT]);
 
+/** Device time per OpenCL kernel of the last step, from the same profiling events as the stage
+ * times (def.profile on): every kernel of the world's programs, launched or not, in an order
+ * that stays the same for the world, so that calls after successive steps can be summed entry
+ * by entry. Writes min(capacity, count) entries and stores count in *count (either pointer may
+ * be NULL). On the CPU reference count is 0; with profiling off every entry is 0 launches and 0
+ * ms. */
+PIOLA_API piola_status piola_world_get_kernel_times(const piola_world *world,
+                                                    piola_kernel_time *times, int32_t capacity,
+                                                    int32_t *count);
+
 /** The colors' sizes (tets per color, in solve order). Writes min(capacity, color_count)
  * entries and stores color_count in *color_count (either pointer may be NULL). */
 PIOLA_API piola_status piola_world_get_color_sizes(const piola_world *world, int32_t *sizes,

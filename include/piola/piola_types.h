@@ -424,6 +424,13 @@ typedef struct piola_stats {
   int32_t simd_lanes;
 } piola_stats;
 
+/** One OpenCL kernel's device time in the last step (piola_world_get_kernel_times). */
+typedef struct piola_kernel_time {
+  const char *name; /**< the kernel's name in the program (static storage) */
+  int32_t launches; /**< launches in the last step */
+  double ms;        /**< device time summed over those launches, ms */
+} piola_kernel_time;
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,9 @@
 #define PAPER_CLOTH_ELASTICITY_MS 4.11
 #define PAPER_CLOTH_BENDING_MS 2.62
 
+/* Kernels of a world whose device times the bench keeps, at most. */
+#define BENCH_KERNELS 64
+
 typedef struct bench_run {
   char scene[64];
   scene_kind kind;
@@ -46,6 +49,10 @@ typedef struct bench_run {
   int32_t active_tets, inverted_tets;
   double elastic_energy;
   double stage_ms[PIOLA_STAGE_COUNT]; /* per step, averaged over the timed steps */
+  /* OpenCL with --profile: each kernel's device time and launches per step, averaged */
+  int32_t kernel_count;
+  const char *kernel_name[BENCH_KERNELS];
+  double kernel_ms[BENCH_KERNELS], kernel_launches[BENCH_KERNELS];
   double setup_s;
   int32_t triangles, bends, cloth_colors; /* cloth constraints */
   bool cloth_split_profiled;              /* the cloth split from a second, profiled run */
@@ -236,6 +243,17 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
         stage_sum[k] += stage[k];
       }
     }
+    piola_kernel_time kt[BENCH_KERNELS];
+    int32_t kernels = 0;
+    if (s == PIOLA_OK && o->profile &&
+        piola_world_get_kernel_times(sc.world, kt, BENCH_KERNELS, &kernels) == PIOLA_OK) {
+      r->kernel_count = kernels < BENCH_KERNELS ? kernels : BENCH_KERNELS;
+      for (int32_t k = 0; k < r->kernel_count; ++k) {
+        r->kernel_name[k] = kt[k].name;
+        r->kernel_ms[k] += kt[k].ms / steps;
+        r->kernel_launches[k] += (double)kt[k].launches / steps;
+      }
+    }
     if (s == PIOLA_OK && o->contacts) {
       s = piola_world_get_stats(sc.world, &st);
       if (s == PIOLA_OK) {
@@ -390,6 +408,17 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
             r->stage_ms[k]);
   }
   fprintf(f, "},\n");
+  if (r->kernel_count > 0) {
+    fprintf(f, "%s\"kernel_ms\": {", indent);
+    for (int32_t k = 0, first = 1; k < r->kernel_count; ++k) {
+      if (r->kernel_launches[k] > 0.0) {
+        fprintf(f, "%s\"%s\": {\"ms\": %.6f, \"launches\": %.3f}", first ? "" : ", ",
+                r->kernel_name[k], r->kernel_ms[k], r->kernel_launches[k]);
+        first = 0;
+      }
+    }
+    fprintf(f, "},\n");
+  }
   if (r->kind == SCENE_CLOTH) {
     fprintf(f, "%s\"triangles\": %d,\n%s\"bends\": %d,\n%s\"cloth_colors\": %d,\n", indent,
             (int)r->triangles, indent, (int)r->bends, indent, (int)r->cloth_colors);
@@ -453,7 +482,7 @@ static void print_help(void) {
          "is the traffic of the elastic step's kernels by the device layout, every gather counted\n"
          "(an upper bound: no cache assumed; contact stages left out), and 'GB/s' that over the\n"
          "elastic median: compare it with the device's memory bandwidth. --profile adds the\n"
-         "time of each stage.\n\n"
+         "time of each stage and, on OpenCL, of each kernel with its launches per step.\n\n"
          "  --steps N       timed steps (default 50)\n"
          "  --warmup N      untimed steps first (default 5; funnel scene 200, so that the\n"
          "                  timed steps see the bodies piling up in the funnel)\n"
@@ -583,6 +612,17 @@ int command_bench(int argc, char **argv) {
         printf(" %s %.3f", piola_stage_name((piola_stage)k), runs[i].stage_ms[k]);
       }
       printf("\n");
+      if (runs[i].kernel_count > 0) {
+        printf("kernels of %s x%d, ms per step (launches per step):", runs[i].scene,
+               (int)runs[i].bodies);
+        for (int32_t k = 0; k < runs[i].kernel_count; ++k) {
+          if (runs[i].kernel_launches[k] > 0.0) {
+            printf(" %s %.3f (%.0f)", runs[i].kernel_name[k], runs[i].kernel_ms[k],
+                   runs[i].kernel_launches[k]);
+          }
+        }
+        printf("\n");
+      }
     }
   }
   if (scaling && n >= 2) {

@@ -157,7 +157,7 @@ void scene_print_help(void) {
          "                      iteration) or bodies (one per substep, a work-group per body)\n"
          "  --lanes N           OpenCL, per stage: tets one work-item projects at once in SIMD\n"
          "                      lanes: 1, 4, 8 or 16 (default 0: 8 on CPU devices, else 1)\n"
-         "  --profile           OpenCL: time each stage with device events\n"
+         "  --profile           OpenCL: time each stage and kernel with device events\n"
          "  --verbose           print the library's informational messages\n");
 }
 

@@ -149,6 +149,7 @@ enum {
 typedef struct event_record {
   cl_event event;
   piola_stage stage;
+  int kernel; /* the kernel launched (KERNEL_...) */
 } event_record;
 
 struct piola_opencl {
@@ -182,6 +183,8 @@ struct piola_opencl {
   event_record *events;
   int32_t event_count, event_capacity;
   double stage_ms[PIOLA_STAGE_COUNT];
+  double kernel_ms[KERNEL_COUNT]; /* the last step's device time per kernel (profiling) */
+  int32_t kernel_launches[KERNEL_COUNT];
   piola_faults *faults; /* the test hook (NULL in normal use) */
   bool lost;            /* the device is gone, or its state was left half advanced */
 };
@@ -1480,6 +1483,15 @@ void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) 
   memcpy(out, w->cl->stage_ms, sizeof w->cl->stage_ms);
 }
 
+int32_t piola_opencl_kernel_times(const piola_world *w, piola_kernel_time *out, int32_t capacity) {
+  for (int32_t k = 0; k < KERNEL_COUNT && k < capacity; ++k) {
+    out[k].name = kernel_names[k];
+    out[k].launches = w->cl->kernel_launches[k];
+    out[k].ms = w->cl->kernel_ms[k];
+  }
+  return KERNEL_COUNT;
+}
+
 /* ---- Read-back ----------------------------------------------------------------------- */
 
 /* Reads float4 entries [first, first + count) of buffer b into tmp (4 floats per entry). */
@@ -1698,6 +1710,7 @@ static piola_status launch(piola_world *w, int k, int32_t count, piola_stage sta
   if (record) {
     cl->events[cl->event_count].event = ev;
     cl->events[cl->event_count].stage = stage;
+    cl->events[cl->event_count].kernel = k;
     cl->event_count++;
   }
   return PIOLA_OK;
@@ -2339,8 +2352,10 @@ piola_status piola_opencl_end_step(piola_world *w) {
   if (!w->def.profile) {
     return PIOLA_OK;
   }
-  /* Profiling: wait for the step and sum each stage's device time. */
+  /* Profiling: wait for the step and sum each stage's and each kernel's device time. */
   memset(cl->stage_ms, 0, sizeof cl->stage_ms);
+  memset(cl->kernel_ms, 0, sizeof cl->kernel_ms);
+  memset(cl->kernel_launches, 0, sizeof cl->kernel_launches);
   piola_status s = PIOLA_OK;
   if (cl->event_count > 0) {
     cl_int e = ocl_finish(cl->faults, cl->queue);
@@ -2357,6 +2372,8 @@ piola_status piola_opencl_end_step(piola_world *w) {
                                 NULL) == CL_SUCCESS &&
         end >= start) {
       cl->stage_ms[cl->events[i].stage] += (double)(end - start) * 1e-6;
+      cl->kernel_ms[cl->events[i].kernel] += (double)(end - start) * 1e-6;
+      cl->kernel_launches[cl->events[i].kernel]++;
     }
     ocl_release_event(cl->faults, cl->events[i].event);
   }

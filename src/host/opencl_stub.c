@@ -141,6 +141,12 @@ void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]) 
     out[i] = 0.0;
   }
 }
+int32_t piola_opencl_kernel_times(const piola_world *w, piola_kernel_time *out, int32_t capacity) {
+  (void)w;
+  (void)out;
+  (void)capacity;
+  return 0;
+}
 piola_status piola_list_devices(piola_device_info *devices, int32_t capacity, int32_t *count) {
   (void)devices;
   if (count == NULL || capacity < 0) {

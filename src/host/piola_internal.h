@@ -552,6 +552,9 @@ piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2])
 const char *piola_opencl_device_name(const piola_world *w);
 int32_t piola_opencl_simd_lanes(const piola_world *w);
 void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
+/* The kernels' device times of the last step (piola_world_get_kernel_times): writes
+ * min(capacity, count) entries and returns count, the number of kernels (0 without OpenCL). */
+int32_t piola_opencl_kernel_times(const piola_world *w, piola_kernel_time *out, int32_t capacity);
 
 /* Render meshes: uploads a render mesh's arrays of body b (buffers in rm->device), computes
  * its positions and normals from the device's positions (3 floats each; either may be NULL),

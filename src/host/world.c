@@ -471,6 +471,19 @@ piola_status piola_world_get_stage_times(const piola_world *w, double stage_ms[P
   return PIOLA_OK;
 }
 
+piola_status piola_world_get_kernel_times(const piola_world *w, piola_kernel_time *times,
+                                          int32_t capacity, int32_t *count) {
+  PIOLA_RETURN_IF_LOST(w);
+  if (w == NULL || capacity < 0 || (times == NULL && capacity > 0)) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const int32_t n = w->cl != NULL ? piola_opencl_kernel_times(w, times, capacity) : 0;
+  if (count != NULL) {
+    *count = n;
+  }
+  return PIOLA_OK;
+}
+
 piola_status piola_world_get_color_sizes(const piola_world *w, int32_t *sizes, int32_t capacity,
                                          int32_t *color_count) {
   PIOLA_RETURN_IF_LOST(w);
