@@ -1,8 +1,8 @@
 #!/bin/sh
 # The contact benchmarks behind bench/RESULTS.md, on one backend/device: the paper's funnel scene
 # (100 Armadillos falling through a funnel, 10 s, with its checks and surface frames for the
-# pictures), the funnel and grid scenes timed with and without contacts, and the funnel
-# cross-check against the CPU reference with its baseline. Writes logs and JSON to OUT.
+# pictures), the funnel and grid scenes timed with and without contacts, the funnel profiled per
+# stage and kernel, and the funnel cross-check against the CPU reference with its baseline. Writes logs and JSON to OUT.
 #
 #   bench/run_contact_suite.sh OUT ARMADILLO.node [piola options, e.g. --backend opencl --device gpu]
 #
@@ -21,6 +21,10 @@ mkdir -p "$out"
 run bench_grid_armadillo bench --mesh "$mesh" --steps 100 --json "$out/bench_grid_armadillo.json" "$@"
 run bench_funnel_armadillo bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_WARMUP:-600}" \
   --steps 200 --json "$out/bench_funnel_armadillo.json" "$@"
+# The same state profiled: device time per stage and per kernel with launches per step (the
+# per-stage schedule, an event per launch: read proportions, not the step's time).
+run bench_funnel_profile bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_WARMUP:-600}" \
+  --steps 50 --profile --json "$out/bench_funnel_profile.json" "$@"
 run funnel_armadillo run --scene funnel --mesh "$mesh" --steps "${FUNNEL_STEPS:-2000}" \
   --every "${FUNNEL_EVERY:-250}" --surface --out "$out/funnel_frames" --check "$@"
 run crosscheck_funnel crosscheck --scene funnel --mesh "$mesh" --bodies "${CROSS_BODIES:-9}" \
