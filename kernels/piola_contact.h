@@ -226,12 +226,12 @@ PIOLA_FN int piola_cluster_buckets(piola_box r, piola_real margin, piola_real in
   piola_int lo[3], hi[3];
   piola_cell_range(piola_grid_cluster(r, margin), inv_cell, 3, lo, hi);
   const piola_int depth = hi[2] - lo[2] + 1;
+  const unsigned int mask = (unsigned int)bucket_mask, run = (unsigned int)depth;
   piola_int bases[9]; /* the columns' first buckets: at most 3 x 3 columns */
   int n = 0, columns = 0;
   for (piola_int i = lo[0]; i <= hi[0]; ++i) {
     for (piola_int j = lo[1]; j <= hi[1]; ++j) {
       const piola_int base = piola_cell_hash(i, j, lo[2], bucket_mask);
-      const unsigned int mask = (unsigned int)bucket_mask, run = (unsigned int)depth;
       int meets = run > mask; /* a column that may wrap onto itself */
       for (int c = 0; c < columns; ++c) {
         meets |= (((unsigned int)base - (unsigned int)bases[c]) & mask) < run;

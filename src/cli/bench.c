@@ -189,10 +189,12 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   r->warmup = warmup;
   double *ms = malloc(sizeof *ms * (size_t)(steps > 0 ? steps : 1));
   double *ems = malloc(sizeof *ems * (size_t)(steps > 0 ? steps : 1));
+  double *ratio = malloc(sizeof *ratio * (size_t)(steps > 0 ? steps : 1));
   float *scratch = malloc(sizeof *scratch * 3 * (size_t)sc.body_vertex_count);
-  if (ms == NULL || ems == NULL || scratch == NULL) {
+  if (ms == NULL || ems == NULL || ratio == NULL || scratch == NULL) {
     free(ms);
     free(ems);
+    free(ratio);
     free(scratch);
     scene_destroy(&sc);
     scene_destroy(&el);
@@ -285,21 +287,19 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
     fprintf(stderr, "piola bench: step failed: %s\n", piola_status_string(s));
     free(ms);
     free(ems);
+    free(ratio);
     scene_destroy(&sc);
     return 1;
   }
   /* Each step against its own elastic solve, timed just before it from the same state: the
    * ratio of the pair shares the machine's load of that moment, which the difference of two
    * medians over many seconds does not. */
-  double *ratio = malloc(sizeof *ratio * (size_t)steps);
-  if (ratio != NULL) {
-    for (int32_t i = 0; i < steps; ++i) {
-      ratio[i] = ems[i] > 0.0 ? ms[i] / ems[i] : 1.0;
-    }
-    double unused[3];
-    summarize(ratio, steps, &unused[0], &r->ratio_median, &unused[1], &unused[2]);
-    free(ratio);
+  for (int32_t i = 0; i < steps; ++i) {
+    ratio[i] = ems[i] > 0.0 ? ms[i] / ems[i] : 1.0;
   }
+  double unused[3];
+  summarize(ratio, steps, &unused[0], &r->ratio_median, &unused[1], &unused[2]);
+  free(ratio);
   summarize(ms, steps, &r->ms_min, &r->ms_median, &r->ms_p95, &r->ms_mean);
   summarize(ems, steps, &r->elastic_min, &r->elastic_median, &r->elastic_p95, &r->elastic_mean);
   r->contact_count_mean = contact_sum / steps;
