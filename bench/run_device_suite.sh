@@ -3,7 +3,8 @@
 # needed first: the contact suite (bench/run_contact_suite.sh: funnel 10 s with its checks,
 # funnel and grid timed with and without contacts, the funnel cross-check), the cloth scene's
 # bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one Armadillo
-# alone (single-body latency), one 374400-tet box, the body-count scaling, and `piola validate`.
+# alone (single-body latency), one 374400-tet box, those three again with --profile (device time
+# per kernel, device busy), the body-count scaling, and `piola validate`.
 # Writes logs and JSON to OUT; a failing command is recorded in OUT/failures.txt and the suite
 # goes on. Run it on the device with `. .device/gpu-env.sh` first (../shared/device/README.md).
 # With PIOLA_TEST_DIR set to a build folder of the tests, the OpenCL tests run there first, on
@@ -48,6 +49,15 @@ run bench_armadillo_one bench --mesh "$mesh" --bodies 1 --steps 200 --no-contact
   --json "$out/bench_armadillo_one.json" "$@"
 run bench_box_single bench --box 40,39,40 --bodies 1 --steps 50 --no-contacts \
   --json "$out/bench_box_single.json" "$@"
+# The same three profiled: each kernel's device time and launches, and the device busy over
+# the step's wall time, which tells a launch-bound step (busy well under 100%) from one bound
+# by its kernels (the cloth's profiled run launches each kind apart: 257 launches, not 135).
+run bench_cloth_profile bench --scene cloth --steps 50 --profile \
+  --json "$out/bench_cloth_profile.json" "$@"
+run bench_armadillo_one_profile bench --mesh "$mesh" --bodies 1 --steps 100 --no-contacts \
+  --profile --json "$out/bench_armadillo_one_profile.json" "$@"
+run bench_box_single_profile bench --box 40,39,40 --bodies 1 --steps 20 --no-contacts --profile \
+  --json "$out/bench_box_single_profile.json" "$@"
 run bench_scaling bench --mesh "$mesh" --scaling --max-bodies 10000 --steps 20 --no-contacts \
   --json "$out/bench_scaling.json" "$@"
 run validate validate --mesh "$mesh" --json "$out/validate.json" "$@"

@@ -60,6 +60,16 @@ typedef struct bench_run {
   int32_t colliders;
 } bench_run;
 
+/* The device time of all kernels per step and their launches per step (OpenCL, --profile). */
+static void kernel_totals(const bench_run *r, double *ms, double *launches) {
+  *ms = 0.0;
+  *launches = 0.0;
+  for (int32_t k = 0; k < r->kernel_count; ++k) {
+    *ms += r->kernel_ms[k];
+    *launches += r->kernel_launches[k];
+  }
+}
+
 /* Bytes the elastic step's kernels read and write per step, by the device layout
  * (docs/ARCHITECTURE.md, "Data layout"): every vertex is 3 float4 (x with the inverse mass, the
  * displacement d, v), a tet record 68 bytes (int4 corners, 9-float Dm^-1, volume, 2 multipliers,
@@ -409,6 +419,14 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
   }
   fprintf(f, "},\n");
   if (r->kernel_count > 0) {
+    double kernel_ms, launches;
+    kernel_totals(r, &kernel_ms, &launches);
+    fprintf(f,
+            "%s\"kernel_ms_per_step\": %.6f,\n%s\"kernel_launches_per_step\": "
+            "%.3f,\n%s\"device_busy\": "
+            "%.6f,\n",
+            indent, kernel_ms, indent, launches, indent,
+            r->ms_mean > 0.0 ? kernel_ms / r->ms_mean : 0.0);
     fprintf(f, "%s\"kernel_ms\": {", indent);
     for (int32_t k = 0, first = 1; k < r->kernel_count; ++k) {
       if (r->kernel_launches[k] > 0.0) {
@@ -482,7 +500,9 @@ static void print_help(void) {
          "is the traffic of the elastic step's kernels by the device layout, every gather counted\n"
          "(an upper bound: no cache assumed; contact stages left out), and 'GB/s' that over the\n"
          "elastic median: compare it with the device's memory bandwidth. --profile adds the\n"
-         "time of each stage and, on OpenCL, of each kernel with its launches per step.\n\n"
+         "time of each stage and, on OpenCL, of each kernel with its launches per step, and\n"
+         "'device busy': the kernels' device time over the step's wall time (well under\n"
+         "100%%: the device waits for launches, not for work).\n\n"
          "  --steps N       timed steps (default 50)\n"
          "  --warmup N      untimed steps first (default 5; funnel scene 200, so that the\n"
          "                  timed steps see the bodies piling up in the funnel)\n"
@@ -622,6 +642,13 @@ int command_bench(int argc, char **argv) {
           }
         }
         printf("\n");
+        double kernel_ms, launches;
+        kernel_totals(&runs[i], &kernel_ms, &launches);
+        printf("device busy of %s x%d: %.3f ms of kernels in a %.3f ms step (mean), %.0f%%; %.0f "
+               "launches, %.2f us of device time each\n",
+               runs[i].scene, (int)runs[i].bodies, kernel_ms, runs[i].ms_mean,
+               runs[i].ms_mean > 0.0 ? 100.0 * kernel_ms / runs[i].ms_mean : 0.0, launches,
+               launches > 0.0 ? 1000.0 * kernel_ms / launches : 0.0);
       }
     }
   }
