@@ -26,6 +26,11 @@ mkdir -p "$out"
 : > "$out/failures.txt"
 . "$(dirname "$0")/suite_run.sh"
 "$piola" devices > "$out/devices.txt" 2>&1
+# The driver's own report (extensions and their versions: whether the device records command
+# buffers, cl_khr_command_buffer, which would replay a step's launches without the host).
+if command -v clinfo > /dev/null 2>&1; then
+  clinfo > "$out/clinfo.txt" 2>&1
+fi
 # The program the device built (PTX on NVIDIA: `ptxas -arch=sm_XX -v` gives each kernel's
 # registers, stack frame and spills), when piola_program_dump was built beside the program;
 # the device of PIOLA_DEVICE, else the best one.
