@@ -27,6 +27,8 @@ run bench_funnel_profile bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_
   --steps 50 --profile --json "$out/bench_funnel_profile.json" "$@"
 run funnel_armadillo run --scene funnel --mesh "$mesh" --steps "${FUNNEL_STEPS:-2000}" \
   --every "${FUNNEL_EVERY:-250}" --surface --out "$out/funnel_frames" --check "$@"
+# The CPU reference on every core of the host (--threads 0: the same result as on one).
 run crosscheck_funnel crosscheck --scene funnel --mesh "$mesh" --bodies "${CROSS_BODIES:-9}" \
-  --steps "${CROSS_STEPS:-400}" --every 20 --baseline --json "$out/crosscheck_funnel.json" "$@"
+  --steps "${CROSS_STEPS:-400}" --every 20 --baseline --threads 0 \
+  --json "$out/crosscheck_funnel.json" "$@"
 echo "failures: $(tr '\n' ' ' < "$out/failures.txt")" | tee -a "$out/suite.log"

@@ -173,6 +173,12 @@ typedef struct piola_world_def {
    * in one substep (g h^2). */
   float contact_thickness;
   float contact_friction;     /**< Coulomb coefficient of body-body contacts (>= 0); default 0.5 */
+  /** CPU reference: threads that run a step (0 to 256): 1 (the default) the calling thread
+   * alone; 0 one per online core. A stage splits items that share nothing they write (the tets
+   * or cloth items of one color, the bodies, the vertices, the contacts) among them, so every
+   * count computes the same, to the bit. The world owns the threads from piola_world_create()
+   * to piola_world_destroy(). The OpenCL backend ignores it. */
+  int32_t cpu_threads;
   piola_logger logger;        /**< where messages go; default none */
   piola_assert_fn *assert_fn; /**< misuse hook; default NULL (assert in debug builds only) */
   void *assert_user_data;

@@ -38,6 +38,7 @@ scene_options scene_default_options(void) {
   o.funnel_opening = 2.5f;
   o.contacts = true;
   o.self_collision = true;
+  o.cpu_threads = 1;
   o.contact_thickness = 0.0f;
   o.contact_friction = -1.0f;
   o.scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
@@ -157,6 +158,8 @@ void scene_print_help(void) {
          "                      iteration) or bodies (one per substep, a work-group per body)\n"
          "  --lanes N           OpenCL, per stage: tets one work-item projects at once in SIMD\n"
          "                      lanes: 1, 4, 8 or 16 (default 0: 8 on CPU devices, else 1)\n"
+         "  --threads N         CPU reference: threads per step, the same result for any N\n"
+         "                      (default 1; 0: one per core)\n"
          "  --profile           OpenCL: time each stage and kernel with device events\n"
          "  --verbose           print the library's informational messages\n");
 }
@@ -276,6 +279,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     ok = parse_int(a, v, 0, &o->work_group_size);
   } else if (strcmp(a, "--lanes") == 0) {
     ok = parse_int(a, v, 0, &o->simd_lanes);
+  } else if (strcmp(a, "--threads") == 0) {
+    ok = parse_int(a, v, 0, &o->cpu_threads);
   } else {
     takes_value = false;
     if (strcmp(a, "--no-ground") == 0) {
@@ -719,6 +724,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.work_group_size = o->work_group_size;
   def.schedule = o->schedule;
   def.simd_lanes = o->simd_lanes;
+  def.cpu_threads = o->cpu_threads;
   def.iteration_scheme = o->scheme;
   def.max_colors = o->max_colors;
   def.jacobi_omega = o->jacobi_omega;

@@ -51,6 +51,7 @@ typedef struct scene_options {
   int32_t work_group_size;       /* OpenCL; 0 = per device */
   piola_schedule schedule;       /* OpenCL launch schedule; default AUTO */
   int32_t simd_lanes;            /* OpenCL tets per work-item per stage; 0 = per device */
+  int32_t cpu_threads;           /* CPU reference threads; 0 = one per core (default 1) */
   bool profile;                  /* OpenCL stage timing */
   int32_t cloth_cells;           /* cloth scene: cells along each side; default 200 */
   bool verbose;                  /* print the library's messages */

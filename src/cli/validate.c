@@ -40,6 +40,7 @@ validate_options validate_default_options(void) {
   validate_options o;
   memset(&o, 0, sizeof o);
   o.backend = PIOLA_BACKEND_CPU_REFERENCE;
+  o.cpu_threads = 1;
   return o;
 }
 
@@ -193,6 +194,7 @@ static piola_world_def base_def(const validate_options *o, double dt, int32_t su
   def.dt = (float)dt;
   def.substeps = substeps;
   def.iterations = iterations;
+  def.cpu_threads = o->cpu_threads;
   def.logger.fn = cli_log;
   def.logger.user_data = o->verbose ? &verbose_on : &verbose_off;
   return def;
@@ -2305,6 +2307,8 @@ static void print_help(void) {
       "                    interpreter is $PIOLA_PYTHON, default python3)\n"
       "  --backend B       cpu (default: the double-precision reference), opencl or auto\n"
       "  --device SPEC     OpenCL device: P:D, gpu, cpu or a name substring\n"
+      "  --threads N       CPU reference: threads per step, the same result for any N\n"
+      "                    (default 1; 0: one per core)\n"
       "  --mesh PATH.node  body of 'convergence' and 'recovery' (default: the procedural\n"
       "                    creature), e.g. ../shared/data/armadillo/armadillo_4k.node\n"
       "  --verbose         print the library's informational messages\n\n"
@@ -2393,6 +2397,11 @@ int command_validate(int argc, char **argv) {
       ++i;
     } else if (v != NULL && strcmp(a, "--mesh") == 0) {
       o.mesh_path = v;
+      ++i;
+    } else if (v != NULL && strcmp(a, "--threads") == 0) {
+      if (!parse_int(a, v, 0, &o.cpu_threads)) {
+        return 2;
+      }
       ++i;
     } else if (v != NULL && strcmp(a, "--backend") == 0) {
       if (strcmp(v, "cpu") == 0) {

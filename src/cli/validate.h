@@ -19,6 +19,7 @@ typedef struct validate_options {
                             NULL = the procedural creature */
   bool quick;            /* smaller meshes, fewer runs: the CTest versions */
   bool verbose;          /* the library's informational messages */
+  int32_t cpu_threads;   /* CPU reference threads (piola_world_def.cpu_threads); default 1 */
 } validate_options;
 
 validate_options validate_default_options(void);

@@ -140,6 +140,7 @@ piola_world_def piola_default_world_def(void) {
   d.fast_math = false;
   d.work_group_size = 0;
   d.simd_lanes = 0;
+  d.cpu_threads = 1;
   d.internal_cookie = PIOLA_COOKIE;
   return d;
 }

@@ -460,13 +460,20 @@ static piola_box vertex_box(const piola_world *w, int32_t sv) {
   return piola_vertex_box(at3(w->x, v), at3(w->p, v), (double)w->def.contact_thickness);
 }
 
-void piola_cpu_broad_phase(piola_world *w) {
+/* The broad phase's boxes of clusters [begin, end) and their triangles, and the chunk's largest
+ * cluster box; of surface vertices, the chunk's largest vertex box. */
+typedef struct boxes_job {
+  piola_world *w;
+  double extent[PIOLA_MAX_CPU_THREADS];
+} boxes_job;
+
+static void cluster_boxes_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  boxes_job *job = ctx;
+  piola_world *w = job->w;
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
-  /* Boxes (the triangles', their clusters'), and the cell size and the margin from the
-   * largest cluster box and the largest vertex box. */
-  double cluster_extent = 0.0, vertex_extent = 0.0;
-  for (int32_t i = 0; i < c->cluster_count; ++i) {
+  double cluster_extent = 0.0;
+  for (int32_t i = begin; i < end; ++i) {
     piola_box u = {piola_v3_make(0.0, 0.0, 0.0),
                    piola_v3_make(0.0, 0.0, 0.0)}; /* set at t = first */
     for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
@@ -480,9 +487,38 @@ void piola_cpu_broad_phase(piola_world *w) {
     store_box(c->cluster_box, i, u);
     cluster_extent = fmax(cluster_extent, piola_box_extent(u));
   }
-  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
-    vertex_extent = fmax(vertex_extent, piola_box_extent(vertex_box(w, sv)));
+  job->extent[chunk] = cluster_extent;
+}
+
+static void vertex_boxes_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  boxes_job *job = ctx;
+  double vertex_extent = 0.0;
+  for (int32_t sv = begin; sv < end; ++sv) {
+    vertex_extent = fmax(vertex_extent, piola_box_extent(vertex_box(job->w, sv)));
   }
+  job->extent[chunk] = vertex_extent;
+}
+
+/* The largest of the chunks' extents (a maximum: the same in any order). */
+static double chunk_max(const boxes_job *job, const piola_pool *pool) {
+  double m = 0.0;
+  for (int32_t k = 0; k < piola_pool_threads(pool); ++k) {
+    m = fmax(m, job->extent[k]);
+  }
+  return m;
+}
+
+void piola_cpu_broad_phase(piola_world *w) {
+  piola_solver_contacts *c = &w->contacts;
+  const double thickness = (double)w->def.contact_thickness;
+  /* Boxes (the triangles', their clusters'), and the cell size and the margin from the
+   * largest cluster box and the largest vertex box. */
+  boxes_job job = {.w = w};
+  piola_pool_for(w->pool, c->cluster_count, 256, cluster_boxes_range, &job);
+  const double cluster_extent = chunk_max(&job, w->pool);
+  memset(job.extent, 0, sizeof job.extent);
+  piola_pool_for(w->pool, c->vertex_count, 1024, vertex_boxes_range, &job);
+  const double vertex_extent = chunk_max(&job, w->pool);
   c->cell = piola_cell_size(cluster_extent, vertex_extent, thickness);
   c->margin = piola_grid_margin(vertex_extent, thickness);
   const double inv_cell = 1.0 / c->cell;
@@ -563,20 +599,21 @@ static void test_pair(const piola_world *w, int32_t sv, int32_t t, double *keys,
   }
 }
 
-void piola_cpu_narrow_phase(piola_world *w) {
+/* The narrow phase's surface vertices [begin, end) (a chunk of piola_pool_for): each one's
+ * nearest triangles into its own slots; the kept and dropped counts into the chunk's totals. */
+typedef struct narrow_job {
+  piola_world *w;
+  int32_t kept[PIOLA_MAX_CPU_THREADS], dropped[PIOLA_MAX_CPU_THREADS];
+} narrow_job;
+
+static void narrow_range(void *ctx, int32_t chunk, int32_t sv_begin, int32_t sv_end) {
+  narrow_job *job = ctx;
+  piola_world *w = job->w;
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
   const double inv_cell = 1.0 / c->cell;
-  c->total = 0;
-  c->overflow = 0;
-  /* This substep's contacts become the previous ones (contacts persist while they last). */
-  int32_t *swap = c->contact_count;
-  c->contact_count = c->previous_count;
-  c->previous_count = swap;
-  swap = c->contact_triangle;
-  c->contact_triangle = c->previous_triangle;
-  c->previous_triangle = swap;
-  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+  int32_t total = 0, overflow = 0;
+  for (int32_t sv = sv_begin; sv < sv_end; ++sv) {
     const piola_box vb = vertex_box(w, sv);
     double keys[K];
     piola_int tris[K], kept = 0;
@@ -613,8 +650,29 @@ void piola_cpu_narrow_phase(piola_world *w) {
     }
     c->contact_count[sv] = kept;
     memcpy(c->contact_triangle + K * (size_t)sv, tris, sizeof(int32_t) * (size_t)kept);
-    c->total += kept;
-    c->overflow += found - kept;
+    total += kept;
+    overflow += found - kept;
+  }
+  job->kept[chunk] = total;
+  job->dropped[chunk] = overflow;
+}
+
+void piola_cpu_narrow_phase(piola_world *w) {
+  piola_solver_contacts *c = &w->contacts;
+  /* This substep's contacts become the previous ones (contacts persist while they last). */
+  int32_t *swap = c->contact_count;
+  c->contact_count = c->previous_count;
+  c->previous_count = swap;
+  swap = c->contact_triangle;
+  c->contact_triangle = c->previous_triangle;
+  c->previous_triangle = swap;
+  narrow_job job = {.w = w};
+  piola_pool_for(w->pool, c->vertex_count, 64, narrow_range, &job);
+  c->total = 0;
+  c->overflow = 0;
+  for (int32_t k = 0; k < piola_pool_threads(w->pool); ++k) {
+    c->total += job.kept[k];
+    c->overflow += job.dropped[k];
   }
   /* Per surface vertex, the slots that name it as a triangle corner, ascending. */
   memset(c->corner_start, 0, sizeof *c->corner_start * ((size_t)c->vertex_count + 1));
@@ -657,11 +715,21 @@ static void add_correction(double sum[5], const double *o) {
  * Measuring (`measure`), the contacts are projected with whole masses and each vertex only
  * records its mass split for the projecting pass (piola_contact_split); projecting, with the
  * split masses, and each vertex moves by its sum over its split. */
-static void contact_pass(piola_world *w, bool measure) {
+typedef struct contact_job {
+  piola_world *w;
+  bool measure;
+} contact_job;
+
+/* The projections of the contacts of surface vertices [begin, end) into their slots. */
+static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const contact_job *job = ctx;
+  piola_world *w = job->w;
+  const bool measure = job->measure;
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
   const double friction = (double)w->def.contact_friction;
-  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+  for (int32_t sv = begin; sv < end; ++sv) {
     const int32_t v = c->vertex[sv];
     for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
       const int32_t slot = K * sv + k;
@@ -689,8 +757,17 @@ static void contact_pass(piola_world *w, bool measure) {
       }
     }
   }
-  /* Gather: own slots first, then the corner entries, in ascending order. */
-  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+}
+
+/* The gather of surface vertices [begin, end): own slots first, then the corner entries, in
+ * ascending order. */
+static void gather_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const contact_job *job = ctx;
+  piola_world *w = job->w;
+  const bool measure = job->measure;
+  piola_solver_contacts *c = &w->contacts;
+  for (int32_t sv = begin; sv < end; ++sv) {
     double sum[5] = {0.0, 0.0, 0.0, 0.0, 0.0}; /* corrections, lengths, squared lengths */
     for (int32_t k = 0; k < c->contact_count[sv]; ++k) {
       add_correction(sum, c->delta + 4 * (size_t)(4 * (K * sv + k)));
@@ -707,6 +784,12 @@ static void contact_pass(piola_world *w, bool measure) {
       }
     }
   }
+}
+
+static void contact_pass(piola_world *w, bool measure) {
+  contact_job job = {w, measure};
+  piola_pool_for(w->pool, w->contacts.vertex_count, 256, project_range, &job);
+  piola_pool_for(w->pool, w->contacts.vertex_count, 256, gather_range, &job);
 }
 
 void piola_cpu_contact(piola_world *w) {

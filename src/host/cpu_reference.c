@@ -24,11 +24,29 @@ static piola_m3 load_m3(const double *a, int32_t i) {
   return m;
 }
 
+/* Items per chunk of a stage split among the threads (piola_pool_for) at least: fewer make the
+ * hand-over cost more than the work. */
+#define VERTEX_GRAIN 2048
+#define ITEM_GRAIN 128
+
+/* A stage's loop over items, run by chunks (piola_range_fn): the world, the substep's
+ * constants, and per chunk whether an item did work. */
+typedef struct stage_job {
+  piola_world *w;
+  double h, inv_h2;
+  int32_t first; /* the first item of the range split */
+  bool worked[PIOLA_MAX_CPU_THREADS];
+} stage_job;
+
 /* v += h (g + f / m); p = x + h v for free vertices; pinned ones (w = 0) stay. Every vertex
  * leaves its support (piola_tet_support). */
-static void predict(piola_world *w, double h) {
+static void predict_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const stage_job *job = ctx;
+  piola_world *w = job->w;
+  const double h = job->h;
   const double g[3] = {w->def.gravity[0], w->def.gravity[1], w->def.gravity[2]};
-  for (int32_t i = 0; i < w->vertex_count; ++i) {
+  for (int32_t i = begin; i < end; ++i) {
     w->solver.support[4 * (size_t)i + 3] = -1.0;
     double *x = w->x + 3 * (size_t)i, *p = w->p + 3 * (size_t)i, *v = w->v + 3 * (size_t)i;
     if (w->w[i] > 0.0) {
@@ -41,6 +59,11 @@ static void predict(piola_world *w, double h) {
       memcpy(p, x, 3 * sizeof(double));
     }
   }
+}
+
+static void predict(piola_world *w, double h) {
+  stage_job job = {.w = w, .h = h};
+  piola_pool_for(w->pool, w->vertex_count, VERTEX_GRAIN, predict_range, &job);
 }
 
 /* The corrections dx[0..3] of tet t from the current predicted positions; returns flags. With
@@ -140,30 +163,73 @@ static bool jacobi_range(piola_world *w, int32_t first, int32_t count, int32_t v
   return any;
 }
 
+static void solve_range_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  stage_job *job = ctx;
+  job->worked[chunk] = solve_range(job->w, job->first + begin, end - begin, job->inv_h2);
+}
+
+/* solve_range() of a color, split among the pool's threads where it is large (its tets share
+ * no vertex). */
+static bool solve_color(piola_world *w, piola_pool *pool, int32_t first, int32_t count,
+                        double inv_h2) {
+  if (pool == NULL || count < 2 * ITEM_GRAIN) {
+    return solve_range(w, first, count, inv_h2);
+  }
+  stage_job job = {.w = w, .inv_h2 = inv_h2, .first = first};
+  piola_pool_for(pool, count, ITEM_GRAIN, solve_range_chunk, &job);
+  bool worked = false;
+  for (int32_t k = 0; k < piola_pool_threads(pool); ++k) {
+    worked = worked || job.worked[k];
+  }
+  return worked;
+}
+
+/* Body b's sweeps of the iteration (one; the inverted-tet pass up to PIOLA_INVERTED_PASSES),
+ * its colors split among the threads of `pool` (NULL: on the calling thread). */
+static void solve_body(piola_world *w, piola_pool *pool, int32_t b, double inv_h2) {
+  const int sweeps = w->tets_inverted_only ? PIOLA_INVERTED_PASSES : 1;
+  bool worked = true;
+  for (int sweep = 0; sweep < sweeps && worked; ++sweep) {
+    worked = false;
+    for (int32_t c = 0; c < w->solver.color_count; ++c) {
+      const int32_t *range =
+          w->solver.body_color + 2 * ((size_t)b * w->solver.color_count + (size_t)c);
+      worked = solve_color(w, pool, range[0], range[1], inv_h2) || worked;
+    }
+    const int32_t *tail = w->solver.body_jacobi + 4 * (size_t)b;
+    if (tail[1] > 0) {
+      worked = jacobi_range(w, tail[0], tail[1], tail[2], tail[3], inv_h2) || worked;
+    }
+  }
+}
+
+static void solve_bodies_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const stage_job *job = ctx;
+  for (int32_t b = begin; b < end; ++b) {
+    solve_body(job->w, NULL, b, job->inv_h2);
+  }
+}
+
 /* One iteration over the tets: per body, its colors in order (Gauss-Seidel; within a color the
  * order does not matter, no two tets share a vertex), then its Jacobi tail. Bodies share no
  * vertex, so going body by body gives exactly the result of going color by color over all
  * bodies (the kernels' per-stage schedule) while each body's data stays in cache. The
  * inverted-tet pass sweeps a body again while a sweep did work, PIOLA_INVERTED_PASSES times at
  * most: a sweep that did none changed nothing, so the sweeps the kernels' per-stage schedule
- * runs after it (it runs them all) change nothing either. */
+ * runs after it (it runs them all) change nothing either. With threads, bodies go to the
+ * threads whole where there are at least two per thread; otherwise each body's large colors are
+ * split among them. */
 static void solve_tets(piola_world *w, double h) {
   const double inv_h2 = 1.0 / (h * h);
-  const int sweeps = w->tets_inverted_only ? PIOLA_INVERTED_PASSES : 1;
-  for (int32_t b = 0; b < w->solver.body_count; ++b) {
-    bool worked = true;
-    for (int sweep = 0; sweep < sweeps && worked; ++sweep) {
-      worked = false;
-      for (int32_t c = 0; c < w->solver.color_count; ++c) {
-        const int32_t *range =
-            w->solver.body_color + 2 * ((size_t)b * w->solver.color_count + (size_t)c);
-        worked = solve_range(w, range[0], range[1], inv_h2) || worked;
-      }
-      const int32_t *tail = w->solver.body_jacobi + 4 * (size_t)b;
-      if (tail[1] > 0) {
-        worked = jacobi_range(w, tail[0], tail[1], tail[2], tail[3], inv_h2) || worked;
-      }
-    }
+  const int32_t bodies = w->solver.body_count;
+  if (w->pool != NULL && bodies >= 2 * piola_pool_threads(w->pool)) {
+    stage_job job = {.w = w, .inv_h2 = inv_h2};
+    piola_pool_for(w->pool, bodies, 1, solve_bodies_chunk, &job);
+    return;
+  }
+  for (int32_t b = 0; b < bodies; ++b) {
+    solve_body(w, w->pool, b, inv_h2);
   }
 }
 
@@ -204,30 +270,44 @@ static void project_cloth_bend(piola_world *w, int32_t i, double inv_h2) {
   }
 }
 
+static void cloth_tri_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const stage_job *job = ctx;
+  for (int32_t i = job->first + begin; i < job->first + end; ++i) {
+    project_cloth_tri(job->w, i, job->inv_h2);
+  }
+}
+
+static void cloth_bend_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const stage_job *job = ctx;
+  for (int32_t i = job->first + begin; i < job->first + end; ++i) {
+    project_cloth_bend(job->w, i, job->inv_h2);
+  }
+}
+
 /* One iteration over the cloth: color after color, and inside a color kind after kind (no two
  * items of a color share a vertex, whatever their kinds, so the order inside a color does not
  * change the result). The same order as the per-stage kernels. The time of each kind goes to
- * its own stage entry (PIOLA_STAGE_SOLVE_CLOTH, PIOLA_STAGE_SOLVE_BENDING). */
+ * its own stage entry (PIOLA_STAGE_SOLVE_CLOTH, PIOLA_STAGE_SOLVE_BENDING). A color's items of
+ * one kind are split among the threads. */
 static void solve_cloth(piola_world *w, double h) {
   const double inv_h2 = 1.0 / (h * h);
   const piola_solver_cloth *c = &w->cloth;
   for (int32_t color = 0; color < c->color_count; ++color) {
-    const int32_t t0 = c->kind_first[PIOLA_KIND_TRIANGLE][color];
     const int32_t tn = c->kind_size[PIOLA_KIND_TRIANGLE][color];
     if (tn > 0) {
       const double start = piola_now_ms();
-      for (int32_t i = t0; i < t0 + tn; ++i) {
-        project_cloth_tri(w, i, inv_h2);
-      }
+      stage_job job = {
+          .w = w, .inv_h2 = inv_h2, .first = c->kind_first[PIOLA_KIND_TRIANGLE][color]};
+      piola_pool_for(w->pool, tn, ITEM_GRAIN, cloth_tri_chunk, &job);
       w->stage_ms[PIOLA_STAGE_SOLVE_CLOTH] += piola_now_ms() - start;
     }
-    const int32_t b0 = c->kind_first[PIOLA_KIND_BEND][color];
     const int32_t bn = c->kind_size[PIOLA_KIND_BEND][color];
     if (bn > 0) {
       const double start = piola_now_ms();
-      for (int32_t i = b0; i < b0 + bn; ++i) {
-        project_cloth_bend(w, i, inv_h2);
-      }
+      stage_job job = {.w = w, .inv_h2 = inv_h2, .first = c->kind_first[PIOLA_KIND_BEND][color]};
+      piola_pool_for(w->pool, bn, ITEM_GRAIN, cloth_bend_chunk, &job);
       w->stage_ms[PIOLA_STAGE_SOLVE_BENDING] += piola_now_ms() - start;
     }
   }
@@ -237,8 +317,12 @@ static void solve_cloth(piola_world *w, double h) {
  * the substep (w->collider_time into the step), from where it would be without its support;
  * a vertex that a collider pushed is supported by the last such collider until the next
  * COLLIDE, the others are free (piola_tet_support). */
-static void collide(piola_world *w, double h) {
-  for (int32_t i = 0; i < w->vertex_count; ++i) {
+static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const stage_job *job = ctx;
+  piola_world *w = job->w;
+  const double h = job->h;
+  for (int32_t i = begin; i < end; ++i) {
     if (!(w->w[i] > 0.0)) {
       continue;
     }
@@ -256,6 +340,11 @@ static void collide(piola_world *w, double h) {
     store3(support, 0, n);
     support[3] = pushed ? 0.0 : -1.0;
   }
+}
+
+static void collide(piola_world *w, double h) {
+  stage_job job = {.w = w, .h = h};
+  piola_pool_for(w->pool, w->vertex_count, VERTEX_GRAIN / 8, collide_range, &job);
 }
 
 /* v = (p - x) / h, damped; x = p. */

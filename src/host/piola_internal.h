@@ -299,6 +299,7 @@ typedef struct piola_solver_contacts {
 } piola_solver_contacts;
 
 typedef struct piola_opencl piola_opencl; /* opencl_backend.c */
+typedef struct piola_pool piola_pool;     /* thread_pool.c */
 
 /* Attachments (attachment.c): the slots behind the ids, and the solver's arrays built from the
  * live ones, sorted by world vertex then slot; vertex i of `vertex` has the entries
@@ -394,6 +395,7 @@ struct piola_world {
   int32_t render_mesh_slots, render_mesh_capacity;
 
   piola_opencl *cl; /* NULL for the CPU reference */
+  piola_pool *pool; /* CPU reference: the threads beside the caller's (def.cpu_threads); or NULL */
 };
 
 /* Builds the solver's color-sorted tet arrays from the bodies when tets_dirty is set. */
@@ -423,6 +425,28 @@ bool piola_contacts_active(const piola_world *w);
 void piola_cpu_broad_phase(piola_world *w);
 void piola_cpu_narrow_phase(piola_world *w);
 void piola_cpu_contact(piola_world *w);
+
+/* Threads of the CPU reference (thread_pool.c) ------------------------------------------- */
+
+/* The most threads def.cpu_threads may ask for. */
+#define PIOLA_MAX_CPU_THREADS 256
+
+/* Items [begin, end) of a piola_pool_for() call, as chunk `chunk` of it. */
+typedef void piola_range_fn(void *ctx, int32_t chunk, int32_t begin, int32_t end);
+
+/* The online cores of the machine (at least 1, at most PIOLA_MAX_CPU_THREADS). */
+int32_t piola_online_cores(void);
+/* A pool of `threads` threads, the caller's included (threads - 1 workers); *out is NULL for
+ * threads <= 1. Out of memory or threads: PIOLA_ERROR_OUT_OF_MEMORY, nothing made. */
+piola_status piola_pool_create(int32_t threads, piola_pool **out);
+void piola_pool_destroy(piola_pool *pool);
+/* Threads of a pool (1 for NULL): the most chunks a piola_pool_for() call makes. */
+int32_t piola_pool_threads(const piola_pool *pool);
+/* Runs fn over [0, count) in contiguous chunks of at least `grain` items, at most one per
+ * thread, the caller running the first; returns when all are done. With NULL or fewer than two
+ * chunks' worth of items, one call fn(ctx, 0, 0, count) on the caller. The items must not
+ * write what another item of the call reads or writes. */
+void piola_pool_for(piola_pool *pool, int32_t count, int32_t grain, piola_range_fn *fn, void *ctx);
 
 /* CPU reference ------------------------------------------------------------------------- */
 

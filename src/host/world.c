@@ -209,6 +209,11 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
              (int)def->simd_lanes);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
+  if (def->cpu_threads < 0 || def->cpu_threads > PIOLA_MAX_CPU_THREADS) {
+    snprintf(reason, n, "cpu_threads must be 0 (one per core) to %d (%d)", PIOLA_MAX_CPU_THREADS,
+             (int)def->cpu_threads);
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
   if (!(def->dt > 0.0f) || def->substeps < 1 || def->iterations < 1 || !(def->damping >= 0.0f) ||
       def->work_group_size < 0 ||
       (def->backend != PIOLA_BACKEND_AUTO && def->backend != PIOLA_BACKEND_CPU_REFERENCE &&
@@ -269,6 +274,16 @@ piola_status piola_world_create_with_faults(const piola_world_def *def, piola_fa
                 piola_status_string(s));
     }
   }
+  if (w->backend == PIOLA_BACKEND_CPU_REFERENCE) {
+    s = piola_pool_create(def->cpu_threads > 0 ? def->cpu_threads : piola_online_cores(),
+                          &w->pool);
+    if (s != PIOLA_OK) {
+      piola_log(&def->logger, PIOLA_LOG_ERROR, "piola_world_create: could not start %d threads",
+                (int)def->cpu_threads);
+      free(w);
+      return s;
+    }
+  }
   *out = w;
   return PIOLA_OK;
 }
@@ -280,6 +295,7 @@ void piola_world_destroy(piola_world *w) {
   piola_render_meshes_free(w);
   piola_attachments_free(w);
   piola_opencl_destroy(w);
+  piola_pool_destroy(w->pool);
   for (int32_t i = 0; i < w->body_slots; ++i) {
     free_body(&w->bodies[i]);
   }
@@ -625,7 +641,9 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
     st.simd_lanes = piola_opencl_simd_lanes(w);
     piola_opencl_stage_ms(w, st.stage_ms);
   } else {
-    snprintf(st.device_name, sizeof st.device_name, "CPU reference (double, 1 thread)");
+    const int threads = (int)piola_pool_threads(w->pool);
+    snprintf(st.device_name, sizeof st.device_name, "CPU reference (double, %d thread%s)", threads,
+             threads == 1 ? "" : "s");
     memcpy(st.stage_ms, w->stage_ms, sizeof st.stage_ms);
   }
   *out = st;
