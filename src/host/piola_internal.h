@@ -380,7 +380,6 @@ struct piola_world {
   double simulated_time;
   double last_step_ms;
   double stage_ms[PIOLA_STAGE_COUNT];
-  int32_t last_active_tets; /* CPU reference: tets that did work in the last substep */
 
   piola_attachment_slot *attachment_slots;
   int32_t attachment_slot_count, attachment_slot_capacity;
