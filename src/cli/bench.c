@@ -60,14 +60,16 @@ typedef struct bench_run {
   int32_t colliders;
 } bench_run;
 
-/* The device time of all kernels per step and their launches per step (OpenCL, --profile). */
-static void kernel_totals(const bench_run *r, double *ms, double *launches) {
+/* The device time of all kernels per step, their launches per step, and the device busy: that
+ * time over the step's mean wall time (OpenCL, --profile). */
+static void kernel_totals(const bench_run *r, double *ms, double *launches, double *busy) {
   *ms = 0.0;
   *launches = 0.0;
   for (int32_t k = 0; k < r->kernel_count; ++k) {
     *ms += r->kernel_ms[k];
     *launches += r->kernel_launches[k];
   }
+  *busy = r->ms_mean > 0.0 ? *ms / r->ms_mean : 0.0;
 }
 
 /* Bytes the elastic step's kernels read and write per step, by the device layout
@@ -419,14 +421,11 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
   }
   fprintf(f, "},\n");
   if (r->kernel_count > 0) {
-    double kernel_ms, launches;
-    kernel_totals(r, &kernel_ms, &launches);
-    fprintf(f,
-            "%s\"kernel_ms_per_step\": %.6f,\n%s\"kernel_launches_per_step\": "
-            "%.3f,\n%s\"device_busy\": "
-            "%.6f,\n",
-            indent, kernel_ms, indent, launches, indent,
-            r->ms_mean > 0.0 ? kernel_ms / r->ms_mean : 0.0);
+    double kernel_ms, launches, busy;
+    kernel_totals(r, &kernel_ms, &launches, &busy);
+    fprintf(f, "%s\"kernel_ms_per_step\": %.6f,\n", indent, kernel_ms);
+    fprintf(f, "%s\"kernel_launches_per_step\": %.3f,\n", indent, launches);
+    fprintf(f, "%s\"device_busy\": %.6f,\n", indent, busy);
     fprintf(f, "%s\"kernel_ms\": {", indent);
     for (int32_t k = 0, first = 1; k < r->kernel_count; ++k) {
       if (r->kernel_launches[k] > 0.0) {
@@ -642,13 +641,12 @@ int command_bench(int argc, char **argv) {
           }
         }
         printf("\n");
-        double kernel_ms, launches;
-        kernel_totals(&runs[i], &kernel_ms, &launches);
+        double kernel_ms, launches, busy;
+        kernel_totals(&runs[i], &kernel_ms, &launches, &busy);
         printf("device busy of %s x%d: %.3f ms of kernels in a %.3f ms step (mean), %.0f%%; %.0f "
                "launches, %.2f us of device time each\n",
-               runs[i].scene, (int)runs[i].bodies, kernel_ms, runs[i].ms_mean,
-               runs[i].ms_mean > 0.0 ? 100.0 * kernel_ms / runs[i].ms_mean : 0.0, launches,
-               launches > 0.0 ? 1000.0 * kernel_ms / launches : 0.0);
+               runs[i].scene, (int)runs[i].bodies, kernel_ms, runs[i].ms_mean, 100.0 * busy,
+               launches, launches > 0.0 ? 1000.0 * kernel_ms / launches : 0.0);
       }
     }
   }

@@ -710,11 +710,7 @@ static void add_correction(double sum[5], const double *o) {
   sum[4] += o[3] * o[3];
 }
 
-/* One pass of CONTACT: every contact projected from the same positions, its corrections and
- * their lengths into its slot's delta entries; then per surface vertex the sum of its entries.
- * Measuring (`measure`), the contacts are projected with whole masses and each vertex only
- * records its mass split for the projecting pass (piola_contact_split); projecting, with the
- * split masses, and each vertex moves by its sum over its split. */
+/* The contact pass a chunk works for (contact_pass). */
 typedef struct contact_job {
   piola_world *w;
   bool measure;
@@ -786,6 +782,11 @@ static void gather_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   }
 }
 
+/* One pass of CONTACT: every contact projected from the same positions, its corrections and
+ * their lengths into its slot's delta entries; then per surface vertex the sum of its entries.
+ * Measuring (`measure`), the contacts are projected with whole masses and each vertex only
+ * records its mass split for the projecting pass (piola_contact_split); projecting, with the
+ * split masses, and each vertex moves by its sum over its split. */
 static void contact_pass(piola_world *w, bool measure) {
   contact_job job = {w, measure};
   piola_pool_for(w->pool, w->contacts.vertex_count, 256, project_range, &job);

@@ -275,11 +275,11 @@ piola_status piola_world_create_with_faults(const piola_world_def *def, piola_fa
     }
   }
   if (w->backend == PIOLA_BACKEND_CPU_REFERENCE) {
-    s = piola_pool_create(def->cpu_threads > 0 ? def->cpu_threads : piola_online_cores(),
-                          &w->pool);
+    const int32_t threads = def->cpu_threads > 0 ? def->cpu_threads : piola_online_cores();
+    s = piola_pool_create(threads, &w->pool);
     if (s != PIOLA_OK) {
       piola_log(&def->logger, PIOLA_LOG_ERROR, "piola_world_create: could not start %d threads",
-                (int)def->cpu_threads);
+                (int)threads);
       free(w);
       return s;
     }
