@@ -1,11 +1,11 @@
 /* Cloth bodies in the solver (issue 9): piola_world_add_cloth's checks, mass lumping, the
  * membrane against the closed-form elongation of a hanging strip, the bending against the
  * small-deflection sag of a cantilevered strip, rest stability, draping over a sphere collider,
- * OpenCL against the CPU reference, determinism, and a tet body that does not notice a cloth
- * body beside it. The physics tests run on the CPU reference (double); the opencl_ variants run
- * the same scenes on the OpenCL device (PoCL here) with the per-stage schedule, which the world
- * picks whenever there is cloth. Tolerances come from the closed forms; measured values are in
- * the comments. */
+ * OpenCL against the CPU reference, determinism, a tet body that does not notice a cloth body
+ * beside it, and tet bodies beside cloth under both OpenCL schedules. The physics tests run on
+ * the CPU reference (double); the opencl_ variants run the same scenes on the OpenCL device
+ * (PoCL here) with the schedule the world picks (per stage on CPU devices). Tolerances come from
+ * the closed forms; measured values are in the comments. */
 #include "crosscheck.h"
 #include "piola_internal.h"
 #include "test_opencl_common.h"
@@ -903,6 +903,105 @@ static void check_hammock(piola_test *t, piola_backend backend) {
   CHECK_MSG(t, fabs(gap - thickness) < 0.5 * thickness,
             "the box rests %.4f m above the cloth (median), not about %.3f m", gap, thickness);
   CHECK_MSG(t, r.contacts > 0, "no contacts at the end");
+}
+
+/* ---- Tet bodies beside cloth under both OpenCL schedules ---------------------------------- */
+
+/* A cloth hammock (10 x 10 cells, 1 m, two edges pinned) with a box dropped into it and a
+ * second box beside it on the ground, on OpenCL with one tet per work-item (as on GPUs), under
+ * `schedule`, with or without body-body contacts (without, the first box falls through the
+ * cloth onto the ground); 120 steps of 2 substeps. *hash: a hash of every body's positions
+ * and velocities; *per_body: whether the per-body schedule ran; *box_lowest: the first box's
+ * lowest point at the end (m). */
+static void mixed_world_run(piola_test *t, piola_schedule schedule, bool contacts, uint64_t *hash,
+                            bool *per_body, double *box_lowest) {
+  *hash = 0;
+  *per_body = false;
+  *box_lowest = NAN;
+  piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
+  def.schedule = schedule;
+  def.simd_lanes = 1;
+  def.substeps = 2;
+  def.contacts = contacts;
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL));
+  piola_tri_mesh m = grid(10, 10, 1.0f, 1.0f);
+  piola_cloth_material mat = piola_default_cloth_material();
+  piola_body_id ids[3];
+  REQUIRE_OK(t, piola_world_add_cloth(w, &m, &mat, (const float[3]){0.0f, 0.5f, 0.0f}, &ids[0]));
+  float *inv = malloc(sizeof *inv * (size_t)m.vertex_count);
+  REQUIRE(t, inv != NULL);
+  REQUIRE_OK(t, piola_body_get_inverse_masses(w, ids[0], inv, m.vertex_count));
+  for (int32_t i = 0; i < m.vertex_count; ++i) { /* the edges at x = 0 and x = 1 m pinned */
+    if (m.positions[3 * i] < 1e-4f || m.positions[3 * i] > 1.0f - 1e-4f) {
+      inv[i] = 0.0f;
+    }
+  }
+  REQUIRE_OK(t, piola_body_set_inverse_masses(w, ids[0], inv, m.vertex_count));
+  free(inv);
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
+  const piola_material box_mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1.0e6f);
+  REQUIRE_OK(
+      t, piola_world_add_tet_body(w, &box, &box_mat, (const float[3]){0.4f, 0.7f, 0.4f}, &ids[1]));
+  REQUIRE_OK(
+      t, piola_world_add_tet_body(w, &box, &box_mat, (const float[3]){2.0f, 0.1f, 0.0f}, &ids[2]));
+  for (int step = 0; step < 120; ++step) {
+    REQUIRE_OK(t, piola_world_step(w));
+  }
+  *per_body = piola_opencl_per_body(w);
+  uint64_t h = PIOLA_TEST_FNV_OFFSET;
+  for (int b = 0; b < 3; ++b) {
+    const int32_t n = piola_body_get_vertex_count(w, ids[b]);
+    float *x = malloc(sizeof *x * 3 * (size_t)n), *v = malloc(sizeof *v * 3 * (size_t)n);
+    REQUIRE(t, x != NULL && v != NULL);
+    CHECK_STATUS(t, piola_body_get_positions(w, ids[b], x, n), PIOLA_OK);
+    CHECK_STATUS(t, piola_body_get_velocities(w, ids[b], v, n), PIOLA_OK);
+    h = piola_test_fnv1a(h, x, sizeof *x * 3 * (size_t)n);
+    h = piola_test_fnv1a(h, v, sizeof *v * 3 * (size_t)n);
+    if (b == 1) {
+      double lowest = INFINITY;
+      for (int32_t i = 0; i < n; ++i) {
+        lowest = fmin(lowest, x[3 * (size_t)i + 1]);
+      }
+      *box_lowest = lowest;
+    }
+    free(x);
+    free(v);
+  }
+  piola_world_destroy(w);
+  piola_tri_mesh_free(&m);
+  piola_mesh_free(&box);
+  *hash = h;
+}
+
+/* Cloth does not take the per-body schedule from the tet bodies beside it: under BODIES the
+ * tets' iterations run per body and the cloth's colors per stage after them, and every body
+ * ends bitwise where the per-stage schedule puts it, with contacts between the box and the
+ * cloth and without. */
+void test_opencl_cloth_schedules_agree(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  for (int contacts = 0; contacts < 2; ++contacts) {
+    bool per_body[2];
+    double lowest[2];
+    uint64_t stages, bodies;
+    mixed_world_run(t, PIOLA_SCHEDULE_STAGES, contacts, &stages, &per_body[0], &lowest[0]);
+    mixed_world_run(t, PIOLA_SCHEDULE_BODIES, contacts, &bodies, &per_body[1], &lowest[1]);
+    printf("  contacts %s: box's lowest point %.4f m (stages), %.4f m (bodies); hashes %016llx, "
+           "%016llx\n",
+           contacts ? "on" : "off", lowest[0], lowest[1], (unsigned long long)stages,
+           (unsigned long long)bodies);
+    CHECK_MSG(t, !per_body[0] && per_body[1],
+              "schedules: per body %d under STAGES, %d under BODIES (expected 0, 1)",
+              (int)per_body[0], (int)per_body[1]);
+    CHECK_MSG(t, stages == bodies, "contacts %d: per-stage and per-body results differ", contacts);
+    /* The scene moved: the box (dropped from 0.7 m) lies in the hammock (contacts) or fell
+     * through it onto the ground. */
+    CHECK_MSG(t, contacts ? lowest[1] > 0.1 && lowest[1] < 0.5 : lowest[1] < 0.01,
+              "contacts %d: the box's lowest point at %.4f m", contacts, lowest[1]);
+  }
 }
 
 /* A box dropped into a cloth hammock stays on it; with contacts off it falls through, which

@@ -133,8 +133,10 @@ typedef enum piola_schedule {
   /** One launch per substep, one work-group per body running the whole substep for it with
    * barriers between colors, the body's vertices held in local memory (32 bytes each): the same
    * computation (bodies share no vertex) with hundreds of times fewer launches; best for many
-   * small bodies. Where the largest body's vertices do not fit the device's local memory (48
-   * KiB on NVIDIA GPUs: 1536 vertices), or with cloth in the world, the step runs per stage. */
+   * small bodies. Where the largest tet body's vertices do not fit the device's local memory
+   * (48 KiB on NVIDIA GPUs: 1536 vertices), the step runs per stage. Cloth bodies run per stage
+   * beside it: with cloth in the world each iteration is a per-body launch for the tets, then
+   * the cloth's colors. */
   PIOLA_SCHEDULE_BODIES = 2
 } piola_schedule;
 
@@ -172,7 +174,7 @@ typedef struct piola_world_def {
    * closer than 2 thickness at rest never collides) and above the motion of a resting body
    * in one substep (g h^2). */
   float contact_thickness;
-  float contact_friction;     /**< Coulomb coefficient of body-body contacts (>= 0); default 0.5 */
+  float contact_friction; /**< Coulomb coefficient of body-body contacts (>= 0); default 0.5 */
   /** CPU reference: threads that run a step (0 to 256): 1 (the default) the calling thread
    * alone; 0 one per online core. A stage splits items that share nothing they write (the tets
    * or cloth items of one color, the bodies, the vertices, the contacts) among them, so every

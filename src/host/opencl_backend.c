@@ -2279,11 +2279,10 @@ static size_t body_local_bytes(const piola_world *w) {
 
 bool piola_opencl_per_body(const piola_world *w) {
   const piola_schedule s = w->def.schedule;
-  /* The cloth kinds have kernels for the per-stage schedule only, and the per-body kernel holds
-   * a body's vertices in local memory: with cloth in the world, or a body too large for the
-   * device's local memory, every schedule runs per stage. */
-  return w->solver.body_count > 0 && w->cloth.tri_count == 0 && w->cloth.bend_count == 0 &&
-         body_local_bytes(w) <= w->cl->local_bytes &&
+  /* The per-body kernel holds a tet body's vertices in local memory: with a body too large for
+   * the device's local memory every schedule runs per stage. Cloth bodies are not in the
+   * per-body lists (their colors run per stage after the tets', see piola_world_step). */
+  return w->solver.body_count > 0 && body_local_bytes(w) <= w->cl->local_bytes &&
          (s == PIOLA_SCHEDULE_BODIES ||
           (s == PIOLA_SCHEDULE_AUTO && !w->def.profile && w->cl->lanes == 1 &&
            w->solver.max_body_tets <= PIOLA_BODY_SCHEDULE_MAX_TETS));
@@ -2343,7 +2342,9 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));
-  return PIOLA_OK;
+  /* An iteration goes on with the cloth's colors, as SOLVE_TETS does per stage (bodies share no
+   * vertex: the same result as the tets and the cloth color by color). */
+  return part == PIOLA_BODIES_ITERATION ? solve_cloth(w, h) : PIOLA_OK;
 }
 
 piola_status piola_opencl_end_step(piola_world *w) {

@@ -234,11 +234,12 @@ typedef struct piola_solver_tets {
    * substep's last COLLIDE stage and the motion the projections held back since (m); a held
    * value below zero marks a free vertex. PREDICT frees every vertex. */
   double *support;
-  /* Per body of the solver arrays (the live bodies in slot order), for the per-body schedule:
-   * body_vertex (first, count) of its vertices; body_color (first, count) of its tets in each
-   * of the color_count colors; body_jacobi (first, count) of its tail tets and (first, count)
-   * of its entries in jacobi_vertices. max_body_tets, max_body_vertices: the largest body's
-   * counts. */
+  /* Per tet body of the solver arrays (the live bodies in slot order, cloth bodies left out:
+   * they have no tets, and the per-stage kernels move their vertices), for the per-body
+   * schedule: body_vertex (first, count) of its vertices; body_color (first, count) of its tets
+   * in each of the color_count colors; body_jacobi (first, count) of its tail tets and (first,
+   * count) of its entries in jacobi_vertices. max_body_tets, max_body_vertices: the largest
+   * tet body's counts. */
   int32_t body_count, max_body_tets, max_body_vertices;
   int32_t *body_vertex, *body_color, *body_jacobi;
   /* Plastic tets (in solver order): their solver index, rest Dm^-1 and plastic strain. */
@@ -524,15 +525,17 @@ void piola_opencl_destroy(piola_world *w);
 piola_status piola_opencl_begin_step(piola_world *w);
 /* Enqueues one stage. */
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
-/* Whether substeps run as one launch, one work-group per body (def.schedule; never while
- * there is cloth, whose constraint kinds run only under the per-stage schedule). */
+/* Whether the tet bodies' substeps run as one launch, one work-group per body (def.schedule).
+ * With cloth in the world the per-body launches solve the tets and the cloth's colors run per
+ * stage after them (the cloth kinds have per-stage kernels only). */
 bool piola_opencl_per_body(const piola_world *w);
-/* Which part of a substep one per-body launch runs: all of it (no contacts), or, around the
- * contact stages: predict and reset, or one iteration of the tets. */
+/* Which part of a substep one per-body launch runs: all of it (no contacts, attachments or
+ * cloth), or, around the other stages: predict and reset, or one iteration of the tets (then
+ * the cloth's colors, per stage), or the inverted-tet pass. */
 typedef enum piola_bodies_part {
   PIOLA_BODIES_WHOLE_SUBSTEP, /* predict, reset, iterations of tets and colliders, velocities */
-  PIOLA_BODIES_PREDICT,       /* predict and reset the multipliers */
-  PIOLA_BODIES_ITERATION,     /* one iteration over the tets (colors, Jacobi tail) */
+  PIOLA_BODIES_PREDICT,       /* predict and reset the multipliers (tet bodies only) */
+  PIOLA_BODIES_ITERATION,     /* one iteration over the tets (colors, Jacobi tail), then cloth */
   PIOLA_BODIES_INVERTED       /* the inverted-tet pass (PIOLA_BODIES_ITERATION, inverted only) */
 } piola_bodies_part;
 /* One substep, or a part of it, of every body in one launch, a work-group per body. */

@@ -372,17 +372,19 @@ piola_status piola_world_step(piola_world *w) {
   const int32_t substeps = w->def.substeps;
   const double h = (double)w->def.dt / substeps;
   /* The step, stage by stage (see the module comment). Under the OpenCL per-body schedule one
-   * launch runs a body's stages up to the velocities (piola_substep_bodies); with contacts,
-   * which couple the bodies, it runs them in parts around the contact stages. */
+   * launch runs a tet body's stages up to the velocities (piola_substep_bodies); with contacts,
+   * which couple the bodies, attachments, or cloth (whose vertices are in no per-body list), it
+   * runs them in parts around the other stages: the tets' iterations per body. */
   const bool per_body = w->cl != NULL && piola_opencl_per_body(w);
   const bool contacts = piola_contacts_active(w);
   const bool attachments = w->attach.count > 0;
+  const bool only_tet_bodies = w->solver.body_count == w->body_count;
   for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
     w->collider_time = (double)(sub + 1) * h; /* colliders stand at the end of the substep */
-    if (per_body && !contacts && !attachments) {
+    if (per_body && !contacts && !attachments && only_tet_bodies) {
       s = piola_opencl_substep_bodies(w, h, PIOLA_BODIES_WHOLE_SUBSTEP);
     } else {
-      if (per_body) {
+      if (per_body && only_tet_bodies) {
         s = piola_opencl_substep_bodies(w, h, PIOLA_BODIES_PREDICT);
       } else {
         s = run_stage(w, PIOLA_STAGE_PREDICT, h);
@@ -2256,10 +2258,11 @@ piola_status piola_world_build_tets(piola_world *w) {
   if (s != PIOLA_OK) {
     return s;
   }
-  int32_t nt = 0, colors = 0, plastic = 0;
+  int32_t nt = 0, colors = 0, plastic = 0, tet_bodies = 0;
   for (int32_t i = 0; i < w->body_slots; ++i) {
     const piola_body *b = &w->bodies[i];
     if (b->alive) {
+      tet_bodies += !b->cloth;
       nt += b->tet_count;
       colors = b->color_count > colors ? b->color_count : colors;
       plastic += !b->cloth && w->materials[b->material].plastic ? b->tet_count : 0;
@@ -2271,7 +2274,7 @@ piola_status piola_world_build_tets(piola_world *w) {
   nw.tet_count = nt;
   nw.color_count = colors;
   nw.plastic_count = plastic;
-  nw.body_count = w->body_count;
+  nw.body_count = tet_bodies; /* the per-body lists hold tet bodies: cloth has no tets */
   nw.tet_vertices = malloc(sizeof(int32_t) * 4 * n);
   nw.tet_m = malloc(sizeof(double) * 9 * n);
   nw.tet_volume = malloc(sizeof(double) * n);
@@ -2284,7 +2287,7 @@ piola_status piola_world_build_tets(piola_world *w) {
   nw.plastic_tet = malloc(sizeof(int32_t) * np);
   nw.plastic_dm_rest = malloc(sizeof(double) * 9 * np);
   nw.plastic_strain = malloc(sizeof(double) * 6 * np);
-  size_t nb = (size_t)(w->body_count > 0 ? w->body_count : 1);
+  size_t nb = (size_t)(tet_bodies > 0 ? tet_bodies : 1);
   nw.body_vertex = malloc(sizeof(int32_t) * 2 * nb);
   nw.body_color = malloc(sizeof(int32_t) * 2 * nb * (size_t)(colors > 0 ? colors : 1));
   nw.body_jacobi = malloc(sizeof(int32_t) * 4 * nb);
@@ -2302,7 +2305,7 @@ piola_status piola_world_build_tets(piola_world *w) {
     nw.color_first[c] = g;
     for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {
       const piola_body *b = &w->bodies[i];
-      if (!b->alive) {
+      if (!b->alive || b->cloth) {
         continue;
       }
       int32_t *range = c < colors ? nw.body_color + 2 * ((size_t)dense * colors + (size_t)c)
@@ -2315,7 +2318,7 @@ piola_status piola_world_build_tets(piola_world *w) {
       }
       range[1] = c < colors ? b->color_start[c + 1] - b->color_start[c]
                             : b->tet_count - b->color_start[b->color_count];
-      bool is_plastic = !b->cloth && w->materials[b->material].plastic;
+      bool is_plastic = w->materials[b->material].plastic;
       int32_t j0 = c < colors ? b->color_start[c] : b->color_start[b->color_count];
       int32_t j1 = c < colors ? b->color_start[c + 1] : b->tet_count;
       for (int32_t j = j0; j < j1; ++j, ++g) {
@@ -2356,7 +2359,7 @@ piola_status piola_world_build_tets(piola_world *w) {
    * slot can hold a body whose vertices come last, so search rather than scan). */
   for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {
     const piola_body *b = &w->bodies[i];
-    if (!b->alive) {
+    if (!b->alive || b->cloth) {
       continue;
     }
     nw.body_vertex[2 * dense] = b->vertex_offset;
