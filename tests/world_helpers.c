@@ -113,6 +113,28 @@ uint64_t wt_positions_hash(const piola_world *w, const piola_body_id *bodies, in
   return h;
 }
 
+uint64_t wt_state_hash(const piola_world *w, const piola_body_id *bodies, int32_t count) {
+  uint64_t h = PIOLA_TEST_FNV_OFFSET;
+  for (int32_t b = 0; b < count; ++b) {
+    const int32_t n = piola_body_get_vertex_count(w, bodies[b]);
+    float *x = n > 0 ? malloc(sizeof *x * 3 * (size_t)n) : NULL;
+    float *v = n > 0 ? malloc(sizeof *v * 3 * (size_t)n) : NULL;
+    const bool read = x != NULL && v != NULL &&
+                      piola_body_get_positions(w, bodies[b], x, n) == PIOLA_OK &&
+                      piola_body_get_velocities(w, bodies[b], v, n) == PIOLA_OK;
+    if (read) {
+      h = piola_test_fnv1a(h, x, sizeof *x * 3 * (size_t)n);
+      h = piola_test_fnv1a(h, v, sizeof *v * 3 * (size_t)n);
+    }
+    free(x);
+    free(v);
+    if (!read) {
+      return 0;
+    }
+  }
+  return h;
+}
+
 float *wt_get_positions(const piola_world *w, piola_body_id body) {
   int32_t n = piola_body_get_vertex_count(w, body);
   if (n <= 0) {

@@ -46,6 +46,10 @@ bool wt_snapshot_equal(const wt_snapshot *a, const wt_snapshot *b);
 /* FNV-1a over the float positions (API read-back) of the given bodies, in order. */
 uint64_t wt_positions_hash(const piola_world *w, const piola_body_id *bodies, int32_t count);
 
+/* FNV-1a over each body's float positions, then its velocities (API read-back), the bodies in
+ * order; 0 when a body's state cannot be read. */
+uint64_t wt_state_hash(const piola_world *w, const piola_body_id *bodies, int32_t count);
+
 /* A box mesh (piola_mesh_make_box) of cx x cy x cz cells spanning [0, s] on each axis, or an
  * empty mesh on failure. */
 piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz);
