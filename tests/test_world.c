@@ -1377,12 +1377,61 @@ void test_world_color_ranges(piola_test *t) {
     CHECK_MSG(t, w->solver.color_size[c] == expected, "color %d: %d tets, expected %d", c,
               w->solver.color_size[c], expected);
   }
+  /* Within a color a body's tets come in Morton order of their rest centroids (bodies of up to
+   * PIOLA_SPATIAL_ORDER_MAX_TETS tets; these are all smaller). */
+  int32_t out_of_order = 0;
+  for (int32_t i = 0; i < 4; ++i) {
+    const piola_tet_mesh *m = &meshes[i % mesh_count];
+    REQUIRE(t, m->tet_count <= PIOLA_SPATIAL_ORDER_MAX_TETS);
+    const piola_body *body = &w->bodies[ids[i].index1 - 1];
+    const float at[3] = {4.0f * (float)i, 0.0f, 0.0f};
+    int32_t *rank = wt_spatial_rank(body->tets, body->tet_count, m->positions, at);
+    REQUIRE(t, rank != NULL);
+    for (int32_t c = 0; c < body->color_count; ++c) {
+      for (int32_t j = body->color_start[c] + 1; j < body->color_start[c + 1]; ++j) {
+        out_of_order += rank[body->by_color[j]] < rank[body->by_color[j - 1]];
+      }
+    }
+    free(rank);
+  }
+  CHECK_MSG(t, out_of_order == 0, "%d tets out of Morton order within their colors", out_of_order);
   free(sizes);
   free(seen);
   free(stamp);
   for (int32_t i = 0; i < mesh_count; ++i) {
     piola_mesh_free(&meshes[i]);
   }
+  piola_world_destroy(w);
+}
+
+/* A body of more than PIOLA_SPATIAL_ORDER_MAX_TETS tets keeps the mesh's order within a color. */
+void test_world_large_body_mesh_order(piola_test *t) {
+  piola_world *w = wt_world(t, NULL, NULL, 0.005f, 1, 5, 0.0f, false);
+  REQUIRE(t, w != NULL);
+  piola_tet_mesh m;
+  const int32_t cells[3] = {16, 16, 12}; /* 18432 tets */
+  const float size[3] = {1.6f, 1.6f, 1.2f};
+  REQUIRE_OK(t, piola_mesh_make_box(cells, size, &m));
+  REQUIRE(t, m.tet_count > PIOLA_SPATIAL_ORDER_MAX_TETS);
+  piola_material mat = piola_default_material();
+  piola_body_id id;
+  REQUIRE_OK(t, piola_world_add_tet_body(w, &m, &mat, NULL, &id));
+  const piola_body *body = &w->bodies[id.index1 - 1];
+  int32_t out_of_order = 0, total = 0;
+  for (int32_t c = 0; c <= body->color_count; ++c) { /* the Jacobi tets (none) last */
+    const int32_t end = c < body->color_count ? body->color_start[c + 1] : body->tet_count;
+    for (int32_t j = body->color_start[c]; j < end; ++j, ++total) {
+      out_of_order += j > body->color_start[c] && body->by_color[j] < body->by_color[j - 1];
+    }
+  }
+  CHECK(t, total == m.tet_count);
+  CHECK_MSG(t, out_of_order == 0, "%d tets out of mesh order within their colors", out_of_order);
+  /* And the body steps. */
+  REQUIRE_OK(t, piola_world_step(w));
+  piola_stats st;
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK(t, st.tet_count == m.tet_count && st.inverted_tets == 0);
+  piola_mesh_free(&m);
   piola_world_destroy(w);
 }
 

@@ -222,6 +222,38 @@ int32_t wt_max_vertex_degree(const piola_tet_mesh *mesh) {
   return worst;
 }
 
+int32_t *wt_spatial_rank(const int32_t *tets, int32_t tet_count, const float *positions,
+                         const float translation[3]) {
+  if (tet_count < 1) {
+    return NULL;
+  }
+  double *centroid = malloc(sizeof *centroid * 3 * (size_t)tet_count);
+  piola_keyed_index *order = malloc(sizeof *order * (size_t)tet_count);
+  int32_t *rank = malloc(sizeof *rank * (size_t)tet_count);
+  if (centroid == NULL || order == NULL || rank == NULL) {
+    free(centroid);
+    free(order);
+    free(rank);
+    return NULL;
+  }
+  for (int32_t t = 0; t < tet_count; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      double sum = 0.0; /* the rest position as the world computes it, in double */
+      for (int a = 0; a < 4; ++a) {
+        sum += (double)positions[3 * (size_t)tets[4 * (size_t)t + a] + k] + translation[k];
+      }
+      centroid[3 * (size_t)t + k] = 0.25 * sum;
+    }
+  }
+  piola_spatial_order(centroid, tet_count, order);
+  for (int32_t i = 0; i < tet_count; ++i) {
+    rank[order[i].index] = i;
+  }
+  free(centroid);
+  free(order);
+  return rank;
+}
+
 bool wt_load_armadillo(piola_tet_mesh *out) {
   const char *dir = piola_test_data_dir();
   if (dir == NULL) {

@@ -70,6 +70,14 @@ void wt_momenta(const piola_world *w, double *mass, double p[3], double l[3]);
 /* The largest number of tets sharing one vertex: a lower bound on the color count. */
 int32_t wt_max_vertex_degree(const piola_tet_mesh *mesh);
 
+/* The rank of each of tet_count tets (4 vertex indices each, into positions: 3 floats per
+ * vertex, moved by translation) along the Morton curve of their centroids, as
+ * piola_world_add_tet_body orders a small body's tets within a color (pass the body's own tets,
+ * whose corner order it may have changed); NULL when out of memory or without tets. The caller
+ * frees it. */
+int32_t *wt_spatial_rank(const int32_t *tets, int32_t tet_count, const float *positions,
+                         const float translation[3]);
+
 /* Loads the Armadillo from piola_test_data_dir(); false when the data is not there. */
 bool wt_load_armadillo(piola_tet_mesh *out);
 

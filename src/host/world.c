@@ -989,20 +989,42 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
   b->collision_group = 1u;
   b->collision_mask = 0xFFFFFFFFu;
   b->self_collision = true;
-  /* Counting sort of the tets by color, the Jacobi tets (-1) last; mesh order within. */
+  /* Counting sort of the tets by color, the Jacobi tets (-1) last. Within a color: see
+   * PIOLA_SPATIAL_ORDER_MAX_TETS. */
   const int32_t buckets = b->color_count + 1;
+  const bool spatial = nt <= PIOLA_SPATIAL_ORDER_MAX_TETS;
   int32_t *fill = NULL;
+  double *centroid = NULL;
+  piola_keyed_index *order = NULL;
   if (s == PIOLA_OK) {
     b->color_start = calloc((size_t)buckets + 1, sizeof *b->color_start);
     fill = malloc(sizeof *fill * (size_t)buckets);
-    if (b->color_start == NULL || fill == NULL) {
+    centroid = spatial ? malloc(sizeof *centroid * 3 * (size_t)nt) : NULL;
+    order = spatial ? malloc(sizeof *order * (size_t)nt) : NULL;
+    if (b->color_start == NULL || fill == NULL ||
+        (spatial && (centroid == NULL || order == NULL))) {
       s = PIOLA_ERROR_OUT_OF_MEMORY;
     }
   }
   if (s != PIOLA_OK) {
     free(fill);
+    free(centroid);
+    free(order);
     free_build(out);
     return s;
+  }
+  if (spatial) {
+    for (int32_t t = 0; t < nt; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        double sum = 0.0;
+        for (int a = 0; a < 4; ++a) {
+          sum += out->rest[3 * (size_t)b->tets[4 * (size_t)t + a] + k];
+        }
+        centroid[3 * (size_t)t + k] = 0.25 * sum;
+      }
+    }
+    piola_spatial_order(centroid, nt, order);
+    free(centroid);
   }
   for (int32_t t = 0; t < nt; ++t) {
     b->color_start[(b->colors[t] >= 0 ? b->colors[t] : b->color_count) + 1]++;
@@ -1011,10 +1033,12 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
     b->color_start[c + 1] += b->color_start[c];
   }
   memcpy(fill, b->color_start, sizeof *fill * (size_t)buckets);
-  for (int32_t t = 0; t < nt; ++t) {
+  for (int32_t i = 0; i < nt; ++i) {
+    const int32_t t = spatial ? order[i].index : i;
     b->by_color[fill[b->colors[t] >= 0 ? b->colors[t] : b->color_count]++] = t;
   }
   free(fill);
+  free(order);
   return PIOLA_OK;
 }
 
