@@ -120,7 +120,8 @@ bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t ver
 /* World --------------------------------------------------------------------------------- */
 
 /* The order of a body's tets within each of its colors. It does not change results (tets of a
- * color share no vertex), only speed: it decides which tets a work-item projects together in
+ * color share no vertex; the Jacobi tets, whose vertices sum their corrections in the tail's
+ * order, keep the mesh's order), only speed: it decides which tets a work-item projects together in
  * SIMD lanes (CPU devices) or a warp in its lanes (GPUs), and how the corners' loads of
  * neighbouring work-items meet the caches. Bodies of up to this many tets, whose vertices stay in
  * a core's cache or a work-group's local memory while they are solved, take their tets in Morton

@@ -1035,7 +1035,14 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
   memcpy(fill, b->color_start, sizeof *fill * (size_t)buckets);
   for (int32_t i = 0; i < nt; ++i) {
     const int32_t t = spatial ? order[i].index : i;
-    b->by_color[fill[b->colors[t] >= 0 ? b->colors[t] : b->color_count]++] = t;
+    if (b->colors[t] >= 0) {
+      b->by_color[fill[b->colors[t]]++] = t;
+    }
+  }
+  for (int32_t t = 0; t < nt; ++t) {
+    if (b->colors[t] < 0) {
+      b->by_color[fill[b->color_count]++] = t;
+    }
   }
   free(fill);
   free(order);
