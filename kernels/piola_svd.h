@@ -71,11 +71,11 @@ PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q, piola_
   }
 }
 
-/* Eigen-decomposition of a symmetric matrix: a = V diag(eig) V^T with V a rotation
- * (eigenvalues unsorted). */
-PIOLA_FN void piola_sym_eigen(piola_m3 a, piola_m3 *v_out, piola_v3 *eig) {
+/* piola_sym_eigen() for the lanes not in `skip` (lanes whose result is not used; they do not
+ * hold the sweeps up, and what they return is unspecified). */
+PIOLA_FN void piola_sym_eigen_lanes(piola_m3 a, piola_m3 *v_out, piola_v3 *eig, piola_mask skip) {
   piola_m3 v = piola_m3_identity();
-  piola_mask converged = !PIOLA_TRUE;
+  piola_mask converged = skip;
   for (int sweep = 0; sweep < PIOLA_JACOBI_MAX_SWEEPS; ++sweep) {
     piola_real off = a.m[1] * a.m[1] + a.m[2] * a.m[2] + a.m[5] * a.m[5];
     piola_real diag = a.m[0] * a.m[0] + a.m[4] * a.m[4] + a.m[8] * a.m[8];
@@ -89,6 +89,12 @@ PIOLA_FN void piola_sym_eigen(piola_m3 a, piola_m3 *v_out, piola_v3 *eig) {
   }
   *v_out = v;
   *eig = piola_v3_make(a.m[0], a.m[4], a.m[8]);
+}
+
+/* Eigen-decomposition of a symmetric matrix: a = V diag(eig) V^T with V a rotation
+ * (eigenvalues unsorted). */
+PIOLA_FN void piola_sym_eigen(piola_m3 a, piola_m3 *v_out, piola_v3 *eig) {
+  piola_sym_eigen_lanes(a, v_out, eig, !PIOLA_TRUE);
 }
 
 /* Where `swap`, swaps columns i and j of b and v, negating column j of both so that det v
@@ -125,11 +131,11 @@ PIOLA_FN void piola_givens_qr_step(piola_m3 *r, piola_m3 *u, int p, int q) {
   }
 }
 
-/* a = U diag(s) V^T with the conventions above. */
-PIOLA_FN piola_svd3 piola_svd3_compute(piola_m3 a) {
+/* piola_svd3_compute() for the lanes not in `skip` (see piola_sym_eigen_lanes). */
+PIOLA_FN piola_svd3 piola_svd3_compute_lanes(piola_m3 a, piola_mask skip) {
   piola_svd3 out;
   piola_v3 eig;
-  piola_sym_eigen(piola_m3_mul_at(a, a), &out.v, &eig);
+  piola_sym_eigen_lanes(piola_m3_mul_at(a, a), &out.v, &eig, skip);
   piola_m3 b = piola_m3_mul(a, out.v);
   /* Sort the columns of b by decreasing norm (three compare-and-swaps). */
   piola_real n0 = eig.x, n1 = eig.y, n2 = eig.z, t;
@@ -149,6 +155,11 @@ PIOLA_FN piola_svd3 piola_svd3_compute(piola_m3 a) {
   piola_givens_qr_step(&b, &out.u, 1, 2);
   out.s = piola_v3_make(b.m[0], b.m[4], b.m[8]);
   return out;
+}
+
+/* a = U diag(s) V^T with the conventions above. */
+PIOLA_FN piola_svd3 piola_svd3_compute(piola_m3 a) {
+  return piola_svd3_compute_lanes(a, !PIOLA_TRUE);
 }
 
 /* U diag(s) V^T */

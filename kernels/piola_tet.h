@@ -282,7 +282,8 @@ PIOLA_FN piola_real piola_energy_stress_measure(const piola_tet_material *mat, p
     psi = piola_energy_regular(mat, f, c, j, p, measure);
   }
   if (PIOLA_ANY(svd)) {
-    piola_svd3 d = piola_svd3_compute(f);
+    /* Lanes on the regular path drop this result: they do not hold up the Jacobi sweeps. */
+    piola_svd3 d = piola_svd3_compute_lanes(f, !svd);
     piola_v3 p_hat;
     piola_real measure_svd;
     const piola_real psi_svd =
