@@ -43,13 +43,34 @@ PIOLA_FN piola_real piola_lanes_load(const float *a) {
 PIOLA_FN void piola_lanes_store(piola_real v, float *a) {
   PIOLA_VSTORE(v, 0, a);
 }
-PIOLA_FN piola_v3 piola_lanes_load3(const float a[3][PIOLA_L]) {
-  return piola_v3_make(piola_lanes_load(a[0]), piola_lanes_load(a[1]), piola_lanes_load(a[2]));
-}
 PIOLA_FN void piola_lanes_store3(piola_v3 v, float a[3][PIOLA_L]) {
   piola_lanes_store(v.x, a[0]);
   piola_lanes_store(v.y, a[1]);
   piola_lanes_store(v.z, a[2]);
+}
+
+/* Lane vectors from PIOLA_LANES private float4 values a[l] (one per lane): x, y and z as a
+ * piola_v3, w into *w, by whole-vector loads and shuffles. A gather writes one float4 per lane
+ * and corner instead of four floats, each of which a lane vector's load would wait for. */
+PIOLA_FN piola_v3 piola_lanes_transpose(const float4 a[PIOLA_L], piola_real *w) {
+#if PIOLA_LANES == 16
+  const float16 a0 = vload16(0, (const float *)a), a1 = vload16(1, (const float *)a),
+                a2 = vload16(2, (const float *)a), a3 = vload16(3, (const float *)a);
+  *w = (float16)(a0.s37bf, a1.s37bf, a2.s37bf, a3.s37bf);
+  return piola_v3_make((float16)(a0.s048c, a1.s048c, a2.s048c, a3.s048c),
+                       (float16)(a0.s159d, a1.s159d, a2.s159d, a3.s159d),
+                       (float16)(a0.s26ae, a1.s26ae, a2.s26ae, a3.s26ae));
+#elif PIOLA_LANES == 8
+  const float16 a0 = vload16(0, (const float *)a), a1 = vload16(1, (const float *)a);
+  *w = (float8)(a0.s37bf, a1.s37bf);
+  return piola_v3_make((float8)(a0.s048c, a1.s048c), (float8)(a0.s159d, a1.s159d),
+                       (float8)(a0.s26ae, a1.s26ae));
+#else /* 4 */
+  *w = (float4)(a[0].w, a[1].w, a[2].w, a[3].w);
+  return piola_v3_make((float4)(a[0].x, a[1].x, a[2].x, a[3].x),
+                       (float4)(a[0].y, a[1].y, a[2].y, a[3].y),
+                       (float4)(a[0].z, a[1].z, a[2].z, a[3].z));
+#endif
 }
 
 /* Asks the cache for the lines of the per-tet data of the packet at t0 (a hint, where the
@@ -104,7 +125,7 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
   const int n = min(PIOLA_L, count - begin);
   /* Gather: lane l holds tet first + begin + l (the last tet again in spare lanes). */
   int corner[4][PIOLA_L], material[PIOLA_L];
-  float pos[4][3][PIOLA_L], w[4][PIOLA_L], normal[4][3][PIOLA_L];
+  float4 pos[4][PIOLA_L], normal[4][PIOLA_L]; /* x + d with x.w; the support's normal */
   float m[9][PIOLA_L], volume[PIOLA_L], lambda0[PIOLA_L], lambda1[PIOLA_L];
   int supported = 0;
   for (int l = 0; l < PIOLA_L; ++l) {
@@ -117,17 +138,11 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     material[l] = tet_material[t];
     for (int k = 0; k < 4; ++k) {
       const float4 xv = x[corner[k][l]], dv = d[corner[k][l]];
-      pos[k][0][l] = xv.x + dv.x;
-      pos[k][1][l] = xv.y + dv.y;
-      pos[k][2][l] = xv.z + dv.z;
-      w[k][l] = xv.w;
+      pos[k][l] = (float4)(xv.xyz + dv.xyz, xv.w);
       /* A supported corner (d.w >= 0, piola_tet_support) brings its collider's normal; a free
        * one a zero normal, which leaves its projection as without support. */
-      const float4 nv = dv.w >= 0.0f ? support[corner[k][l]] : (float4)(0.0f);
+      normal[k][l] = dv.w >= 0.0f ? support[corner[k][l]] : (float4)(0.0f);
       supported |= dv.w >= 0.0f;
-      normal[k][0][l] = nv.x;
-      normal[k][1][l] = nv.y;
-      normal[k][2][l] = nv.z;
     }
   }
   /* The per-tet planes, as whole vectors unless they would run past the planes' end (a
@@ -171,8 +186,11 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
   piola_real wv[4];
   piola_tet_support sup;
   for (int k = 0; k < 4; ++k) {
-    p[k] = piola_lanes_load3(pos[k]);
-    wv[k] = piola_lanes_load(w[k]);
+    p[k] = piola_lanes_transpose(pos[k], &wv[k]);
+    if (supported) {
+      piola_real unused;
+      sup.normal[k] = piola_lanes_transpose(normal[k], &unused);
+    }
   }
   /* One pass per kind of material among the lanes. In the inverted-tet pass the lanes whose
    * tets are not inverted count as done from the start. */
@@ -211,7 +229,6 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     mat.inversion = paths.inversion;
     mat.split = paths.split;
     for (int k = 0; k < 4; ++k) {
-      sup.normal[k] = piola_lanes_load3(normal[k]);
       sup.held[k] = PIOLA_R(0.0);
     }
     piola_real lambda[2] = {lambda0_v, lambda1_v};
