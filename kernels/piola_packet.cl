@@ -128,6 +128,7 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
   float4 pos[4][PIOLA_L], normal[4][PIOLA_L]; /* x + d with x.w; the support's normal */
   float m[9][PIOLA_L], volume[PIOLA_L], lambda0[PIOLA_L], lambda1[PIOLA_L];
   int supported = 0;
+  int one_material = 1; /* whether every lane has the first lane's material */
   for (int l = 0; l < PIOLA_L; ++l) {
     const int t = first + begin + min(l, n - 1);
     const int4 q = tets[t];
@@ -136,6 +137,7 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     corner[2][l] = q.z;
     corner[3][l] = q.w;
     material[l] = tet_material[t];
+    one_material &= material[l] == material[0];
     for (int k = 0; k < 4; ++k) {
       const float4 xv = x[corner[k][l]], dv = d[corner[k][l]];
       pos[k][l] = (float4)(xv.xyz + dv.xyz, xv.w);
@@ -192,8 +194,9 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
       sup.normal[k] = piola_lanes_transpose(normal[k], &unused);
     }
   }
-  /* One pass per kind of material among the lanes. In the inverted-tet pass the lanes whose
-   * tets are not inverted count as done from the start. */
+  /* One pass per kind of material among the lanes (a packet of one material, the common case,
+   * takes its parameters at once). In the inverted-tet pass the lanes whose tets are not
+   * inverted count as done from the start. */
   int done = 0;    /* lanes projected, one bit each */
   int written = 0; /* whether a lane did work */
   if (inverted_only) {
@@ -210,20 +213,27 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     }
     const piola_material_data paths = materials[material[l0]];
     int active = 0;
-    float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L];
-    for (int l = 0; l < PIOLA_L; ++l) {
-      const piola_material_data md = materials[material[l]];
-      if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
-        active |= 1 << l;
-      }
-      mu[l] = md.mu;
-      la[l] = md.lambda;
-      compliance[l] = md.compliance;
-    }
     piola_tet_material mat;
-    mat.mu = piola_lanes_load(mu);
-    mat.lambda = piola_lanes_load(la);
-    mat.compliance = piola_lanes_load(compliance);
+    if (one_material) {
+      active = ((1 << n) - 1) & ~done;
+      mat.mu = (piola_real)(paths.mu);
+      mat.lambda = (piola_real)(paths.lambda);
+      mat.compliance = (piola_real)(paths.compliance);
+    } else {
+      float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L];
+      for (int l = 0; l < PIOLA_L; ++l) {
+        const piola_material_data md = materials[material[l]];
+        if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
+          active |= 1 << l;
+        }
+        mu[l] = md.mu;
+        la[l] = md.lambda;
+        compliance[l] = md.compliance;
+      }
+      mat.mu = piola_lanes_load(mu);
+      mat.lambda = piola_lanes_load(la);
+      mat.compliance = piola_lanes_load(compliance);
+    }
     mat.model = paths.model;
     mat.solver = paths.solver;
     mat.inversion = paths.inversion;
