@@ -72,6 +72,20 @@ void piola_spatial_order(const double *points, int32_t n, piola_keyed_index *ord
   qsort(order, (size_t)n, sizeof *order, compare_keyed);
 }
 
+void piola_centroids(const double *points, const int32_t *elements, int corners, const int32_t *map,
+                     int32_t n, double *centroid) {
+  for (int32_t e = 0; e < n; ++e) {
+    for (int j = 0; j < 3; ++j) {
+      double sum = 0.0;
+      for (int k = 0; k < corners; ++k) {
+        const int32_t v = elements[(size_t)corners * (size_t)e + (size_t)k];
+        sum += points[3 * (size_t)(map != NULL ? map[v] : v) + j];
+      }
+      centroid[3 * (size_t)e + j] = sum / corners;
+    }
+  }
+}
+
 /* Point i of an array of 3 doubles per point. */
 static piola_v3 at3(const double *a, int32_t i) {
   return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
@@ -372,15 +386,7 @@ piola_status piola_contacts_build(piola_world *w) {
       c.vertex_reach[sv] = b->surface_reach[k];
       local_to_sv[b->surface_vertices[k]] = sv;
     }
-    for (int32_t t = 0; t < b->surface_count; ++t) {
-      for (int j = 0; j < 3; ++j) {
-        double sum = 0.0;
-        for (int k = 0; k < 3; ++k) {
-          sum += c.vertex_rest[3 * (size_t)local_to_sv[b->surface[3 * (size_t)t + k]] + j];
-        }
-        centroid[3 * (size_t)t + j] = sum / 3.0;
-      }
-    }
+    piola_centroids(c.vertex_rest, b->surface, 3, local_to_sv, b->surface_count, centroid);
     piola_spatial_order(centroid, b->surface_count, order);
     for (int32_t m = 0; m < b->surface_count; ++m, ++tri) {
       const int32_t t = order[m].index;

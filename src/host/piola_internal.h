@@ -440,6 +440,13 @@ typedef struct piola_keyed_index {
  * ties by index: order[i].index is the i-th. */
 void piola_spatial_order(const double *points, int32_t n, piola_keyed_index *order);
 
+/* The centroids of n elements of `corners` vertices each (element e: elements[corners * e ..
+ * corners * e + corners), each vertex v taken as map[v] where map is not NULL) of points (3
+ * coordinates per vertex), into centroid (3 per element): the keys of piola_spatial_order for
+ * tets and triangles. */
+void piola_centroids(const double *points, const int32_t *elements, int corners, const int32_t *map,
+                     int32_t n, double *centroid);
+
 /* Builds w->contacts from the live bodies (called with the tet arrays): their surface vertices
  * and triangles, body after body, each body's in Morton order of the rest shape. */
 piola_status piola_contacts_build(piola_world *w);

@@ -1014,15 +1014,7 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
     return s;
   }
   if (spatial) {
-    for (int32_t t = 0; t < nt; ++t) {
-      for (int k = 0; k < 3; ++k) {
-        double sum = 0.0;
-        for (int a = 0; a < 4; ++a) {
-          sum += out->rest[3 * (size_t)b->tets[4 * (size_t)t + a] + k];
-        }
-        centroid[3 * (size_t)t + k] = 0.25 * sum;
-      }
-    }
+    piola_centroids(out->rest, b->tets, 4, NULL, nt, centroid);
     piola_spatial_order(centroid, nt, order);
     free(centroid);
   }
