@@ -447,7 +447,11 @@ PIOLA_KERNEL void piola_contact_sort_corners(__global const int *contact_count,
 
 /* CONTACT, part 1: every contact of surface vertex sv projected from the same positions; its
  * four corrections and their lengths (piola_contact_project) to delta[4 slot + corner]. With
- * `measure` the members' masses are whole (the measuring pass), else split by mass_split. */
+ * `measure` the members' masses are whole (the measuring pass), else split by mass_split.
+ * Measuring, the contact's frame (piola_contact_prepare) goes to the slot's first three floats
+ * instead of the corrections, which the measuring pass's gather does not read: n, b, tangent,
+ * then depth and removed; the projecting pass, from the same positions, takes the frame from
+ * there and only applies the split masses (piola_contact_respond). */
 PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global const float4 *d,
                                          __global const int *sv_vertex,
                                          __global const int4 *triangles, int count,
@@ -457,7 +461,6 @@ PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global cons
                                          int sv) {
   const int v = sv_vertex[sv];
   const float4 xv = x[v];
-  const piola_v3 xs = piola_v3_from4(xv), p = piola_position(xv, d[v]);
   const float wv = measure ? xv.w : xv.w * mass_split[sv];
   for (int k = 0; k < count; ++k) {
     const int slot = PIOLA_K * sv + k;
@@ -470,16 +473,36 @@ PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global cons
     const float wa = measure ? xa.w : xa.w * mass_split[sa];
     const float wb = measure ? xb.w : xb.w * mass_split[sb];
     const float wc = measure ? xc.w : xc.w * mass_split[sc];
+    __global float4 *out = delta + 4 * slot;
+    piola_contact_frame_data f;
+    if (measure) {
+      piola_contact_prepare(piola_v3_from4(xv), piola_position(xv, d[v]), piola_v3_from4(xa),
+                            piola_v3_from4(xb), piola_v3_from4(xc), piola_position(xa, d[a]),
+                            piola_position(xb, d[b]), piola_position(xc, d[c]), thickness, friction,
+                            &f);
+    } else {
+      const float4 f0 = out[0], f1 = out[1], f2 = out[2], f3 = out[3];
+      f.n = piola_v3_from4(f0);
+      f.b = piola_v3_from4(f1);
+      f.tangent = piola_v3_from4(f2);
+      f.depth = f3.x;
+      f.removed = f3.y;
+    }
     piola_v3 dx[4];
     float length[4];
-    piola_contact_project(xs, p, wv, piola_v3_from4(xa), piola_v3_from4(xb), piola_v3_from4(xc),
-                          piola_position(xa, d[a]), piola_position(xb, d[b]),
-                          piola_position(xc, d[c]), wa, wb, wc, thickness, friction, dx, length);
+    piola_contact_respond(&f, wv, wa, wb, wc, dx, length);
     if (side) {
       piola_contact_unswap(dx, length);
     }
-    for (int corner = 0; corner < 4; ++corner) {
-      delta[4 * slot + corner] = (float4)(dx[corner].x, dx[corner].y, dx[corner].z, length[corner]);
+    if (measure) {
+      out[0] = (float4)(f.n.x, f.n.y, f.n.z, length[0]);
+      out[1] = (float4)(f.b.x, f.b.y, f.b.z, length[1]);
+      out[2] = (float4)(f.tangent.x, f.tangent.y, f.tangent.z, length[2]);
+      out[3] = (float4)(f.depth, f.removed, 0.0f, length[3]);
+    } else {
+      for (int corner = 0; corner < 4; ++corner) {
+        out[corner] = (float4)(dx[corner].x, dx[corner].y, dx[corner].z, length[corner]);
+      }
     }
   }
 }

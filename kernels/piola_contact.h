@@ -551,36 +551,36 @@ PIOLA_FN piola_real piola_contact_split(piola_real sum_length, piola_real sum_le
                                     : PIOLA_R(1.0);
 }
 
-/* Projects the contact of vertex p (inverse mass w, start position x) with triangle (pa, pb,
- * pc) (inverse masses wa, wb, wc; start positions xa, xb, xc; all inverse masses the members'
- * shares, piola_contact_split): writes the corrections of the vertex and the three corners
- * into dx[0..3] and their lengths into length[0..3]; both zero where the constraint holds. */
-PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
-                                    piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
-                                    piola_real wa, piola_real wb, piola_real wc,
-                                    piola_real thickness, piola_real friction, piola_v3 dx[4],
-                                    piola_real length[4]) {
+/* What the projection of a contact takes from the positions alone, not from the masses: the
+ * triangle's outward normal n, the barycentric weights b of the contact point, the depth
+ * -C > 0, and the tangential relative motion with the fraction of it that friction removes.
+ * An iteration's measuring and projecting passes see the same positions, so the projecting pass
+ * can take it from the measuring one. depth is 0 where the constraint holds (no correction). */
+typedef struct piola_contact_frame_data {
+  piola_v3 n, b, tangent;
+  piola_real depth, removed;
+} piola_contact_frame_data;
+
+/* The part of piola_contact_project() that reads the positions: vertex p (start position x)
+ * against triangle (pa, pb, pc) (start positions xa, xb, xc). Returns whether the constraint is
+ * violated (then f->depth > 0; else all of *f is zero). */
+PIOLA_FN int piola_contact_prepare(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3 xb, piola_v3 xc,
+                                   piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
+                                   piola_real friction, piola_contact_frame_data *f) {
   const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
-  for (int k = 0; k < 4; ++k) {
-    dx[k] = zero;
-    length[k] = PIOLA_R(0.0);
-  }
+  f->n = f->b = f->tangent = zero;
+  f->depth = f->removed = PIOLA_R(0.0);
   piola_v3 n, b;
   piola_real height, lateral;
   if (!piola_contact_frame(p, pa, pb, pc, &n, &height, &b, &lateral) || !(lateral <= thickness)) {
-    return;
+    return 0;
+  }
+  piola_real c = piola_contact_gap(height, lateral) - thickness;
+  if (!(c < PIOLA_R(0.0))) {
+    return 0;
   }
   piola_v3 q = piola_barycentric_point(b, pa, pb, pc);
-  piola_real c = piola_contact_gap(height, lateral) - thickness;
-  piola_real sum_w = w + b.x * b.x * wa + b.y * b.y * wb + b.z * b.z * wc;
-  if (!(c < PIOLA_R(0.0)) || !(sum_w > PIOLA_R(0.0))) {
-    return;
-  }
-  /* Push along the normal by the depth, shared by inverse mass and barycentric weight: C = 0 to
-   * first order over the triangle; beside it the gap grows by less (by height / gap of it), so
-   * the push never overshoots. */
   piola_real depth = -c;
-  piola_v3 push = piola_v3_scale(n, depth / sum_w);
   /* Friction: the relative motion of the vertex and the contact point over the substep,
    * after the push, loses its tangential part (static) or mu * depth of it (dynamic). */
   piola_v3 q_start = piola_barycentric_point(b, xa, xb, xc);
@@ -592,8 +592,39 @@ PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_
   if (!(lt < friction * depth)) {
     removed = lt > PIOLA_R(0.0) ? fmin(friction * depth / lt, PIOLA_R(1.0)) : PIOLA_R(0.0);
   }
+  f->n = n;
+  f->b = b;
+  f->tangent = tangent;
+  f->depth = depth;
+  f->removed = removed;
+  return 1;
+}
+
+/* The part of piola_contact_project() that takes the masses: the corrections of the vertex and
+ * the three corners (inverse masses w, wa, wb, wc, the members' shares) into dx[0..3] and their
+ * lengths into length[0..3], from the contact's frame f; both zero where the constraint holds. */
+PIOLA_FN void piola_contact_respond(const piola_contact_frame_data *f, piola_real w, piola_real wa,
+                                    piola_real wb, piola_real wc, piola_v3 dx[4],
+                                    piola_real length[4]) {
+  const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  for (int k = 0; k < 4; ++k) {
+    dx[k] = zero;
+    length[k] = PIOLA_R(0.0);
+  }
+  if (!(f->depth > PIOLA_R(0.0))) {
+    return;
+  }
+  const piola_v3 b = f->b;
+  piola_real sum_w = w + b.x * b.x * wa + b.y * b.y * wb + b.z * b.z * wc;
+  if (!(sum_w > PIOLA_R(0.0))) {
+    return;
+  }
+  /* Push along the normal by the depth, shared by inverse mass and barycentric weight: C = 0 to
+   * first order over the triangle; beside it the gap grows by less (by height / gap of it), so
+   * the push never overshoots. */
+  piola_v3 push = piola_v3_scale(f->n, f->depth / sum_w);
   /* Both as one generalised correction g (vertex +w g, corner k -b_k w_k g). */
-  piola_v3 g = piola_v3_sub(push, piola_v3_scale(tangent, removed / sum_w));
+  piola_v3 g = piola_v3_sub(push, piola_v3_scale(f->tangent, f->removed / sum_w));
   dx[0] = piola_v3_scale(g, w);
   dx[1] = piola_v3_scale(g, -b.x * wa);
   dx[2] = piola_v3_scale(g, -b.y * wb);
@@ -601,6 +632,20 @@ PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_
   for (int k = 0; k < 4; ++k) {
     length[k] = piola_v3_length(dx[k]);
   }
+}
+
+/* Projects the contact of vertex p (inverse mass w, start position x) with triangle (pa, pb,
+ * pc) (inverse masses wa, wb, wc; start positions xa, xb, xc; all inverse masses the members'
+ * shares, piola_contact_split): writes the corrections of the vertex and the three corners
+ * into dx[0..3] and their lengths into length[0..3]; both zero where the constraint holds. */
+PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
+                                    piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
+                                    piola_real wa, piola_real wb, piola_real wc,
+                                    piola_real thickness, piola_real friction, piola_v3 dx[4],
+                                    piola_real length[4]) {
+  piola_contact_frame_data f;
+  piola_contact_prepare(x, p, xa, xb, xc, pa, pb, pc, thickness, friction, &f);
+  piola_contact_respond(&f, w, wa, wb, wc, dx, length);
 }
 
 #endif /* PIOLA_CONTACT_H */
