@@ -735,20 +735,45 @@ static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
       const int32_t a = c->vertex[sa], b = c->vertex[sb], d = c->vertex[sd];
       const double n[4] = {measure ? 1.0 : c->mass_split[sv], measure ? 1.0 : c->mass_split[sa],
                            measure ? 1.0 : c->mass_split[sb], measure ? 1.0 : c->mass_split[sd]};
+      double *out = c->delta + 16 * (size_t)slot; /* 4 corners of x, y, z, length */
+      piola_contact_frame_data f;
+      if (measure) {
+        piola_contact_prepare(at3(w->x, v), at3(w->p, v), at3(w->x, a), at3(w->x, b), at3(w->x, d),
+                              at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness, friction, &f);
+      } else { /* the measuring pass's frame, from the same positions */
+        f.n = piola_v3_make(out[0], out[1], out[2]);
+        f.b = piola_v3_make(out[4], out[5], out[6]);
+        f.tangent = piola_v3_make(out[8], out[9], out[10]);
+        f.depth = out[12];
+        f.removed = out[13];
+      }
       piola_v3 dx[4];
       piola_real length[4];
-      piola_contact_project(at3(w->x, v), at3(w->p, v), w->w[v] * n[0], at3(w->x, a), at3(w->x, b),
-                            at3(w->x, d), at3(w->p, a), at3(w->p, b), at3(w->p, d), w->w[a] * n[1],
-                            w->w[b] * n[2], w->w[d] * n[3], thickness, friction, dx, length);
+      piola_contact_respond(&f, w->w[v] * n[0], w->w[a] * n[1], w->w[b] * n[2], w->w[d] * n[3], dx,
+                            length);
       if (side) {
         piola_contact_unswap(dx, length);
       }
-      for (int corner = 0; corner < 4; ++corner) {
-        double *o = c->delta + 4 * (size_t)(4 * slot + corner);
-        o[0] = dx[corner].x;
-        o[1] = dx[corner].y;
-        o[2] = dx[corner].z;
-        o[3] = length[corner];
+      if (measure) { /* the frame where the corrections go; the gather reads only the lengths */
+        const piola_v3 frame[3] = {f.n, f.b, f.tangent};
+        for (int i = 0; i < 3; ++i) {
+          out[4 * i] = frame[i].x;
+          out[4 * i + 1] = frame[i].y;
+          out[4 * i + 2] = frame[i].z;
+        }
+        out[12] = f.depth;
+        out[13] = f.removed;
+        out[14] = 0.0;
+        for (int corner = 0; corner < 4; ++corner) {
+          out[4 * corner + 3] = length[corner];
+        }
+      } else {
+        for (int corner = 0; corner < 4; ++corner) {
+          out[4 * corner] = dx[corner].x;
+          out[4 * corner + 1] = dx[corner].y;
+          out[4 * corner + 2] = dx[corner].z;
+          out[4 * corner + 3] = length[corner];
+        }
       }
     }
   }
@@ -783,9 +808,11 @@ static void gather_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
 
 /* One pass of CONTACT: every contact projected from the same positions, its corrections and
  * their lengths into its slot's delta entries; then per surface vertex the sum of its entries.
- * Measuring (`measure`), the contacts are projected with whole masses and each vertex only
- * records its mass split for the projecting pass (piola_contact_split); projecting, with the
- * split masses, and each vertex moves by its sum over its split. */
+ * Measuring (`measure`), the contacts are projected with whole masses, each keeps its frame
+ * (piola_contact_prepare) in its slot in place of the corrections, and each vertex only records
+ * its mass split for the projecting pass (piola_contact_split) from the lengths; projecting,
+ * each contact takes its frame from there and the split masses (piola_contact_respond), and
+ * each vertex moves by its sum over its split. */
 static void contact_pass(piola_world *w, bool measure) {
   contact_job job = {w, measure};
   piola_pool_for(w->pool, w->contacts.vertex_count, 256, project_range, &job);
