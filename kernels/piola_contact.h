@@ -562,22 +562,22 @@ typedef struct piola_contact_frame_data {
 } piola_contact_frame_data;
 
 /* The part of piola_contact_project() that reads the positions: vertex p (start position x)
- * against triangle (pa, pb, pc) (start positions xa, xb, xc). Returns whether the constraint is
- * violated (then f->depth > 0; else all of *f is zero). */
-PIOLA_FN int piola_contact_prepare(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3 xb, piola_v3 xc,
-                                   piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
-                                   piola_real friction, piola_contact_frame_data *f) {
+ * against triangle (pa, pb, pc) (start positions xa, xb, xc). Where the constraint is violated
+ * f->depth > 0; else all of *f is zero. */
+PIOLA_FN void piola_contact_prepare(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3 xb, piola_v3 xc,
+                                    piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
+                                    piola_real friction, piola_contact_frame_data *f) {
   const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   f->n = f->b = f->tangent = zero;
   f->depth = f->removed = PIOLA_R(0.0);
   piola_v3 n, b;
   piola_real height, lateral;
   if (!piola_contact_frame(p, pa, pb, pc, &n, &height, &b, &lateral) || !(lateral <= thickness)) {
-    return 0;
+    return;
   }
   piola_real c = piola_contact_gap(height, lateral) - thickness;
   if (!(c < PIOLA_R(0.0))) {
-    return 0;
+    return;
   }
   piola_v3 q = piola_barycentric_point(b, pa, pb, pc);
   piola_real depth = -c;
@@ -597,7 +597,6 @@ PIOLA_FN int piola_contact_prepare(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3
   f->tangent = tangent;
   f->depth = depth;
   f->removed = removed;
-  return 1;
 }
 
 /* The part of piola_contact_project() that takes the masses: the corrections of the vertex and
