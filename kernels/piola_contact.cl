@@ -253,12 +253,37 @@ PIOLA_KERNEL void piola_scan_add(__global int *out, __global const int *totals, 
   }
 }
 
+/* NARROW_PHASE, first (where a body collides with itself): tet t of tet_count, whose corners
+ * start the substep at x, marks its corners in turned (zeroed before) where it is inverted
+ * (piola_tet_inverted; m: the solver's per-tet M, 9 planes of `stride` floats). The narrow
+ * phase releases a body's pairs with itself at marked vertices (piola_contact_self_untangled).
+ * Only an inverted tet writes; the marks are the same in any order. */
+PIOLA_KERNEL void piola_contact_mark_inverted(__global const float4 *x, __global const int4 *tets,
+                                              __global const float *m, int stride, int tet_count,
+                                              __global int *turned) {
+  const int t = get_global_id(0);
+  if (t >= tet_count) {
+    return;
+  }
+  const int4 q = tets[t];
+  if (piola_tet_inverted(piola_v3_from4(x[q.x]), piola_v3_from4(x[q.y]), piola_v3_from4(x[q.z]),
+                         piola_v3_from4(x[q.w]), piola_load_m3(m, t, stride))) {
+    atomic_or(&turned[q.x], 1);
+    atomic_or(&turned[q.y], 1);
+    atomic_or(&turned[q.z], 1);
+    atomic_or(&turned[q.w], 1);
+  }
+}
+
 /* NARROW_PHASE, one pair: surface vertex sv (of body `body`; its rest position and reach in
  * rest, its start and predicted positions xs and p) against triangle t, whose boxes overlap:
- * if the bodies' filters and the self-contact rule allow the pair and it is a contact
- * (piola_contact_candidate), it is counted in *found and kept among the vertex's nearest. */
+ * if the bodies' filters and the self-contact rules allow the pair (for a pair of one body,
+ * piola_contact_self_allowed and piola_contact_self_untangled, from the marks in turned, per
+ * vertex, of piola_contact_mark_inverted) and it is a contact (piola_contact_candidate), it is
+ * counted in *found and kept among the vertex's nearest. */
 PIOLA_FN void piola_narrow_pair(__global const float4 *sv_x, __global const float4 *sv_p,
                                 __global const float4 *sv_rest, __global const int4 *triangles,
+                                __global const int *sv_vertex, __global const int *turned,
                                 __global const uint4 *body_filter, int sv, int body, float4 rest,
                                 piola_v3 xs, piola_v3 p, float thickness, const int *previous,
                                 int previous_n, int t, float *keys, int *tris, int *kept,
@@ -293,9 +318,11 @@ PIOLA_FN void piola_narrow_pair(__global const float4 *sv_x, __global const floa
                               piola_v3_from4(sv_p[b]), piola_v3_from4(sv_p[c]), thickness,
                               persistent, q.w == body, &key) &&
       (q.w != body ||
-       piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
-                                  piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
-                                  rest.w, thickness))) {
+       (piola_contact_self_allowed(piola_v3_from4(rest), piola_v3_from4(sv_rest[q.x]),
+                                   piola_v3_from4(sv_rest[q.y]), piola_v3_from4(sv_rest[q.z]),
+                                   rest.w, thickness) &&
+        piola_contact_self_untangled(turned[sv_vertex[sv]], turned[sv_vertex[q.x]],
+                                     turned[sv_vertex[q.y]], turned[sv_vertex[q.z]])))) {
     (*found)++;
     piola_contact_keep(keys, tris, kept, key, piola_contact_entry(t, side));
   }
@@ -307,9 +334,9 @@ PIOLA_FN void piola_narrow_pair(__global const float4 *sv_x, __global const floa
  * triangle's corners are counted in corner_count. */
 PIOLA_KERNEL void piola_contact_narrow(
     __global const float4 *sv_x, __global const float4 *sv_p, __global const int *sv_body,
-    __global const float4 *sv_rest, __global const int4 *triangles, __global const float4 *tri_box,
-    __global const float4 *cluster_box, __global const uint4 *body_filter,
-    __global const float *grid, __global const int *bucket_start,
+    __global const float4 *sv_rest, __global const int4 *triangles, __global const int *sv_vertex,
+    __global const int *turned, __global const float4 *tri_box, __global const float4 *cluster_box,
+    __global const uint4 *body_filter, __global const float *grid, __global const int *bucket_start,
     __global const int *bucket_clusters, int bucket_mask, float thickness, int sv_count,
     __global const int *previous_count, __global const int *previous_tri,
     __global int *contact_count, __global int *contact_tri, __global int *counters,
@@ -374,9 +401,9 @@ PIOLA_KERNEL void piola_contact_narrow(
             }
           }
           for (int o = 0; o < m; ++o) {
-            piola_narrow_pair(sv_x, sv_p, sv_rest, triangles, body_filter, sv, body, rest, xs, p,
-                              thickness, previous, previous_n, candidates[o], keys, tris, &kept,
-                              &found);
+            piola_narrow_pair(sv_x, sv_p, sv_rest, triangles, sv_vertex, turned, body_filter, sv,
+                              body, rest, xs, p, thickness, previous, previous_n, candidates[o],
+                              keys, tris, &kept, &found);
           }
         }
       }

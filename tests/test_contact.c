@@ -978,6 +978,78 @@ void test_opencl_contact_self_lets_inversions_recover(piola_test *t) {
   }
 }
 
+/* One body of two separate tets, B (vertices 0-3, its top face at y = 0, outward +y) and A
+ * (4-7, 0.5 m away in the rest shape), every vertex pinned (inverse mass 0), no gravity: A's
+ * corner 4 placed 5 mm over B's top face, the rest of A above and beside B, so that the only
+ * pair in reach is vertex 4 against B's top triangle. `inverted`: A mirrored across the plane
+ * x = 0.02 (its corner 5 moved to the other side), so A is inverted. Returns the contacts of
+ * the first step (-1 on failure). */
+static int32_t ct_pair_at_inverted_tet(piola_test *t, piola_backend backend, bool inverted) {
+  static const float rest[24] = {0.0f, 0.0f, 0.0f,  0.1f, 0.0f, 0.0f, 0.0f, 0.0f,
+                                 0.1f, 0.0f, -0.1f, 0.0f, 0.5f, 0.0f, 0.0f, 0.6f,
+                                 0.0f, 0.0f, 0.5f,  0.0f, 0.1f, 0.5f, 0.1f, 0.0f};
+  static const int32_t tets[8] = {0, 1, 2, 3, 4, 5, 7, 6}; /* both positively oriented */
+  piola_tet_mesh mesh = {(float *)rest, 8, (int32_t *)tets, 2};
+  ct_scene sc;
+  memset(&sc, 0, sizeof sc);
+  piola_world_def def = ct_def(&sc, backend);
+  def.gravity[0] = def.gravity[1] = def.gravity[2] = 0.0f;
+  piola_status s = ct_scene_create(&sc, &def, false);
+  if (s == PIOLA_OK) {
+    s = ct_add(&sc, &mesh, 0.0f, 0.0f, 0.0f);
+  }
+  const float zero[8] = {0.0f};
+  if (s == PIOLA_OK) {
+    s = piola_body_set_inverse_masses(sc.w, sc.ids[0], zero, 8);
+  }
+  float x[24];
+  memcpy(x, rest, sizeof x);
+  const float a[12] = {0.02f,  0.005f, 0.02f,  inverted ? -0.08f : 0.12f,
+                       0.005f, 0.02f,  0.02f,  0.005f,
+                       0.12f,  0.02f,  0.105f, 0.02f};
+  memcpy(x + 12, a, sizeof a);
+  if (s == PIOLA_OK) {
+    s = piola_body_set_positions(sc.w, sc.ids[0], x, 8);
+  }
+  piola_stats st;
+  memset(&st, 0, sizeof st);
+  if (s == PIOLA_OK) {
+    s = piola_world_get_stats(sc.w, &st);
+  }
+  const int32_t inverted_tets = st.inverted_tets;
+  if (s == PIOLA_OK) {
+    s = piola_world_step(sc.w);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_get_stats(sc.w, &st);
+  }
+  CHECK_STATUS(t, s, PIOLA_OK);
+  CHECK_MSG(t, inverted_tets == (inverted ? 1 : 0), "%d tets inverted, expected %d",
+            (int)inverted_tets, inverted ? 1 : 0);
+  ct_scene_destroy(&sc);
+  return s == PIOLA_OK ? st.contact_count : -1;
+}
+
+/* A body's pair with itself is released while a tet at it is inverted
+ * (piola_contact_self_untangled): the same vertex over the same triangle is a contact beside an
+ * upright tet and none beside an inverted one. */
+static void ct_self_released(piola_test *t, piola_backend backend) {
+  const int32_t upright = ct_pair_at_inverted_tet(t, backend, false);
+  const int32_t turned = ct_pair_at_inverted_tet(t, backend, true);
+  CHECK_MSG(t, upright == 1, "%d contacts beside the upright tet, expected 1", (int)upright);
+  CHECK_MSG(t, turned == 0, "%d contacts beside the inverted tet, expected 0", (int)turned);
+}
+
+void test_contact_self_released_at_inverted_tets(piola_test *t) {
+  ct_self_released(t, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_contact_self_released_at_inverted_tets(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    ct_self_released(t, PIOLA_BACKEND_OPENCL);
+  }
+}
+
 /* A slab of 0.4 x 0.1 x 0.4 m (4 x 1 x 4 cells) with a sliver on its top: a fifth tet on the top
  * triangle of the middle cell nearest (0.2, 0.2), its apex `rise` m above the triangle's centroid
  * (vertex slab + 0, the last). The triangle becomes inner; the sliver's three other faces are

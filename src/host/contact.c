@@ -312,11 +312,21 @@ void piola_contacts_free(piola_solver_contacts *c) {
   free(c->delta);
   free(c->corner_start);
   free(c->corner_entry);
+  free(c->turned);
   memset(c, 0, sizeof *c);
 }
 
 bool piola_contacts_active(const piola_world *w) {
   return w->def.contacts && w->contacts.triangle_count > 0;
+}
+
+bool piola_contacts_any_self(const piola_solver_contacts *c) {
+  for (int32_t b = 0; b < c->body_count; ++b) {
+    if (c->body_filter[4 * (size_t)b + 2] != 0u) {
+      return true;
+    }
+  }
+  return false;
 }
 
 piola_status piola_contacts_build(piola_world *w) {
@@ -355,6 +365,7 @@ piola_status piola_contacts_build(piola_world *w) {
   c.delta = malloc(sizeof *c.delta * 16 * K * nv);
   c.corner_start = malloc(sizeof *c.corner_start * (nv + 1));
   c.corner_entry = malloc(sizeof *c.corner_entry * 3 * K * nv);
+  c.turned = calloc((size_t)(w->vertex_count > 0 ? w->vertex_count : 1), sizeof *c.turned);
   int32_t *local_to_sv =
       malloc(sizeof *local_to_sv * (size_t)(w->vertex_count > 0 ? w->vertex_count : 1));
   piola_keyed_index *order = malloc(sizeof *order * (size_t)(largest > 0 ? largest : 1));
@@ -363,7 +374,7 @@ piola_status piola_contacts_build(piola_world *w) {
       !c.vertex_near_mask || !c.triangle || !c.triangle_body || !c.body_filter || !c.triangle_box ||
       !c.cluster_first || !c.vertex_cursor || !c.contact_count || !c.contact_triangle ||
       !c.previous_count || !c.previous_triangle || !c.mass_split || !c.delta || !c.corner_start ||
-      !c.corner_entry || !local_to_sv || !order || !centroid) {
+      !c.corner_entry || !c.turned || !local_to_sv || !order || !centroid) {
     free(local_to_sv);
     free(order);
     free(centroid);
@@ -590,9 +601,10 @@ static void test_pair(const piola_world *w, int32_t sv, int32_t t, double *keys,
   if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
                               at3(w->p, b), at3(w->p, d), thickness, persistent, same_body, &key) &&
       (!same_body ||
-       piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
-                                  at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                  c->vertex_reach[sv], thickness))) {
+       (piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
+                                   at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
+                                   c->vertex_reach[sv], thickness) &&
+        piola_contact_self_untangled(c->turned[v], c->turned[a], c->turned[b], c->turned[d])))) {
     (*found)++;
     piola_contact_keep(keys, tris, kept, key, piola_contact_entry(t, side));
   }
@@ -656,8 +668,30 @@ static void narrow_range(void *ctx, int32_t chunk, int32_t sv_begin, int32_t sv_
   job->dropped[chunk] = overflow;
 }
 
+/* The narrow phase's marks (piola_contact_mark_inverted in the kernels): the corners of the tets
+ * inverted at the start of the substep, where some body collides with itself. */
+static void mark_inverted(piola_world *w) {
+  piola_solver_contacts *c = &w->contacts;
+  memset(c->turned, 0, (size_t)w->vertex_count);
+  for (int32_t t = 0; t < w->solver.tet_count; ++t) {
+    const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
+    const double *m = w->solver.tet_m + 9 * (size_t)t;
+    piola_m3 mt;
+    for (int k = 0; k < 9; ++k) {
+      mt.m[k] = m[k];
+    }
+    if (piola_tet_inverted(at3(w->x, q[0]), at3(w->x, q[1]), at3(w->x, q[2]), at3(w->x, q[3]),
+                           mt)) {
+      c->turned[q[0]] = c->turned[q[1]] = c->turned[q[2]] = c->turned[q[3]] = 1;
+    }
+  }
+}
+
 void piola_cpu_narrow_phase(piola_world *w) {
   piola_solver_contacts *c = &w->contacts;
+  if (piola_contacts_any_self(c)) {
+    mark_inverted(w);
+  }
   /* This substep's contacts become the previous ones (contacts persist while they last). */
   int32_t *swap = c->contact_count;
   c->contact_count = c->previous_count;

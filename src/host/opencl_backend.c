@@ -48,6 +48,7 @@ enum {
   KERNEL_SCAN_BLOCKS,
   KERNEL_SCAN_TOTALS,
   KERNEL_SCAN_ADD,
+  KERNEL_CONTACT_MARK_INVERTED,
   KERNEL_CONTACT_NARROW,
   KERNEL_CONTACT_CORNERS,
   KERNEL_CONTACT_SORT_CORNERS,
@@ -63,17 +64,35 @@ enum {
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_COUNT
 };
-static const char *const kernel_names[KERNEL_COUNT] = {
-    "piola_predict",           "piola_solve_color",       "piola_solve_jacobi",
-    "piola_apply_jacobi",      "piola_collide",           "piola_update_velocities",
-    "piola_plasticity",        "piola_substep_bodies",    "piola_contact_vertices",
-    "piola_contact_boxes",     "piola_contact_grid",      "piola_contact_enter",
-    "piola_scan_blocks",       "piola_scan_totals",       "piola_scan_add",
-    "piola_contact_narrow",    "piola_contact_corners",   "piola_contact_sort_corners",
-    "piola_contact_solve",     "piola_contact_apply",     "piola_solve_cloth_tris",
-    "piola_solve_cloth_bends", "piola_solve_cloth_color", "piola_render_normals",
-    "piola_render_points",     "piola_attachments",       "piola_solve_color_packets",
-    "piola_solve_body_packets"};
+static const char *const kernel_names[KERNEL_COUNT] = {"piola_predict",
+                                                       "piola_solve_color",
+                                                       "piola_solve_jacobi",
+                                                       "piola_apply_jacobi",
+                                                       "piola_collide",
+                                                       "piola_update_velocities",
+                                                       "piola_plasticity",
+                                                       "piola_substep_bodies",
+                                                       "piola_contact_vertices",
+                                                       "piola_contact_boxes",
+                                                       "piola_contact_grid",
+                                                       "piola_contact_enter",
+                                                       "piola_scan_blocks",
+                                                       "piola_scan_totals",
+                                                       "piola_scan_add",
+                                                       "piola_contact_mark_inverted",
+                                                       "piola_contact_narrow",
+                                                       "piola_contact_corners",
+                                                       "piola_contact_sort_corners",
+                                                       "piola_contact_solve",
+                                                       "piola_contact_apply",
+                                                       "piola_solve_cloth_tris",
+                                                       "piola_solve_cloth_bends",
+                                                       "piola_solve_cloth_color",
+                                                       "piola_render_normals",
+                                                       "piola_render_points",
+                                                       "piola_attachments",
+                                                       "piola_solve_color_packets",
+                                                       "piola_solve_body_packets"};
 
 /* Entries one work-group scans (PIOLA_SCAN_ITEMS in piola_contact.cl per work-item). */
 #define SCAN_ITEMS 16
@@ -132,6 +151,7 @@ enum {
   BUF_CONTACT_DELTA,
   BUF_CONTACT_SPLIT,  /* per surface vertex: its mass split (piola_contact_split) */
   BUF_CONTACT_ACTIVE, /* the surface vertices with contacts or corner entries this substep */
+  BUF_TURNED, /* per vertex: whether a tet at it is inverted (piola_contact_mark_inverted) */
   /* cloth kinds */
   BUF_CLOTH_TRIS,
   BUF_CLOTH_TRI_DM,
@@ -1291,6 +1311,7 @@ static piola_status upload_all(piola_world *w) {
       {BUF_CONTACT_DELTA, 64 * K * nsv},
       {BUF_CONTACT_SPLIT, 4 * nsv},
       {BUF_CONTACT_ACTIVE, 4 * nsv},
+      {BUF_TURNED, nsv > 0 ? 4 * nv : 0},
       {BUF_CLOTH_TRIS, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_DM, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_AREA, 4 * (size_t)w->cloth.tri_count},
@@ -1847,29 +1868,51 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   if (s != PIOLA_OK) {
     return s;
   }
+  /* Where a body collides with itself: the vertices of the tets inverted at the start of the
+   * substep (piola_contact_self_untangled). The marks are read for a body's pairs with itself
+   * only, so without self-collision they are neither made nor read. */
+  if (piola_contacts_any_self(&w->contacts)) {
+    const int km = KERNEL_CONTACT_MARK_INVERTED;
+    cl_int stride = cl->tet_count;
+    s = zero_buffer(w, BUF_TURNED, 4 * (size_t)cl->vertex_count);
+    SET_ARG(km, 0, b[BUF_X]);
+    SET_ARG(km, 1, b[BUF_TETS]);
+    SET_ARG(km, 2, b[BUF_TET_M]);
+    SET_ARG(km, 3, stride);
+    SET_ARG(km, 4, stride);
+    SET_ARG(km, 5, b[BUF_TURNED]);
+    if (s == PIOLA_OK) {
+      s = launch(w, km, stride, stage);
+    }
+    if (s != PIOLA_OK) {
+      return s;
+    }
+  }
   const int k = KERNEL_CONTACT_NARROW;
   SET_ARG(k, 0, b[BUF_SV_X]);
   SET_ARG(k, 1, b[BUF_SV_P]);
   SET_ARG(k, 2, b[BUF_SV_BODY]);
   SET_ARG(k, 3, b[BUF_SV_REST]);
   SET_ARG(k, 4, b[BUF_TRIANGLES]);
-  SET_ARG(k, 5, b[BUF_TRI_BOX]);
-  SET_ARG(k, 6, b[BUF_CLUSTER_BOX]);
-  SET_ARG(k, 7, b[BUF_BODY_FILTER]);
-  SET_ARG(k, 8, b[BUF_GRID]);
-  SET_ARG(k, 9, b[BUF_BUCKET_START]);
-  SET_ARG(k, 10, b[BUF_BUCKET_CLUSTERS]);
-  SET_ARG(k, 11, mask);
-  SET_ARG(k, 12, thickness);
-  SET_ARG(k, 13, nsv);
-  SET_ARG(k, 14, b[BUF_PREVIOUS_COUNT]);
-  SET_ARG(k, 15, b[BUF_PREVIOUS_TRI]);
-  SET_ARG(k, 16, b[BUF_CONTACT_COUNT]);
-  SET_ARG(k, 17, b[BUF_CONTACT_TRI]);
-  SET_ARG(k, 18, b[BUF_COUNTERS]);
-  SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
-  SET_ARG(k, 20, b[BUF_SV_NEAR]);
-  SET_ARG(k, 21, b[BUF_SV_NEAR_MASK]);
+  SET_ARG(k, 5, b[BUF_SV_VERTEX]);
+  SET_ARG(k, 6, b[BUF_TURNED]);
+  SET_ARG(k, 7, b[BUF_TRI_BOX]);
+  SET_ARG(k, 8, b[BUF_CLUSTER_BOX]);
+  SET_ARG(k, 9, b[BUF_BODY_FILTER]);
+  SET_ARG(k, 10, b[BUF_GRID]);
+  SET_ARG(k, 11, b[BUF_BUCKET_START]);
+  SET_ARG(k, 12, b[BUF_BUCKET_CLUSTERS]);
+  SET_ARG(k, 13, mask);
+  SET_ARG(k, 14, thickness);
+  SET_ARG(k, 15, nsv);
+  SET_ARG(k, 16, b[BUF_PREVIOUS_COUNT]);
+  SET_ARG(k, 17, b[BUF_PREVIOUS_TRI]);
+  SET_ARG(k, 18, b[BUF_CONTACT_COUNT]);
+  SET_ARG(k, 19, b[BUF_CONTACT_TRI]);
+  SET_ARG(k, 20, b[BUF_COUNTERS]);
+  SET_ARG(k, 21, b[BUF_CORNER_COUNT]);
+  SET_ARG(k, 22, b[BUF_SV_NEAR]);
+  SET_ARG(k, 23, b[BUF_SV_NEAR_MASK]);
   s = launch(w, k, nsv, stage);
   if (s == PIOLA_OK) {
     s = scan(w, BUF_CORNER_COUNT, BUF_CORNER_START, nsv, stage);

@@ -311,6 +311,9 @@ typedef struct piola_solver_contacts {
   double *mass_split;
   double *delta;
   int32_t *corner_start, *corner_entry;
+  /* CPU reference, per world vertex: whether a tet at it is inverted at the start of the
+   * substep (the narrow phase's marks, piola_contact_self_untangled) */
+  unsigned char *turned;
   int32_t total, overflow; /* kept and dropped contacts of the last substep */
 } piola_solver_contacts;
 
@@ -453,6 +456,8 @@ piola_status piola_contacts_build(piola_world *w);
 void piola_contacts_free(piola_solver_contacts *c);
 /* Whether contacts run: on in the def and some surface to collide. */
 bool piola_contacts_active(const piola_world *w);
+/* Whether some body collides with itself (its self-collision on). */
+bool piola_contacts_any_self(const piola_solver_contacts *c);
 /* The CPU reference's contact stages (host doubles). */
 void piola_cpu_broad_phase(piola_world *w);
 void piola_cpu_narrow_phase(piola_world *w);
