@@ -374,8 +374,8 @@ PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3
 }
 
 /* Whether a body's pair with itself may be a contact, given which of its four vertices (the
- * vertex, the triangle's corners) are corners of a tet inverted at the start of the substep
- * (piola_tet_inverted at the start positions): none may be. A load that crushes a thin part of
+ * vertex, the triangle's corners) are corners of a tet turned over at the start of the step
+ * (piola_tet_turned at the first substep's start positions): none may be. A load that crushes a thin part of
  * a body through itself leaves a vertex of one side over a triangle of the other, and the
  * tets between them inverted. A contact keeps a vertex on the side of the triangle it is on, so
  * the part's own contacts would hold the crossed sides, and the inverted tets, for good: in the
@@ -383,7 +383,9 @@ PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3
  * its self pairs released while a tet at them is inverted, the elastic solve (Irving et al. 2004)
  * turns the tets back and the sides pass back (the ear within 0.02 s). A tet that a contact turns
  * over for a moment (a sliver pressed by another body) is the inverted-tet pass's work; this
- * concerns the tets still inverted when the next substep starts. */
+ * concerns the tets still inverted when the next step starts. (Marked once per step: a marking
+ * per substep took 22 ms of a 453 ms step of the funnel's 100 Armadillos on PoCL, once per step
+ * 1.6 ms.) */
 PIOLA_FN int piola_contact_self_untangled(int turned_vertex, int turned_a, int turned_b,
                                           int turned_c) {
   return !(turned_vertex | turned_a | turned_b | turned_c);

@@ -318,6 +318,13 @@ PIOLA_FN piola_mask piola_tet_inverted(piola_v3 x0, piola_v3 x1, piola_v3 x2, pi
   return !(piola_m3_det(piola_tet_deformation(x0, x1, x2, x3, dm_inv)) > PIOLA_R(0.0));
 }
 
+/* Whether a tet's corners have no positive signed volume (turned over or flat): the test of
+ * piola_tet_inverted() without M (det M > 0), for callers without M at hand. */
+PIOLA_FN piola_mask piola_tet_turned(piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3) {
+  const piola_v3 e1 = piola_v3_sub(x1, x0), e2 = piola_v3_sub(x2, x0), e3 = piola_v3_sub(x3, x0);
+  return !(piola_v3_dot(e1, piola_v3_cross(e2, e3)) > PIOLA_R(0.0));
+}
+
 /* Elastic energy U / E = V Psi / E of a tet at the given positions (m^3); 0 where the model
  * is undefined. */
 PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_inv,

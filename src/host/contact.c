@@ -669,19 +669,13 @@ static void narrow_range(void *ctx, int32_t chunk, int32_t sv_begin, int32_t sv_
 }
 
 /* The narrow phase's marks (piola_contact_mark_inverted in the kernels): the corners of the tets
- * inverted at the start of the substep, where some body collides with itself. */
+ * turned over at the start of the step's first substep. */
 static void mark_inverted(piola_world *w) {
   piola_solver_contacts *c = &w->contacts;
   memset(c->turned, 0, (size_t)w->vertex_count);
   for (int32_t t = 0; t < w->solver.tet_count; ++t) {
     const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
-    const double *m = w->solver.tet_m + 9 * (size_t)t;
-    piola_m3 mt;
-    for (int k = 0; k < 9; ++k) {
-      mt.m[k] = m[k];
-    }
-    if (piola_tet_inverted(at3(w->x, q[0]), at3(w->x, q[1]), at3(w->x, q[2]), at3(w->x, q[3]),
-                           mt)) {
+    if (piola_tet_turned(at3(w->x, q[0]), at3(w->x, q[1]), at3(w->x, q[2]), at3(w->x, q[3]))) {
       c->turned[q[0]] = c->turned[q[1]] = c->turned[q[2]] = c->turned[q[3]] = 1;
     }
   }
@@ -689,7 +683,7 @@ static void mark_inverted(piola_world *w) {
 
 void piola_cpu_narrow_phase(piola_world *w) {
   piola_solver_contacts *c = &w->contacts;
-  if (piola_contacts_any_self(c)) {
+  if (w->substep == 0 && piola_contacts_any_self(c)) {
     mark_inverted(w);
   }
   /* This substep's contacts become the previous ones (contacts persist while they last). */

@@ -1868,21 +1868,19 @@ static piola_status narrow_phase(piola_world *w, piola_stage stage) {
   if (s != PIOLA_OK) {
     return s;
   }
-  /* Where a body collides with itself: the vertices of the tets inverted at the start of the
-   * substep (piola_contact_self_untangled). The marks are read for a body's pairs with itself
-   * only, so without self-collision they are neither made nor read. */
-  if (piola_contacts_any_self(&w->contacts)) {
+  /* Where a body collides with itself, in a step's first substep: the vertices of the tets
+   * turned over at its start (piola_contact_self_untangled). The marks are read for a body's
+   * pairs with itself only, so without self-collision they are neither made nor read. */
+  if (w->substep == 0 && piola_contacts_any_self(&w->contacts)) {
     const int km = KERNEL_CONTACT_MARK_INVERTED;
-    cl_int stride = cl->tet_count;
+    cl_int tets = cl->tet_count;
     s = zero_buffer(w, BUF_TURNED, 4 * (size_t)cl->vertex_count);
     SET_ARG(km, 0, b[BUF_X]);
     SET_ARG(km, 1, b[BUF_TETS]);
-    SET_ARG(km, 2, b[BUF_TET_M]);
-    SET_ARG(km, 3, stride);
-    SET_ARG(km, 4, stride);
-    SET_ARG(km, 5, b[BUF_TURNED]);
+    SET_ARG(km, 2, tets);
+    SET_ARG(km, 3, b[BUF_TURNED]);
     if (s == PIOLA_OK) {
-      s = launch(w, km, stride, stage);
+      s = launch(w, km, tets, stage);
     }
     if (s != PIOLA_OK) {
       return s;

@@ -405,6 +405,7 @@ struct piola_world {
   bool attachments_dirty; /* rebuild w->attach before the next step */
   piola_solver_attachments attach;
   int32_t iteration; /* the iteration of the substep running (0 resets the attachments) */
+  int32_t substep;   /* the substep of the step running (0 marks turned tets for contacts) */
   /* SOLVE_TETS runs as the inverted-tet pass: only tets with det F <= 0 are projected (the
    * cloth kinds not at all), in up to PIOLA_INVERTED_PASSES sweeps; see piola_world_step */
   bool tets_inverted_only;

@@ -381,6 +381,7 @@ piola_status piola_world_step(piola_world *w) {
   const bool only_tet_bodies = w->solver.body_count == w->body_count;
   for (int32_t sub = 0; sub < substeps && s == PIOLA_OK; ++sub) {
     w->collider_time = (double)(sub + 1) * h; /* colliders stand at the end of the substep */
+    w->substep = sub;
     if (per_body && !contacts && !attachments && only_tet_bodies) {
       s = piola_opencl_substep_bodies(w, h, PIOLA_BODIES_WHOLE_SUBSTEP);
     } else {
