@@ -255,7 +255,7 @@ PIOLA_KERNEL void piola_scan_add(__global int *out, __global const int *totals, 
 
 /* NARROW_PHASE, first (in the first substep of a step, where a body collides with itself): tet
  * t of tet_count, whose corners start the substep at x, marks its corners in turned (zeroed
- * before) where it is turned over (piola_tet_turned). The narrow phase of the step's substeps
+ * before) where it is turned over (piola_tet_inverted). The narrow phase of the step's substeps
  * releases a body's pairs with itself at marked vertices (piola_contact_self_untangled). Only a
  * turned tet writes; the marks are the same in any order. */
 PIOLA_KERNEL void piola_contact_mark_inverted(__global const float4 *x, __global const int4 *tets,
@@ -265,8 +265,8 @@ PIOLA_KERNEL void piola_contact_mark_inverted(__global const float4 *x, __global
     return;
   }
   const int4 q = tets[t];
-  if (piola_tet_turned(piola_v3_from4(x[q.x]), piola_v3_from4(x[q.y]), piola_v3_from4(x[q.z]),
-                       piola_v3_from4(x[q.w]))) {
+  if (piola_tet_inverted(piola_v3_from4(x[q.x]), piola_v3_from4(x[q.y]), piola_v3_from4(x[q.z]),
+                         piola_v3_from4(x[q.w]))) {
     atomic_or(&turned[q.x], 1);
     atomic_or(&turned[q.y], 1);
     atomic_or(&turned[q.z], 1);

@@ -375,7 +375,7 @@ PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3
 
 /* Whether a body's pair with itself may be a contact, given which of its four vertices (the
  * vertex, the triangle's corners) are corners of a tet turned over at the start of the step
- * (piola_tet_turned at the first substep's start positions): none may be. A load that crushes a
+ * (piola_tet_inverted at the first substep's start positions): none may be. A load that crushes a
  * thin part of a body through itself leaves a vertex of one side over a triangle of the other, and
  * the tets between them inverted. A contact keeps a vertex on the side of the triangle it is on, so
  * the part's own contacts would hold the crossed sides, and the inverted tets, for good: in the

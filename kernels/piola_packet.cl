@@ -112,6 +112,33 @@ PIOLA_FN int piola_same_paths(piola_material_data a, piola_material_data b) {
          a.split == b.split;
 }
 
+/* The inverted-tet pass's test (piola_tet_inverted) of the n tets from t0 in lanes: a bit per
+ * inverted one. It reads the corner indices and positions only, so that a packet without an
+ * inverted tet, almost every one, is done before its tets' records are loaded. */
+PIOLA_FN int piola_packet_inverted(__global const float4 *x, __global const float4 *d,
+                                   __global const int4 *tets, int t0, int n) {
+  float4 pos[4][PIOLA_L];
+  for (int l = 0; l < PIOLA_L; ++l) {
+    const int4 q = tets[t0 + min(l, n - 1)];
+    pos[0][l] = (float4)(x[q.x].xyz + d[q.x].xyz, 0.0f);
+    pos[1][l] = (float4)(x[q.y].xyz + d[q.y].xyz, 0.0f);
+    pos[2][l] = (float4)(x[q.z].xyz + d[q.z].xyz, 0.0f);
+    pos[3][l] = (float4)(x[q.w].xyz + d[q.w].xyz, 0.0f);
+  }
+  piola_v3 p[4];
+  piola_real unused;
+  for (int k = 0; k < 4; ++k) {
+    p[k] = piola_lanes_transpose(pos[k], &unused);
+  }
+  int inverted[PIOLA_L];
+  PIOLA_VSTORE(piola_tet_inverted(p[0], p[1], p[2], p[3]), 0, inverted);
+  int bits = 0;
+  for (int l = 0; l < n; ++l) {
+    bits |= inverted[l] ? 1 << l : 0;
+  }
+  return bits;
+}
+
 /* Projects the packet of tets first + begin .. (at most PIOLA_LANES of them) of a color of
  * count tets [first, first + count); arguments as piola_solve_color's. Returns whether a lane
  * did work. */
@@ -123,6 +150,16 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
                                 int begin, int stride, float inv_h2, __global const float4 *support,
                                 int inverted_only) {
   const int n = min(PIOLA_L, count - begin);
+  /* In the inverted-tet pass the lanes whose tets are not inverted count as done from the
+   * start, and a packet without an inverted tet is done. */
+  int done = 0; /* lanes projected, one bit each */
+  if (inverted_only) {
+    const int inverted = piola_packet_inverted(x, d, tets, first + begin, n);
+    if (inverted == 0) {
+      return 0;
+    }
+    done = ((1 << n) - 1) & ~inverted;
+  }
   /* Gather: lane l holds tet first + begin + l (the last tet again in spare lanes). */
   int corner[4][PIOLA_L], material[PIOLA_L];
   float4 pos[4][PIOLA_L], normal[4][PIOLA_L]; /* x + d with x.w; the support's normal */
@@ -195,17 +232,8 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     }
   }
   /* One pass per kind of material among the lanes (a packet of one material, the common case,
-   * takes its parameters at once). In the inverted-tet pass the lanes whose tets are not
-   * inverted count as done from the start. */
-  int done = 0;    /* lanes projected, one bit each */
+   * takes its parameters at once). */
   int written = 0; /* whether a lane did work */
-  if (inverted_only) {
-    int inverted[PIOLA_L];
-    PIOLA_VSTORE(piola_tet_inverted(p[0], p[1], p[2], p[3], dm_inv), 0, inverted);
-    for (int l = 0; l < n; ++l) {
-      done |= inverted[l] ? 0 : 1 << l;
-    }
-  }
   while (done != (1 << n) - 1) {
     int l0 = 0;
     while (done & (1 << l0)) {
@@ -312,7 +340,7 @@ piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global 
     for (int c = 0; c < color_count; ++c) {
       const int first = body_color[2 * (b * color_count + c)];
       const int count = body_color[2 * (b * color_count + c) + 1];
-      if (c + 1 < color_count) {
+      if (c + 1 < color_count && !inverted_only) {
         const int next_first = body_color[2 * (b * color_count + c + 1)];
         const int next_count = body_color[2 * (b * color_count + c + 1) + 1];
         for (int begin = lid * PIOLA_L; begin < next_count; begin += PIOLA_BODY_WG * PIOLA_L) {

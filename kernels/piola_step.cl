@@ -144,9 +144,8 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
                                   float inv_h2, int t, const piola_tet_record *r, float4 x0,
                                   float4 x1, float4 x2, float4 x3, float4 d0, float4 d1, float4 d2,
                                   float4 d3, piola_v3 *dx, piola_real *held) {
-  if (a.inverted_only &&
-      !piola_tet_inverted(piola_position(x0, d0), piola_position(x1, d1), piola_position(x2, d2),
-                          piola_position(x3, d3), r->m)) {
+  if (a.inverted_only && !piola_tet_inverted(piola_position(x0, d0), piola_position(x1, d1),
+                                             piola_position(x2, d2), piola_position(x3, d3))) {
     for (int k = 0; k < 4; ++k) {
       dx[k] = piola_v3_make(0.0f, 0.0f, 0.0f);
       held[k] = 0.0f;

@@ -311,16 +311,11 @@ PIOLA_FN piola_m3 piola_tet_deformation(piola_v3 x0, piola_v3 x1, piola_v3 x2, p
 }
 
 /* Whether a tet is inverted or flat: det F <= 0 (or not a number). Bodies' tets are oriented
- * positively when added and M has det M > 0 (plasticity included), so this is the sign of the
- * corners' signed volume. The test of the stats' inverted_tets and of the inverted-tet pass. */
-PIOLA_FN piola_mask piola_tet_inverted(piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3,
-                                       piola_m3 dm_inv) {
-  return !(piola_m3_det(piola_tet_deformation(x0, x1, x2, x3, dm_inv)) > PIOLA_R(0.0));
-}
-
-/* Whether a tet's corners have no positive signed volume (turned over or flat): the test of
- * piola_tet_inverted() without M (det M > 0), for callers without M at hand. */
-PIOLA_FN piola_mask piola_tet_turned(piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3) {
+ * positively when added and M = Dm^-1 keeps det M > 0 (plasticity included), so det F = det Ds
+ * det M has the sign of the corners' signed volume det Ds, which is what is tested: without M,
+ * whose 9 floats the inverted-tet pass would otherwise load for every tet. The one test of the
+ * stats' inverted_tets, the inverted-tet pass and the self-contact rule's marks. */
+PIOLA_FN piola_mask piola_tet_inverted(piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3) {
   const piola_v3 e1 = piola_v3_sub(x1, x0), e2 = piola_v3_sub(x2, x0), e3 = piola_v3_sub(x3, x0);
   return !(piola_v3_dot(e1, piola_v3_cross(e2, e3)) > PIOLA_R(0.0));
 }

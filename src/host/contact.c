@@ -675,7 +675,7 @@ static void mark_inverted(piola_world *w) {
   memset(c->turned, 0, (size_t)w->vertex_count);
   for (int32_t t = 0; t < w->solver.tet_count; ++t) {
     const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
-    if (piola_tet_turned(at3(w->x, q[0]), at3(w->x, q[1]), at3(w->x, q[2]), at3(w->x, q[3]))) {
+    if (piola_tet_inverted(at3(w->x, q[0]), at3(w->x, q[1]), at3(w->x, q[2]), at3(w->x, q[3]))) {
       c->turned[q[0]] = c->turned[q[1]] = c->turned[q[2]] = c->turned[q[3]] = 1;
     }
   }

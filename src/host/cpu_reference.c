@@ -72,9 +72,8 @@ static void predict(piola_world *w, double h) {
  * (w->tets_inverted_only) a tet that is not inverted does no work. */
 static int project(piola_world *w, int32_t t, double inv_h2, bool supported, piola_v3 dx[4]) {
   const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
-  if (w->tets_inverted_only &&
-      !piola_tet_inverted(load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
-                          load3(w->p, q[3]), load_m3(w->solver.tet_m, t))) {
+  if (w->tets_inverted_only && !piola_tet_inverted(load3(w->p, q[0]), load3(w->p, q[1]),
+                                                   load3(w->p, q[2]), load3(w->p, q[3]))) {
     return 0;
   }
   const piola_tet_material *mat = &w->materials[w->solver.tet_material[t]].constants;
@@ -436,7 +435,7 @@ static double tet_energy(const piola_material_entry *e, const piola_m3 m, double
                          int32_t *inverted) {
   piola_v3 x0 = load3(positions, q[0] + offset), x1 = load3(positions, q[1] + offset),
            x2 = load3(positions, q[2] + offset), x3 = load3(positions, q[3] + offset);
-  if (piola_tet_inverted(x0, x1, x2, x3, m)) {
+  if (piola_tet_inverted(x0, x1, x2, x3)) {
     (*inverted)++;
   }
   return (double)e->def.youngs_modulus * piola_tet_energy(&e->constants, m, volume, x0, x1, x2, x3);
