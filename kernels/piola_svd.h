@@ -32,41 +32,38 @@ typedef struct piola_svd3 {
   piola_m3 v; /* rotation */
 } piola_svd3;
 
-/* Zeroes a[p][q] of the symmetric a by a rotation in the (p, q) plane; accumulates v = v G.
- * Lanes in `keep` (converged) are left as they are. */
+/* Zeroes a[p][q] of the symmetric a by a rotation in the (p, q) plane, a = G^T a G; accumulates
+ * v = v G. Lanes in `keep` (converged) are left as they are. */
 PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q, piola_mask keep) {
-  piola_real apq = a->m[3 * p + q];
-  piola_real d = a->m[3 * q + q] - a->m[3 * p + p];
-  piola_real root = sqrt(d * d + PIOLA_R(4.0) * apq * apq);
-  piola_real den = fabs(d) + root;
+  const int r = 3 - p - q; /* the third index */
+  const piola_real app = a->m[3 * p + p], aqq = a->m[3 * q + q], apq = a->m[3 * p + q];
+  const piola_real arp = a->m[3 * r + p], arq = a->m[3 * r + q];
+  const piola_real d = aqq - app;
+  const piola_real root = sqrt(d * d + PIOLA_R(4.0) * apq * apq);
+  const piola_real den = fabs(d) + root;
   keep = keep || apq == PIOLA_R(0.0) || den == PIOLA_R(0.0);
   if (PIOLA_ALL(keep)) {
     return;
   }
   /* t = tan(theta) = 2 apq / den (negated where d < 0), the smaller root of t^2 + 2 tau t - 1
    * = 0, tau = d / (2 apq); c = 1 / sqrt(1 + t^2) = den / sqrt(den^2 + 4 apq^2) and s = t c,
-   * where den^2 + 4 apq^2 = 2 root den (root^2 = d^2 + 4 apq^2): one division instead of two
-   * on the sweep's dependent chain, and a sum of positive terms under the root. */
-  piola_real r = PIOLA_R(1.0) / sqrt(PIOLA_R(2.0) * root * den);
-  piola_real c = den * r;
-  piola_real s = PIOLA_R(2.0) * apq * r;
+   * where den^2 + 4 apq^2 = 2 root den (root^2 = d^2 + 4 apq^2): one division on the sweep's
+   * dependent chain, and a sum of positive terms under the root. */
+  const piola_real inv = PIOLA_R(1.0) / sqrt(PIOLA_R(2.0) * root * den);
+  const piola_real c = den * inv;
+  piola_real s = PIOLA_R(2.0) * apq * inv;
   s = d < PIOLA_R(0.0) ? -s : s;
-  /* G = I with G[p][p] = c, G[p][q] = s, G[q][p] = -s, G[q][q] = c; a = G^T a G. Lanes in
-   * `keep` keep their entries. */
-  for (int k = 0; k < 3; ++k) { /* a = a G (columns p, q) */
-    piola_real akp = a->m[3 * k + p];
-    piola_real akq = a->m[3 * k + q];
-    a->m[3 * k + p] = keep ? akp : c * akp - s * akq;
-    a->m[3 * k + q] = keep ? akq : s * akp + c * akq;
-  }
-  for (int k = 0; k < 3; ++k) { /* a = G^T a (rows p, q) */
-    piola_real apk = a->m[3 * p + k];
-    piola_real aqk = a->m[3 * q + k];
-    a->m[3 * p + k] = keep ? apk : c * apk - s * aqk;
-    a->m[3 * q + k] = keep ? aqk : s * apk + c * aqk;
-  }
-  a->m[3 * p + q] = keep ? a->m[3 * p + q] : PIOLA_R(0.0);
-  a->m[3 * q + p] = keep ? a->m[3 * q + p] : PIOLA_R(0.0);
+  /* G = I with G[p][p] = c, G[p][q] = s, G[q][p] = -s, G[q][q] = c. Of G^T a G only the rows
+   * and columns p and q change: the diagonal by -/+ t apq (Golub, Van Loan, "Matrix
+   * Computations", Sec. 8.5.2; t apq = s apq / c = 2 root inv s apq), a[p][q] to zero, and the
+   * entries with the third index r as the columns of a G; a stays exactly symmetric. */
+  const piola_real t_apq = PIOLA_R(2.0) * root * inv * s * apq;
+  const piola_real rp = c * arp - s * arq, rq = s * arp + c * arq;
+  a->m[3 * p + p] = keep ? app : app - t_apq;
+  a->m[3 * q + q] = keep ? aqq : aqq + t_apq;
+  a->m[3 * p + q] = a->m[3 * q + p] = keep ? apq : PIOLA_R(0.0);
+  a->m[3 * r + p] = a->m[3 * p + r] = keep ? arp : rp;
+  a->m[3 * r + q] = a->m[3 * q + r] = keep ? arq : rq;
   for (int k = 0; k < 3; ++k) { /* v = v G */
     piola_real vkp = v->m[3 * k + p];
     piola_real vkq = v->m[3 * k + q];
