@@ -35,7 +35,8 @@
  * in the collider's own frame, then its pose at the start of the step (128 bytes in all):
  *   posed:            0 for the identity pose at rest (the shape is in world coordinates and
  *                     nothing is transformed), 1 otherwise
- *   position:         m, the frame's origin in the world (w unused)
+ *   position:         m, the frame's origin in the world; w: the reach of the shape's bounding
+ *                     sphere (m, piola_collider_reach), negative where it has none
  *   rotation:         unit quaternion (x, y, z, w), frame to world
  *   velocity:         m/s of the origin (w unused)
  *   angular_velocity: rad/s about the origin, world axes (w unused)
@@ -221,44 +222,64 @@ PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v
   return PIOLA_R(0.0);
 }
 
-/* Whether p may be in contact with a collider at its pose at t_end, from the fields of its
- * record (piola_collider_data) that bound its shape: 0 only where p lies outside a sphere
- * outside which piola_collider_contact() returns depth <= 0, grown by a relative margin that
- * covers the rounding of the exact test, so that skipping the exact test there changes
- * nothing. The solid shapes (sphere, capsule, box) touch exactly the points inside them; a
- * plane is unbounded, and a funnel keeps a particle on the side of its wall it started on, so a
- * particle that crossed the wall is in contact however far it went: both answer 1. A posed
- * collider's sphere is taken about its frame's origin, which the pose moves without rotating
- * it: no rotation is evaluated. Values rather than the record, so that a kernel can test a
- * record in constant memory before copying it. */
-PIOLA_FN int piola_collider_may_touch_at(piola_i32 kind, piola_i32 posed, piola_v3 a, piola_real a3,
-                                         piola_v3 b, piola_v3 position, piola_v3 velocity,
-                                         piola_v3 p, piola_real t_end) {
+/* The reach of a collider's bounding sphere (m), stored in position[3] of its record when it is
+ * packed or posed: outside a sphere of this radius about piola_collider_bound_center()
+ * piola_collider_contact() returns depth <= 0. It is the sphere's radius grown by a relative
+ * margin that covers the rounding of the exact test (and of the float record), so that skipping
+ * the exact test there changes nothing. The solid shapes (sphere, capsule, box) touch exactly
+ * the points inside them; a plane is unbounded, and a funnel keeps a particle on the side of
+ * its wall it started on, so a particle that crossed the wall is in contact however far it
+ * went: both have no bound (-1). A posed collider's sphere is taken about its frame's origin,
+ * which the pose moves without rotating it: no rotation is evaluated. */
+PIOLA_FN piola_real piola_collider_reach(const piola_collider_data *c) {
+  piola_v3 a = piola_f32x3(c->a), b = piola_f32x3(c->b);
   piola_v3 center = a;
   piola_real radius;
-  if (kind == PIOLA_COLLIDER_KIND_SPHERE) {
-    radius = a3;
-  } else if (kind == PIOLA_COLLIDER_KIND_CAPSULE) {
+  if (c->kind == PIOLA_COLLIDER_KIND_SPHERE) {
+    radius = (piola_real)c->a[3];
+  } else if (c->kind == PIOLA_COLLIDER_KIND_CAPSULE) {
     center = piola_v3_scale(piola_v3_add(a, b), PIOLA_R(0.5));
-    radius = PIOLA_R(0.5) * piola_v3_length(piola_v3_sub(b, a)) + a3;
-  } else if (kind == PIOLA_COLLIDER_KIND_BOX) {
+    radius = PIOLA_R(0.5) * piola_v3_length(piola_v3_sub(b, a)) + (piola_real)c->a[3];
+  } else if (c->kind == PIOLA_COLLIDER_KIND_BOX) {
     radius = piola_v3_length(b); /* b: the half extents */
   } else {
+    return PIOLA_R(-1.0);
+  }
+  if (c->posed) {
+    radius += piola_v3_length(center);
+  }
+  return PIOLA_R(1.001) * radius + PIOLA_R(1e-6);
+}
+
+/* The centre of a collider's bounding sphere (piola_collider_reach) at t_end: the frame's
+ * origin at t_end for a posed collider, else the shape's centre (a; a capsule's midpoint). */
+PIOLA_FN piola_v3 piola_collider_bound_center(piola_i32 kind, piola_i32 posed, piola_v3 a,
+                                              piola_v3 b, piola_v3 position, piola_v3 velocity,
+                                              piola_real t_end) {
+  if (posed) {
+    return piola_v3_add(position, piola_v3_scale(velocity, t_end));
+  }
+  return kind == PIOLA_COLLIDER_KIND_CAPSULE ? piola_v3_scale(piola_v3_add(a, b), PIOLA_R(0.5)) : a;
+}
+
+/* Whether p may be in contact with a collider at its pose at t_end: 0 only where p lies
+ * outside its bounding sphere (piola_collider_reach, `reach` < 0: always 1). Values rather
+ * than the record, so that a kernel can test a record in constant memory before copying it. */
+PIOLA_FN int piola_collider_may_touch_at(piola_i32 kind, piola_i32 posed, piola_real reach,
+                                         piola_v3 a, piola_v3 b, piola_v3 position,
+                                         piola_v3 velocity, piola_v3 p, piola_real t_end) {
+  if (reach < PIOLA_R(0.0)) {
     return 1;
   }
-  if (posed) {
-    radius += piola_v3_length(center);
-    center = piola_v3_add(position, piola_v3_scale(velocity, t_end));
-  }
-  piola_v3 d = piola_v3_sub(p, center);
-  piola_real reach = PIOLA_R(1.001) * radius + PIOLA_R(1e-6);
+  const piola_v3 d =
+      piola_v3_sub(p, piola_collider_bound_center(kind, posed, a, b, position, velocity, t_end));
   return piola_v3_dot(d, d) <= reach * reach;
 }
 
 /* piola_collider_may_touch_at() of collider c. */
 PIOLA_FN int piola_collider_may_touch(const piola_collider_data *c, piola_v3 p, piola_real t_end) {
-  return piola_collider_may_touch_at(c->kind, c->posed, piola_f32x3(c->a), (piola_real)c->a[3],
-                                     piola_f32x3(c->b), piola_f32x3(c->position),
+  return piola_collider_may_touch_at(c->kind, c->posed, (piola_real)c->position[3],
+                                     piola_f32x3(c->a), piola_f32x3(c->b), piola_f32x3(c->position),
                                      piola_f32x3(c->velocity), p, t_end);
 }
 

@@ -1110,7 +1110,10 @@ void test_collider_identity_pose_bitwise(piola_test *t) {
                                                     kin_zero, kin_zero));
         CHECK(t, w->colliders[k].posed == 0);
       } else if (mode == 2) {
-        w->colliders[k].posed = 1; /* the moving-collider path, at the identity pose */
+        /* the moving-collider path, at the identity pose; its bounding sphere, about the
+         * frame's origin, depends on posed */
+        w->colliders[k].posed = 1;
+        w->colliders[k].position[3] = (float)piola_collider_reach(&w->colliders[k]);
       }
     }
     piola_body_id id;

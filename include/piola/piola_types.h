@@ -162,8 +162,9 @@ typedef struct piola_world_def {
   int32_t work_group_size; /**< OpenCL: work-group size of the kernels; 0 picks per device */
   piola_schedule schedule; /**< OpenCL: how substeps are launched; default AUTO */
   /** OpenCL: tets that one work-item projects at once, in SIMD lanes, where tets are solved per
-   * stage (Gauss-Seidel colors): 1, 4, 8 or 16; 0 (the default) picks per device: 8 on CPU
-   * devices, whose work-items otherwise leave the vector units idle, and 1 elsewhere. */
+   * stage (Gauss-Seidel colors): 1, 4, 8 or 16; 0 (the default) picks per device: on CPU
+   * devices, whose work-items otherwise leave the vector units idle, their native float vector
+   * width as 4, 8 or 16 (16 with AVX-512, 8 with AVX2), and 1 elsewhere. */
   int32_t simd_lanes;
   /** Body-body and self contact (vertex against triangle of the bodies' boundary surfaces);
    * default true. Bodies choose partners with piola_body_set_collision_filter() and

@@ -446,6 +446,7 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   c.rotation[3] = 1.0f; /* the identity pose, at rest (posed = 0) */
+  c.position[3] = (float)piola_collider_reach(&c);
   *out = c;
   return PIOLA_OK;
 }
@@ -463,8 +464,9 @@ void piola_collider_pose_pack(const piola_collider_slot *slot, piola_collider_da
   for (int k = 0; k < 4; ++k) {
     c->rotation[k] = (float)slot->rotation[k];
   }
-  c->position[3] = c->velocity[3] = c->angular_velocity[3] = 0.0f;
+  c->velocity[3] = c->angular_velocity[3] = 0.0f;
   c->posed = identity ? 0 : 1;
+  c->position[3] = (float)piola_collider_reach(c); /* the bound depends on posed */
 }
 
 bool piola_grow(void **ptr, size_t size, int32_t needed, int32_t *capacity) {
