@@ -55,6 +55,15 @@ typedef struct piola_collider_data {
   piola_f32 angular_velocity[4];
 } piola_collider_data;
 
+/* The address space of the collider records that the functions below read: the kernels read
+ * them where they lie, in constant memory (a private copy of the 128-byte record per particle
+ * and collider was a fifth of the collide stage on CPU devices); plain memory in C. */
+#ifdef __OPENCL_VERSION__
+#define PIOLA_COLLIDER_RECORD __constant
+#else
+#define PIOLA_COLLIDER_RECORD
+#endif
+
 /* A rigid transform: x_world = position + R(q, qw) x_local. */
 typedef struct piola_rigid_pose {
   piola_v3 position;
@@ -62,7 +71,7 @@ typedef struct piola_rigid_pose {
   piola_real qw;
 } piola_rigid_pose;
 
-PIOLA_FN piola_v3 piola_f32x3(const piola_f32 *v) {
+PIOLA_FN piola_v3 piola_f32x3(PIOLA_COLLIDER_RECORD const piola_f32 *v) {
   return piola_v3_make((piola_real)v[0], (piola_real)v[1], (piola_real)v[2]);
 }
 
@@ -75,7 +84,8 @@ PIOLA_FN piola_v3 piola_quat_rotate(piola_v3 q, piola_real qw, piola_v3 v) {
 /* The collider's pose t seconds after the start of the step: the origin moved by velocity t,
  * the frame turned by |w| t about w (world axes) after the start rotation:
  * q(t) = (sin(|w| t / 2) w / |w|, cos(|w| t / 2)) * q(0), renormalised. */
-PIOLA_FN piola_rigid_pose piola_collider_pose_at(const piola_collider_data *c, piola_real t) {
+PIOLA_FN piola_rigid_pose piola_collider_pose_at(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                                 piola_real t) {
   piola_rigid_pose r;
   r.position = piola_v3_add(piola_f32x3(c->position), piola_v3_scale(piola_f32x3(c->velocity), t));
   piola_v3 q0 = piola_f32x3(c->rotation);
@@ -138,8 +148,8 @@ PIOLA_FN piola_real piola_round_contact(piola_v3 q, piola_real radius, piola_v3 
 /* Penetration depth (> 0 when in contact) of p into collider c's shape and the outward normal,
  * in the collider's own frame (the pose is not applied). x_start is the particle's position at
  * the start of the substep (the funnel keeps its side). */
-PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v3 x_start,
-                                           piola_v3 p, piola_v3 *normal) {
+PIOLA_FN piola_real piola_collider_contact(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                           piola_v3 x_start, piola_v3 p, piola_v3 *normal) {
   piola_v3 a = piola_f32x3(c->a);
   piola_v3 up = piola_v3_make(PIOLA_R(0.0), PIOLA_R(1.0), PIOLA_R(0.0));
   if (c->kind == PIOLA_COLLIDER_KIND_PLANE) {
@@ -231,7 +241,7 @@ PIOLA_FN piola_real piola_collider_contact(const piola_collider_data *c, piola_v
  * its wall it started on, so a particle that crossed the wall is in contact however far it
  * went: both have no bound (-1). A posed collider's sphere is taken about its frame's origin,
  * which the pose moves without rotating it: no rotation is evaluated. */
-PIOLA_FN piola_real piola_collider_reach(const piola_collider_data *c) {
+PIOLA_FN piola_real piola_collider_reach(PIOLA_COLLIDER_RECORD const piola_collider_data *c) {
   piola_v3 a = piola_f32x3(c->a), b = piola_f32x3(c->b);
   piola_v3 center = a;
   piola_real radius;
@@ -251,36 +261,29 @@ PIOLA_FN piola_real piola_collider_reach(const piola_collider_data *c) {
   return PIOLA_R(1.001) * radius + PIOLA_R(1e-6);
 }
 
-/* The centre of a collider's bounding sphere (piola_collider_reach) at t_end: the frame's
+/* The centre of collider c's bounding sphere (piola_collider_reach) at t_end: the frame's
  * origin at t_end for a posed collider, else the shape's centre (a; a capsule's midpoint). */
-PIOLA_FN piola_v3 piola_collider_bound_center(piola_i32 kind, piola_i32 posed, piola_v3 a,
-                                              piola_v3 b, piola_v3 position, piola_v3 velocity,
+PIOLA_FN piola_v3 piola_collider_bound_center(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
                                               piola_real t_end) {
-  if (posed) {
-    return piola_v3_add(position, piola_v3_scale(velocity, t_end));
+  if (c->posed) {
+    return piola_v3_add(piola_f32x3(c->position), piola_v3_scale(piola_f32x3(c->velocity), t_end));
   }
-  return kind == PIOLA_COLLIDER_KIND_CAPSULE ? piola_v3_scale(piola_v3_add(a, b), PIOLA_R(0.5)) : a;
+  const piola_v3 a = piola_f32x3(c->a);
+  return c->kind == PIOLA_COLLIDER_KIND_CAPSULE
+             ? piola_v3_scale(piola_v3_add(a, piola_f32x3(c->b)), PIOLA_R(0.5))
+             : a;
 }
 
-/* Whether p may be in contact with a collider at its pose at t_end: 0 only where p lies
- * outside its bounding sphere (piola_collider_reach, `reach` < 0: always 1). Values rather
- * than the record, so that a kernel can test a record in constant memory before copying it. */
-PIOLA_FN int piola_collider_may_touch_at(piola_i32 kind, piola_i32 posed, piola_real reach,
-                                         piola_v3 a, piola_v3 b, piola_v3 position,
-                                         piola_v3 velocity, piola_v3 p, piola_real t_end) {
+/* Whether p may be in contact with collider c at its pose at t_end: 0 only where p lies
+ * outside its bounding sphere (piola_collider_reach; none: always 1). */
+PIOLA_FN int piola_collider_may_touch(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                      piola_v3 p, piola_real t_end) {
+  const piola_real reach = (piola_real)c->position[3];
   if (reach < PIOLA_R(0.0)) {
     return 1;
   }
-  const piola_v3 d =
-      piola_v3_sub(p, piola_collider_bound_center(kind, posed, a, b, position, velocity, t_end));
+  const piola_v3 d = piola_v3_sub(p, piola_collider_bound_center(c, t_end));
   return piola_v3_dot(d, d) <= reach * reach;
-}
-
-/* piola_collider_may_touch_at() of collider c. */
-PIOLA_FN int piola_collider_may_touch(const piola_collider_data *c, piola_v3 p, piola_real t_end) {
-  return piola_collider_may_touch_at(c->kind, c->posed, (piola_real)c->position[3],
-                                     piola_f32x3(c->a), piola_f32x3(c->b), piola_f32x3(c->position),
-                                     piola_f32x3(c->velocity), p, t_end);
 }
 
 /* The correction that projects p out of collider c, with friction (zero without contact);
@@ -296,9 +299,9 @@ PIOLA_FN int piola_collider_may_touch(const piola_collider_data *c, piola_v3 p, 
  * collider in world coordinates does. On contact *normal is the collider's outward unit normal
  * there (world axes); else it is left as it was. The exact test alone:
  * piola_collider_correction_at() checks the bound first. */
-PIOLA_FN int piola_collider_correction_exact(const piola_collider_data *c, piola_v3 x_start,
-                                             piola_v3 p, piola_real t_end, piola_real h,
-                                             piola_v3 *correction, piola_v3 *normal) {
+PIOLA_FN int piola_collider_correction_exact(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                             piola_v3 x_start, piola_v3 p, piola_real t_end,
+                                             piola_real h, piola_v3 *correction, piola_v3 *normal) {
   piola_v3 n;
   piola_real depth;
   piola_rigid_pose end;
@@ -345,9 +348,9 @@ PIOLA_FN int piola_collider_correction_exact(const piola_collider_data *c, piola
 
 /* piola_collider_correction_exact() where p may touch c (piola_collider_may_touch()); else no
  * contact (0, zero correction), which is what the exact test would give there. */
-PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3 x_start,
-                                          piola_v3 p, piola_real t_end, piola_real h,
-                                          piola_v3 *correction, piola_v3 *normal) {
+PIOLA_FN int piola_collider_correction_at(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                          piola_v3 x_start, piola_v3 p, piola_real t_end,
+                                          piola_real h, piola_v3 *correction, piola_v3 *normal) {
   if (!piola_collider_may_touch(c, p, t_end)) {
     *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
     return 0;
@@ -357,15 +360,16 @@ PIOLA_FN int piola_collider_correction_at(const piola_collider_data *c, piola_v3
 
 /* piola_collider_correction_at() with the collider held at its pose at the start of the step
  * (no motion within the substep). */
-PIOLA_FN int piola_collider_correction(const piola_collider_data *c, piola_v3 x_start, piola_v3 p,
-                                       piola_v3 *correction) {
+PIOLA_FN int piola_collider_correction(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                       piola_v3 x_start, piola_v3 p, piola_v3 *correction) {
   piola_v3 normal;
   return piola_collider_correction_at(c, x_start, p, PIOLA_R(0.0), PIOLA_R(0.0), correction,
                                       &normal);
 }
 
 /* piola_collider_correction() applied to *p. */
-PIOLA_FN int piola_collide_particle(const piola_collider_data *c, piola_v3 x_start, piola_v3 *p) {
+PIOLA_FN int piola_collide_particle(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                    piola_v3 x_start, piola_v3 *p) {
   piola_v3 d;
   int hit = piola_collider_correction(c, x_start, *p, &d);
   *p = piola_v3_add(*p, d);

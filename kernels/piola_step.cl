@@ -286,18 +286,11 @@ PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
   for (int c = 0; c < collider_count; ++c) {
     /* The bound first, on the record in constant memory: most colliders are far away. */
     __constant piola_collider_data *k = &colliders[c];
-    if (!piola_collider_may_touch_at(k->kind, k->posed, k->position[3],
-                                     piola_v3_make(k->a[0], k->a[1], k->a[2]),
-                                     piola_v3_make(k->b[0], k->b[1], k->b[2]),
-                                     piola_v3_make(k->position[0], k->position[1], k->position[2]),
-                                     piola_v3_make(k->velocity[0], k->velocity[1], k->velocity[2]),
-                                     piola_position(xi, di), t_end)) {
+    if (!piola_collider_may_touch(k, piola_position(xi, di), t_end)) {
       continue;
     }
-    piola_collider_data col = colliders[c];
     piola_v3 correction;
-    if (piola_collider_correction_exact(&col, xs, piola_position(xi, di), t_end, h, &correction,
-                                        &n)) {
+    if (piola_collider_correction_exact(k, xs, piola_position(xi, di), t_end, h, &correction, &n)) {
       di = piola_displace(di, correction);
       pushed = 1;
     }
