@@ -232,6 +232,15 @@ PIOLA_FN piola_real piola_collider_contact(PIOLA_COLLIDER_RECORD const piola_col
   return PIOLA_R(0.0);
 }
 
+/* The centre of a sphere, capsule or box in its collider's own frame: a (a capsule's midpoint
+ * between a and b). */
+PIOLA_FN piola_v3 piola_collider_shape_center(PIOLA_COLLIDER_RECORD const piola_collider_data *c) {
+  const piola_v3 a = piola_f32x3(c->a);
+  return c->kind == PIOLA_COLLIDER_KIND_CAPSULE
+             ? piola_v3_scale(piola_v3_add(a, piola_f32x3(c->b)), PIOLA_R(0.5))
+             : a;
+}
+
 /* The reach of a collider's bounding sphere (m), stored in position[3] of its record when it is
  * packed or posed: outside a sphere of this radius about piola_collider_bound_center()
  * piola_collider_contact() returns depth <= 0. It is the sphere's radius grown by a relative
@@ -242,36 +251,31 @@ PIOLA_FN piola_real piola_collider_contact(PIOLA_COLLIDER_RECORD const piola_col
  * went: both have no bound (-1). A posed collider's sphere is taken about its frame's origin,
  * which the pose moves without rotating it: no rotation is evaluated. */
 PIOLA_FN piola_real piola_collider_reach(PIOLA_COLLIDER_RECORD const piola_collider_data *c) {
-  piola_v3 a = piola_f32x3(c->a), b = piola_f32x3(c->b);
-  piola_v3 center = a;
   piola_real radius;
   if (c->kind == PIOLA_COLLIDER_KIND_SPHERE) {
     radius = (piola_real)c->a[3];
   } else if (c->kind == PIOLA_COLLIDER_KIND_CAPSULE) {
-    center = piola_v3_scale(piola_v3_add(a, b), PIOLA_R(0.5));
-    radius = PIOLA_R(0.5) * piola_v3_length(piola_v3_sub(b, a)) + (piola_real)c->a[3];
+    radius = PIOLA_R(0.5) * piola_v3_length(piola_v3_sub(piola_f32x3(c->b), piola_f32x3(c->a))) +
+             (piola_real)c->a[3];
   } else if (c->kind == PIOLA_COLLIDER_KIND_BOX) {
-    radius = piola_v3_length(b); /* b: the half extents */
+    radius = piola_v3_length(piola_f32x3(c->b)); /* b: the half extents */
   } else {
     return PIOLA_R(-1.0);
   }
   if (c->posed) {
-    radius += piola_v3_length(center);
+    radius += piola_v3_length(piola_collider_shape_center(c));
   }
   return PIOLA_R(1.001) * radius + PIOLA_R(1e-6);
 }
 
 /* The centre of collider c's bounding sphere (piola_collider_reach) at t_end: the frame's
- * origin at t_end for a posed collider, else the shape's centre (a; a capsule's midpoint). */
+ * origin at t_end for a posed collider, else the shape's centre. */
 PIOLA_FN piola_v3 piola_collider_bound_center(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
                                               piola_real t_end) {
   if (c->posed) {
     return piola_v3_add(piola_f32x3(c->position), piola_v3_scale(piola_f32x3(c->velocity), t_end));
   }
-  const piola_v3 a = piola_f32x3(c->a);
-  return c->kind == PIOLA_COLLIDER_KIND_CAPSULE
-             ? piola_v3_scale(piola_v3_add(a, piola_f32x3(c->b)), PIOLA_R(0.5))
-             : a;
+  return piola_collider_shape_center(c);
 }
 
 /* Whether p may be in contact with collider c at its pose at t_end: 0 only where p lies
