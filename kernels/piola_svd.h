@@ -64,6 +64,7 @@ PIOLA_FN void piola_jacobi_rotate(piola_m3 *a, piola_m3 *v, int p, int q, piola_
   a->m[3 * p + q] = a->m[3 * q + p] = keep ? apq : PIOLA_R(0.0);
   a->m[3 * r + p] = a->m[3 * p + r] = keep ? arp : rp;
   a->m[3 * r + q] = a->m[3 * q + r] = keep ? arq : rq;
+  PIOLA_UNROLL
   for (int k = 0; k < 3; ++k) { /* v = v G */
     piola_real vkp = v->m[3 * k + p];
     piola_real vkq = v->m[3 * k + q];
@@ -101,6 +102,7 @@ PIOLA_FN void piola_sym_eigen(piola_m3 a, piola_m3 *v_out, piola_v3 *eig) {
 /* Where `swap`, swaps columns i and j of b and v, negating column j of both so that det v
  * stays +1 and b = a v still holds. */
 PIOLA_FN void piola_svd_swap_columns(piola_m3 *b, piola_m3 *v, int i, int j, piola_mask swap) {
+  PIOLA_UNROLL
   for (int k = 0; k < 3; ++k) {
     piola_real bi = b->m[3 * k + i], bj = b->m[3 * k + j];
     b->m[3 * k + i] = swap ? bj : bi;
@@ -118,12 +120,14 @@ PIOLA_FN void piola_givens_qr_step(piola_m3 *r, piola_m3 *u, int p, int q) {
   piola_real h = sqrt(a * a + b * b);
   piola_real c = h > PIOLA_R(0.0) ? a / h : PIOLA_R(1.0);
   piola_real s = h > PIOLA_R(0.0) ? b / h : PIOLA_R(0.0);
+  PIOLA_UNROLL
   for (int k = 0; k < 3; ++k) { /* r = Q^T r */
     piola_real rpk = r->m[3 * p + k];
     piola_real rqk = r->m[3 * q + k];
     r->m[3 * p + k] = c * rpk + s * rqk;
     r->m[3 * q + k] = -s * rpk + c * rqk;
   }
+  PIOLA_UNROLL
   for (int k = 0; k < 3; ++k) { /* u = u Q */
     piola_real ukp = u->m[3 * k + p];
     piola_real ukq = u->m[3 * k + q];
@@ -166,6 +170,7 @@ PIOLA_FN piola_svd3 piola_svd3_compute(piola_m3 a) {
 /* U diag(s) V^T */
 PIOLA_FN piola_m3 piola_svd3_compose(piola_m3 u, piola_v3 s, piola_m3 v) {
   piola_m3 us = u;
+  PIOLA_UNROLL
   for (int k = 0; k < 3; ++k) {
     us.m[3 * k] *= s.x;
     us.m[3 * k + 1] *= s.y;

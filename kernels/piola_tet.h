@@ -214,6 +214,7 @@ PIOLA_FN piola_real piola_neohookean_energy(const piola_tet_material *mat, piola
   /* P = mu F + (lambda log J - mu) F^-T, F^-T = cof(F) / det F. */
   piola_m3 cof = piola_m3_cofactor(f);
   piola_real a = (mat->lambda * log_j - mat->mu) / j;
+  PIOLA_UNROLL
   for (int i = 0; i < 9; ++i) {
     p->m[i] = mat->mu * f.m[i] + a * cof.m[i];
   }
@@ -353,6 +354,7 @@ typedef struct piola_tet_support {
 /* Four free corners. */
 PIOLA_FN piola_tet_support piola_tet_support_none(void) {
   piola_tet_support s;
+  PIOLA_UNROLL
   for (int k = 0; k < 4; ++k) {
     s.normal[k] = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
     s.held[k] = PIOLA_R(0.0);
@@ -408,6 +410,7 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
   piola_real gn[4] = {PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0)};
   if (support) {
     const piola_real direction = xpbd ? num * c : -u;
+    PIOLA_UNROLL
     for (int k = 0; k < 4; ++k) {
       const piola_real d = piola_v3_dot(g[k], support->normal[k]);
       gn[k] = direction * d < PIOLA_R(0.0) ? d : PIOLA_R(0.0);
@@ -428,6 +431,7 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
     step = -u / denominator;
     dlambda = step;
   }
+  PIOLA_UNROLL
   for (int k = 0; k < 4; ++k) {
     piola_v3 move = piola_v3_scale(g[k], wk[k] * step);
     if (support) {
@@ -472,6 +476,7 @@ PIOLA_FN piola_flags piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_
   flags |= piola_tet_correction(
       &part, dm_inv, volume, alpha_tilde, piola_v3_add(x0, dx[0]), piola_v3_add(x1, dx[1]),
       piola_v3_add(x2, dx[2]), piola_v3_add(x3, dx[3]), w0, w1, w2, w3, support, 1, &lambda[1], dl);
+  PIOLA_UNROLL
   for (int k = 0; k < 4; ++k) {
     dx[k] = piola_v3_add(dx[k], dl[k]);
   }
