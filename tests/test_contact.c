@@ -2266,6 +2266,19 @@ static void ct_overflow(piola_test *t, piola_backend backend, piola_stats *first
             (int)inside);
   CHECK_MSG(t, inverted == 0, "%d inverted tets", (int)inverted);
   CHECK_MSG(t, overflowing == 40, "overflow in only %d of 40 steps", (int)overflowing);
+  /* Read at every step, the run of dropping steps was logged once, at its first read. */
+  CHECK_MSG(t, sc.log.count[PIOLA_LOG_WARNING] == warnings + 1,
+            "%d warnings over 41 dropping steps read one by one",
+            sc.log.count[PIOLA_LOG_WARNING] - warnings);
+  /* Read again after two steps unread, the drops are a new run: logged once more, however
+   * often that step is read. */
+  REQUIRE_OK(t, piola_world_step(sc.w));
+  REQUIRE_OK(t, piola_world_step(sc.w));
+  REQUIRE_OK(t, piola_world_get_stats(sc.w, &st));
+  REQUIRE_OK(t, piola_world_get_stats(sc.w, &st));
+  CHECK_MSG(t, st.contact_overflow > 0 && sc.log.count[PIOLA_LOG_WARNING] == warnings + 2,
+            "after a gap: %d dropped, %d warnings in all", (int)st.contact_overflow,
+            sc.log.count[PIOLA_LOG_WARNING] - warnings);
   free(tri);
   ct_scene_destroy(&sc);
   piola_mesh_free(&slab);

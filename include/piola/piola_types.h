@@ -416,7 +416,9 @@ typedef struct piola_stats {
   int32_t contact_count;
   /** Vertex-triangle pairs found but not kept in the last substep because a vertex had more
    * than PIOLA_MAX_VERTEX_CONTACTS candidates (the nearest ones are kept); 0 normally. A
-   * non-zero value is also sent to the logger as a warning. */
+   * non-zero value is also sent to the logger as a warning, once for a run of consecutive
+   * steps that drop pairs: a read that finds pairs dropped warns unless the previous read that
+   * found some was of this step or the one before. */
   int32_t contact_overflow;
   int32_t surface_triangles; /**< boundary triangles of all bodies (the collision surface) */
   int32_t surface_vertices;  /**< vertices on those triangles */

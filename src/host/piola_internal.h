@@ -396,6 +396,9 @@ struct piola_world {
   piola_solver_contacts contacts;
 
   int64_t step_count;
+  /* The step (step_count) of the last stats read that found contact pairs dropped, 0 if none:
+   * pairs dropped in a run of consecutive steps are logged once (piola_world_get_stats). */
+  int64_t overflow_logged_step;
   double simulated_time;
   double last_step_ms;
   double stage_ms[PIOLA_STAGE_COUNT];

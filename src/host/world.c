@@ -632,10 +632,20 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
     st.contact_count = counters[0];
     st.contact_overflow = counters[1];
     if (counters[1] > 0) {
-      piola_log(&w->def.logger, PIOLA_LOG_WARNING,
-                "contacts: %d vertex-triangle pairs dropped in the last substep (a vertex met "
-                "more than %d triangles; the nearest were kept)",
-                (int)counters[1], PIOLA_MAX_VERTEX_CONTACTS);
+      /* Logged once per run of consecutive steps that drop pairs, so that a caller reading the
+       * stats every step is told when it starts, not at every step; the count is in the stats
+       * at every read. The world is not const here: it was allocated by piola_world_create,
+       * and only this logging record changes. */
+      const int64_t last = w->overflow_logged_step;
+      if (last == 0 || w->step_count < last || w->step_count - last > 1) {
+        piola_log(&w->def.logger, PIOLA_LOG_WARNING,
+                  "contacts: %d vertex-triangle pairs dropped in the last substep (a vertex met "
+                  "more than %d triangles; the nearest were kept); stats.contact_overflow counts "
+                  "them at every read, and the drops of the steps that follow at once are not "
+                  "logged again",
+                  (int)counters[1], PIOLA_MAX_VERTEX_CONTACTS);
+      }
+      ((piola_world *)w)->overflow_logged_step = w->step_count;
     }
   }
   if (w->cl != NULL) {
