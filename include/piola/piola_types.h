@@ -330,7 +330,9 @@ typedef enum piola_collider_type {
   PIOLA_COLLIDER_BOX = 2,     /**< solid oriented box */
   PIOLA_COLLIDER_CAPSULE = 3, /**< solid segment swept by a sphere */
   /** Open cone frustum, a thin wall (2e-4 of its height thick): a particle stays on the side of
-   * the wall it started the step on (inside or outside), within the funnel's height. */
+   * the wall it started the substep on (inside or outside) where its motion in the substep
+   * crosses the wall, within the funnel's height; past the openings' edges it is free (it may go
+   * around an edge, but not through the wall just beside it). */
   PIOLA_COLLIDER_FUNNEL = 4
 } piola_collider_type;
 
