@@ -1335,11 +1335,12 @@ void test_collider_bound_conservative(piola_test *t) {
 
 /* ---- A supported vertex at a funnel's edge ---------------------------------------------- */
 
-/* Signed distance of p from the funnel wall of support_at_edge (radius 0.5 at y = 0, 1.5 at
- * y = 1: slope 1) across its extension, in the radial-axial plane: negative on the inner side. */
-static double edge_wall_distance(const float *p) {
+/* Signed distance of p from the wall of funnel f (base at the origin, axis +y) across its
+ * extension, in the radial-axial plane: negative on the inner side. */
+static double edge_wall_distance(const piola_funnel_shape *f, const float *p) {
+  const double slope = ((double)f->top_radius - f->base_radius) / f->height;
   const double r = sqrt((double)p[0] * p[0] + (double)p[2] * p[2]);
-  return (r - 0.5 - (double)p[1]) / sqrt(2.0);
+  return (r - f->base_radius - slope * p[1]) / sqrt(1.0 + slope * slope);
 }
 
 /* One tet with three corners pinned outside a funnel's wall, just above its bottom edge, and
@@ -1357,12 +1358,7 @@ static void support_at_edge(piola_test *t, piola_backend backend) {
   piola_world_def def = opencl_test_world_def(backend, NULL, NULL);
   piola_world *w = NULL;
   REQUIRE_OK(t, piola_world_create(&def, &w));
-  piola_collider_def c = piola_default_collider_def();
-  c.type = PIOLA_COLLIDER_FUNNEL;
-  c.shape.funnel.axis[1] = 1.0f;
-  c.shape.funnel.base_radius = 0.5f;
-  c.shape.funnel.top_radius = 1.5f;
-  c.shape.funnel.height = 1.0f;
+  piola_collider_def c = wt_funnel_def(0.5f, 1.5f, 1.0f); /* wall radius 0.5 + y */
   c.static_friction = c.dynamic_friction = 0.5f;
   piola_collider_id funnel;
   REQUIRE_OK(t, piola_world_add_collider(w, &c, &funnel));
@@ -1385,7 +1381,7 @@ static void support_at_edge(piola_test *t, piola_backend backend) {
   REQUIRE_OK(t, piola_body_set_positions(w, body, start, 4));
   const float inverse_masses[4] = {0.0f, 0.0f, 0.0f, 40.0f};
   REQUIRE_OK(t, piola_body_set_inverse_masses(w, body, inverse_masses, 4));
-  CHECK(t, edge_wall_distance(start + 9) < 0.0);
+  CHECK(t, edge_wall_distance(&c.shape.funnel, start + 9) < 0.0);
   double outermost = -INFINITY, settled = 0.0, last_speed = 0.0;
   int32_t outside_steps = 0;
   float previous[3] = {start[9], start[10], start[11]};
@@ -1393,7 +1389,7 @@ static void support_at_edge(piola_test *t, piola_backend backend) {
     REQUIRE_OK(t, piola_world_step(w));
     float *p = wt_get_positions(w, body);
     REQUIRE(t, p != NULL);
-    const double d = edge_wall_distance(p + 9);
+    const double d = edge_wall_distance(&c.shape.funnel, p + 9);
     outermost = fmax(outermost, d);
     outside_steps += d > 0.0;
     double moved = 0.0;

@@ -12,22 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A funnel with its base at (0, 0, 0) and axis +y, radii (m) at the bottom and the top, height
- * (m); the default friction. */
-static piola_collider_def funnel_def(float base_radius, float top_radius, float height) {
-  piola_collider_def def = piola_default_collider_def();
-  def.type = PIOLA_COLLIDER_FUNNEL;
-  memset(&def.shape, 0, sizeof def.shape); /* the default's plane normal would be the base */
-  def.shape.funnel.axis[1] = 1.0f;
-  def.shape.funnel.base_radius = base_radius;
-  def.shape.funnel.top_radius = top_radius;
-  def.shape.funnel.height = height;
-  return def;
-}
-
 /* The narrow funnel: wall radius 0.1 + 0.5 y, height 1 m, no friction. */
 static piola_collider_def narrow_funnel(void) {
-  piola_collider_def def = funnel_def(0.1f, 0.6f, 1.0f);
+  piola_collider_def def = wt_funnel_def(0.1f, 0.6f, 1.0f);
   def.static_friction = 0.0f;
   def.dynamic_friction = 0.0f;
   return def;
@@ -106,7 +93,7 @@ void test_funnel_keeps_body_inside(piola_test *t) {
 
 /* The wide funnel without friction, packed for piola_collide_particle. */
 static piola_collider_data wide_funnel(piola_test *t) {
-  piola_collider_def c = funnel_def(0.15f, 0.6f, 0.8f);
+  piola_collider_def c = wt_funnel_def(0.15f, 0.6f, 0.8f);
   c.static_friction = 0.0f;
   c.dynamic_friction = 0.0f;
   piola_collider_data d;
@@ -151,7 +138,7 @@ void test_funnel_world_keeps_block_inside(piola_test *t) {
   piola_world_def def = piola_test_world_def(NULL, NULL);
   piola_world *w = NULL;
   REQUIRE_OK(t, piola_world_create(&def, &w));
-  piola_collider_def c = funnel_def(0.15f, 0.6f, 0.8f); /* wide, with the default friction */
+  piola_collider_def c = wt_funnel_def(0.15f, 0.6f, 0.8f); /* wide, with the default friction */
   CHECK_STATUS(t, piola_world_add_collider(w, &c, NULL), PIOLA_OK);
   piola_tet_mesh block;
   const int32_t cells[3] = {3, 3, 3};

@@ -265,6 +265,17 @@ bool wt_load_armadillo(piola_tet_mesh *out) {
   return piola_mesh_load_tetgen(node, ele, out) == PIOLA_OK;
 }
 
+piola_collider_def wt_funnel_def(float base_radius, float top_radius, float height) {
+  piola_collider_def def = piola_default_collider_def();
+  def.type = PIOLA_COLLIDER_FUNNEL;
+  memset(&def.shape, 0, sizeof def.shape); /* only the funnel's fields, as given */
+  def.shape.funnel.axis[1] = 1.0f;
+  def.shape.funnel.base_radius = base_radius;
+  def.shape.funnel.top_radius = top_radius;
+  def.shape.funnel.height = height;
+  return def;
+}
+
 piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz) {
   piola_tet_mesh m;
   memset(&m, 0, sizeof m);

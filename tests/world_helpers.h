@@ -54,6 +54,10 @@ uint64_t wt_state_hash(const piola_world *w, const piola_body_id *bodies, int32_
  * empty mesh on failure. */
 piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz);
 
+/* A funnel collider with its base at (0, 0, 0) and axis +y, radii (m) at the bottom and the top,
+ * height (m); the default friction. */
+piola_collider_def wt_funnel_def(float base_radius, float top_radius, float height);
+
 /* Positions (API, float) of a body in a new array (free() it); NULL on failure. */
 float *wt_get_positions(const piola_world *w, piola_body_id body);
 
