@@ -10,7 +10,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* The narrow funnel: wall radius 0.1 + 0.5 y, height 1 m, no friction. */
 static piola_collider_def narrow_funnel(void) {
