@@ -6,6 +6,7 @@
  * body when it is strictly inside one of that body's tets (barycentric coordinates all above
  * CT_INSIDE_EPS), and inside its own body when it is strictly inside one of its own tets that
  * does not have it as a corner. */
+#include "contact_checks.h"
 #include "crosscheck.h"
 #include "test_opencl_common.h"
 #include "world_helpers.h"
@@ -617,6 +618,91 @@ static void ct_thrown_box(piola_test *t, piola_backend backend) {
             (int)worst[1].inside, (int)worst_step[1]);
   ct_scene_destroy(&sc);
   piola_mesh_free(&box);
+}
+
+/* The run command's own-body check (src/cli/contact_checks.c) tells a vertex pressed into a tet
+ * near it at rest from one folded far through its body. A bar of 8 cubes of 10 cm (6 tets
+ * each); its corner vertex v at the origin is moved to the centroid of a tet of the second cube
+ * (whose points lie 0.1 to 0.3 m from v at rest) or of the last cube (0.7 m or more), under
+ * self-contact bounds on either side of those distances. */
+static int64_t ct_own_inside(const piola_tet_mesh *bar, const float *x, const float *bound,
+                             int32_t query, int64_t *far) {
+  check_body b = {x,
+                  bar->vertex_count,
+                  bar->tets,
+                  bar->tet_count,
+                  &query,
+                  1,
+                  bound != NULL ? bar->positions : NULL,
+                  bound};
+  return count_vertices_inside_own_body(&b, 1, far);
+}
+
+void test_contact_checks_tell_near_from_far(piola_test *t) {
+  piola_tet_mesh bar;
+  REQUIRE(t, piola_mesh_make_box((const int32_t[3]){8, 1, 1}, (const float[3]){0.8f, 0.1f, 0.1f},
+                                 &bar) == PIOLA_OK);
+  int32_t v = -1; /* the corner at the origin */
+  for (int32_t i = 0; i < bar.vertex_count; ++i) {
+    const float *p = bar.positions + 3 * i;
+    if (p[0] == 0.0f && p[1] == 0.0f && p[2] == 0.0f) {
+      v = i;
+    }
+  }
+  REQUIRE(t, v >= 0);
+  /* A tet of the second cube (every corner at x = 0.1 or 0.2) and one of the last (x >= 0.7). */
+  int32_t second = -1, last = -1;
+  for (int32_t e = 0; e < bar.tet_count; ++e) {
+    float lo = 1.0f, hi = 0.0f;
+    for (int c = 0; c < 4; ++c) {
+      const float xc = bar.positions[3 * bar.tets[4 * e + c]];
+      lo = fminf(lo, xc);
+      hi = fmaxf(hi, xc);
+    }
+    second = second < 0 && lo > 0.05f && hi < 0.25f ? e : second;
+    last = last < 0 && lo > 0.65f ? e : last;
+  }
+  REQUIRE(t, second >= 0 && last >= 0);
+  float *x = malloc(sizeof *x * 3 * (size_t)bar.vertex_count);
+  float *bound = malloc(sizeof *bound * (size_t)bar.vertex_count);
+  REQUIRE(t, x != NULL && bound != NULL);
+  memcpy(x, bar.positions, sizeof *x * 3 * (size_t)bar.vertex_count);
+  int64_t far = -1;
+  for (int32_t i = 0; i < bar.vertex_count; ++i) {
+    bound[i] = 0.35f;
+  }
+  CHECK(t, ct_own_inside(&bar, x, bound, v, &far) == 0 && far == 0); /* at rest */
+  const struct {
+    int32_t tet;
+    float bound; /* m, every vertex's */
+    int64_t far; /* expected */
+  } cases[] = {
+      {second, 0.35f, 0},  /* the tet's corners 0.1-0.3 m away: pressed into a near tet */
+      {second, 0.099f, 1}, /* none of its points nearer than 0.1 m: a fold */
+      {last, 0.35f, 1},    /* 0.7 m away at rest: a fold */
+      {last, 10.0f, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+    const int32_t *q = bar.tets + 4 * cases[c].tet;
+    for (int k = 0; k < 3; ++k) {
+      x[3 * v + k] = 0.25f * (bar.positions[3 * q[0] + k] + bar.positions[3 * q[1] + k] +
+                              bar.positions[3 * q[2] + k] + bar.positions[3 * q[3] + k]);
+    }
+    for (int32_t i = 0; i < bar.vertex_count; ++i) {
+      bound[i] = cases[c].bound;
+    }
+    const int64_t inside = ct_own_inside(&bar, x, bound, v, &far);
+    CHECK_MSG(t, inside == 1 && far == cases[c].far,
+              "case %d: %lld inside, %lld far (expected 1, %lld)", (int)c, (long long)inside,
+              (long long)far, (long long)cases[c].far);
+    /* Without rest data every such vertex counts as far. */
+    CHECK(t, ct_own_inside(&bar, x, NULL, v, &far) == 1 && far == 1);
+  }
+  printf("  a vertex moved into a tet 0.1-0.3 m from it at rest: near under a 0.35 m bound, far "
+         "under 0.099 m; into one 0.7 m away: far under 0.35 m\n");
+  free(bound);
+  free(x);
+  piola_mesh_free(&bar);
 }
 
 void test_contact_thrown_box(piola_test *t) {

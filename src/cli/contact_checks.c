@@ -210,6 +210,72 @@ static bool point_in_tet(const float *p, const float *x0, const float *x1, const
   return l1 > tol && l2 > tol && l3 > tol && 1.0 - l1 - l2 - l3 > tol;
 }
 
+static double dot3(const double a[3], const double b[3]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* The distance from p to the triangle (a, b, c): its closest point found by the Voronoi regions
+ * of the corners, the edges and the face (Ericson 2005, "Real-Time Collision Detection",
+ * Sec. 5.1.5). */
+static double point_triangle_distance(const double p[3], const double a[3], const double b[3],
+                                      const double c[3]) {
+  double ab[3], ac[3], ap[3], bp[3], cp[3], q[3];
+  for (int k = 0; k < 3; ++k) {
+    ab[k] = b[k] - a[k];
+    ac[k] = c[k] - a[k];
+    ap[k] = p[k] - a[k];
+    bp[k] = p[k] - b[k];
+    cp[k] = p[k] - c[k];
+  }
+  const double d1 = dot3(ab, ap), d2 = dot3(ac, ap), d3 = dot3(ab, bp), d4 = dot3(ac, bp);
+  const double d5 = dot3(ab, cp), d6 = dot3(ac, cp);
+  const double va = d3 * d6 - d5 * d4, vb = d5 * d2 - d1 * d6, vc = d1 * d4 - d3 * d2;
+  double s = 0.0, t = 0.0; /* the closest point is a + s ab + t ac */
+  if (d1 <= 0.0 && d2 <= 0.0) {
+    /* corner a */
+  } else if (d3 >= 0.0 && d4 <= d3) {
+    s = 1.0; /* corner b */
+  } else if (d6 >= 0.0 && d5 <= d6) {
+    t = 1.0; /* corner c */
+  } else if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+    s = d1 / (d1 - d3); /* edge ab */
+  } else if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+    t = d2 / (d2 - d6); /* edge ac */
+  } else if (va <= 0.0 && d4 - d3 >= 0.0 && d5 - d6 >= 0.0) {
+    t = (d4 - d3) / ((d4 - d3) + (d5 - d6)); /* edge bc */
+    s = 1.0 - t;
+  } else {
+    const double denom = 1.0 / (va + vb + vc); /* the face */
+    s = vb * denom;
+    t = vc * denom;
+  }
+  for (int k = 0; k < 3; ++k) {
+    q[k] = p[k] - (a[k] + s * ab[k] + t * ac[k]);
+  }
+  return sqrt(dot3(q, q));
+}
+
+/* Whether tet q (body-local corners) of body cb was farther from its vertex v in the rest shape
+ * than v's self-contact bound: the distance to its nearest face (a vertex not a corner of the
+ * tet lies outside it at rest). Without rest data, far. */
+static bool tet_far_at_rest(const check_body *cb, const int32_t *q, int32_t v) {
+  if (cb->rest_positions == NULL || cb->self_bound == NULL) {
+    return true;
+  }
+  double p[3], x[4][3];
+  for (int k = 0; k < 3; ++k) {
+    p[k] = cb->rest_positions[3 * v + k];
+    for (int c = 0; c < 4; ++c) {
+      x[c][k] = cb->rest_positions[3 * q[c] + k];
+    }
+  }
+  const double d = fmin(fmin(point_triangle_distance(p, x[0], x[1], x[2]),
+                             point_triangle_distance(p, x[0], x[1], x[3])),
+                        fmin(point_triangle_distance(p, x[0], x[2], x[3]),
+                             point_triangle_distance(p, x[1], x[2], x[3])));
+  return d > (double)cb->self_bound[v];
+}
+
 /* Whether global tet t of the grid contains vertex v of body b, under the rule of the check:
  * another body's tet (own = false) or a tet of b without v as a corner (own = true). */
 static bool tet_holds(const tet_grid *g, const check_body *bodies, int32_t t, int32_t b, int32_t v,
@@ -234,7 +300,13 @@ static bool tet_holds(const tet_grid *g, const check_body *bodies, int32_t t, in
                       cb->positions + 3 * q[2], cb->positions + 3 * q[3], size);
 }
 
-static int64_t count_inside(const check_body *bodies, int32_t body_count, bool own) {
+/* The vertices inside (count_vertices_inside_other_bodies, or with own set
+ * count_vertices_inside_own_body); with own, *far (may be NULL) counts those that a tet far
+ * from them at rest holds (tet_far_at_rest). */
+static int64_t count_inside(const check_body *bodies, int32_t body_count, bool own, int64_t *far) {
+  if (far != NULL) {
+    *far = 0;
+  }
   if (body_count <= 0) {
     return 0;
   }
@@ -262,14 +334,21 @@ static int64_t count_inside(const check_body *bodies, int32_t body_count, bool o
       }
       const uint64_t s =
           slot_of(cell_of(p[0], g.cell), cell_of(p[1], g.cell), cell_of(p[2], g.cell), g.mask);
-      bool inside = false;
-      for (int32_t e = g.start[s]; e < g.start[s + 1] && !inside; ++e) {
-        inside = tet_holds(&g, bodies, g.entries[e], b, v, p, own);
-      }
-      for (int32_t e = 0; e < g.oversized_count && !inside; ++e) {
-        inside = tet_holds(&g, bodies, g.oversized[e], b, v, p, own);
+      /* Inside: a tet holds it. Far (own only): a tet far from it at rest holds it; the
+       * search goes on past near tets for one. */
+      bool inside = false, far_tet = false;
+      const int32_t listed = g.start[s + 1] - g.start[s];
+      for (int32_t e = 0; e < listed + g.oversized_count && !far_tet && !(inside && !own); ++e) {
+        const int32_t t = e < listed ? g.entries[g.start[s] + e] : g.oversized[e - listed];
+        if (tet_holds(&g, bodies, t, b, v, p, own)) {
+          inside = true;
+          far_tet = own && tet_far_at_rest(cb, cb->tets + 4 * (t - g.first_tet[b]), v);
+        }
       }
       count += inside;
+      if (far != NULL) {
+        *far += far_tet;
+      }
     }
   }
   grid_free(&g);
@@ -277,11 +356,11 @@ static int64_t count_inside(const check_body *bodies, int32_t body_count, bool o
 }
 
 int64_t count_vertices_inside_other_bodies(const check_body *bodies, int32_t body_count) {
-  return count_inside(bodies, body_count, false);
+  return count_inside(bodies, body_count, false, NULL);
 }
 
-int64_t count_vertices_inside_own_body(const check_body *bodies, int32_t body_count) {
-  return count_inside(bodies, body_count, true);
+int64_t count_vertices_inside_own_body(const check_body *bodies, int32_t body_count, int64_t *far) {
+  return count_inside(bodies, body_count, true, far);
 }
 
 int32_t surface_vertex_list(const int32_t *triangles, int32_t triangle_count, int32_t vertex_count,

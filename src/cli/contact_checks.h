@@ -24,6 +24,13 @@ typedef struct check_body {
    * vertex of the body. */
   const int32_t *queries;
   int32_t query_count;
+  /* What tells a vertex pressed into a tet near it from one folded through its body
+   * (count_vertices_inside_own_body): the body's rest positions (m, 3 per vertex) and each
+   * vertex's self-contact bound (m: the rest distance within which the library makes no contact
+   * between a surface vertex and a triangle of its own body, piola_contact_self_bound in
+   * kernels/piola_contact.h). NULL (either): every vertex inside its own body counts as far. */
+  const float *rest_positions;
+  const float *self_bound;
 } check_body;
 
 /* The vertices to test (bodies[b].queries, or all) that lie strictly inside a tet of another
@@ -33,9 +40,13 @@ typedef struct check_body {
 int64_t count_vertices_inside_other_bodies(const check_body *bodies, int32_t body_count);
 
 /* The vertices to test that lie strictly inside a tet of their own body that does not have
- * them as a corner: a body that folded into itself. A valid mesh at rest gives 0. Returns -1
- * when out of memory or when an index is out of range. */
-int64_t count_vertices_inside_own_body(const check_body *bodies, int32_t body_count);
+ * them as a corner: a body that folded into itself. A valid mesh at rest gives 0. *far (may be
+ * NULL) receives how many of them lie in a tet that was farther from them in the rest shape
+ * than their self-contact bound (check_body.self_bound): a fold that a self-contact should have
+ * stopped. The others were pressed into a tet within the bound, whose triangles the library
+ * leaves to the elastic solve (a sole flattened under a pile). Returns -1 when out of memory or
+ * when an index is out of range. */
+int64_t count_vertices_inside_own_body(const check_body *bodies, int32_t body_count, int64_t *far);
 
 /* The distinct vertices of `triangle_count` triangles (3 indices each, below vertex_count),
  * in increasing order, into out[] (room for vertex_count); returns how many, or -1 when an

@@ -761,8 +761,10 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   const float height = o->body_height > 0.0f      ? o->body_height
                        : o->scene == SCENE_FUNNEL ? 1.0f
                                                   : e.height;
+  float scale = 1.0f;
   if (height != e.height && e.height > 0.0f) {
     const float k = height / e.height;
+    scale = k;
     for (int32_t i = 0; i < 3 * mesh.vertex_count; ++i) {
       mesh.positions[i] *= k;
     }
@@ -770,6 +772,8 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   }
   scene_geometry *g = &out->geometry;
   g->body_height = e.height;
+  g->body_scale = scale;
+  g->contact_thickness = def.contact_thickness;
   g->body_width = 2.0f * e.radius;
   g->body_mass = e.volume * (double)o->material.density;
   out->bodies = malloc(sizeof *out->bodies * (size_t)o->bodies);

@@ -82,6 +82,8 @@ typedef struct scene_geometry {
                         that holds it (it turns about the vertical axis inside it) */
   double body_mass;  /* kg; of every body */
   float top;         /* m; the highest vertex at the start */
+  float body_scale;  /* the factor the loaded mesh was scaled by to body_height (1: as loaded) */
+  float contact_thickness; /* m; the world's (piola_world_def.contact_thickness) */
   /* The cloth scene: the boxes (the statues), the sphere and its motion, the cloth. */
   int32_t box_count;
   piola_box_shape boxes[4];
