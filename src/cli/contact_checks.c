@@ -6,6 +6,8 @@
  * list that every vertex is tested against, so the grid stays small whatever the state. */
 #include "contact_checks.h"
 
+#include "piola_contact.h" /* the library's point-triangle distance and self-contact bound */
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -210,70 +212,48 @@ static bool point_in_tet(const float *p, const float *x0, const float *x1, const
   return l1 > tol && l2 > tol && l3 > tol && 1.0 - l1 - l2 - l3 > tol;
 }
 
-static double dot3(const double a[3], const double b[3]) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-
-/* The distance from p to the triangle (a, b, c): its closest point found by the Voronoi regions
- * of the corners, the edges and the face (Ericson 2005, "Real-Time Collision Detection",
- * Sec. 5.1.5). */
-static double point_triangle_distance(const double p[3], const double a[3], const double b[3],
-                                      const double c[3]) {
-  double ab[3], ac[3], ap[3], bp[3], cp[3], q[3];
-  for (int k = 0; k < 3; ++k) {
-    ab[k] = b[k] - a[k];
-    ac[k] = c[k] - a[k];
-    ap[k] = p[k] - a[k];
-    bp[k] = p[k] - b[k];
-    cp[k] = p[k] - c[k];
-  }
-  const double d1 = dot3(ab, ap), d2 = dot3(ac, ap), d3 = dot3(ab, bp), d4 = dot3(ac, bp);
-  const double d5 = dot3(ab, cp), d6 = dot3(ac, cp);
-  const double va = d3 * d6 - d5 * d4, vb = d5 * d2 - d1 * d6, vc = d1 * d4 - d3 * d2;
-  double s = 0.0, t = 0.0; /* the closest point is a + s ab + t ac */
-  if (d1 <= 0.0 && d2 <= 0.0) {
-    /* corner a */
-  } else if (d3 >= 0.0 && d4 <= d3) {
-    s = 1.0; /* corner b */
-  } else if (d6 >= 0.0 && d5 <= d6) {
-    t = 1.0; /* corner c */
-  } else if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
-    s = d1 / (d1 - d3); /* edge ab */
-  } else if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
-    t = d2 / (d2 - d6); /* edge ac */
-  } else if (va <= 0.0 && d4 - d3 >= 0.0 && d5 - d6 >= 0.0) {
-    t = (d4 - d3) / ((d4 - d3) + (d5 - d6)); /* edge bc */
-    s = 1.0 - t;
-  } else {
-    const double denom = 1.0 / (va + vb + vc); /* the face */
-    s = vb * denom;
-    t = vc * denom;
-  }
-  for (int k = 0; k < 3; ++k) {
-    q[k] = p[k] - (a[k] + s * ab[k] + t * ac[k]);
-  }
-  return sqrt(dot3(q, q));
-}
-
 /* Whether tet q (body-local corners) of body cb was farther from its vertex v in the rest shape
  * than v's self-contact bound: the distance to its nearest face (a vertex not a corner of the
- * tet lies outside it at rest). Without rest data, far. */
+ * tet lies outside it at rest), by the library's own measure (piola_point_triangle_distance).
+ * Without rest data, far. */
 static bool tet_far_at_rest(const check_body *cb, const int32_t *q, int32_t v) {
   if (cb->rest_positions == NULL || cb->self_bound == NULL) {
     return true;
   }
-  double p[3], x[4][3];
-  for (int k = 0; k < 3; ++k) {
-    p[k] = cb->rest_positions[3 * v + k];
-    for (int c = 0; c < 4; ++c) {
-      x[c][k] = cb->rest_positions[3 * q[c] + k];
+  const float *r = cb->rest_positions;
+  piola_v3 x[4];
+  for (int c = 0; c < 4; ++c) {
+    x[c] = piola_v3_make(r[3 * q[c]], r[3 * q[c] + 1], r[3 * q[c] + 2]);
+  }
+  const piola_v3 p = piola_v3_make(r[3 * v], r[3 * v + 1], r[3 * v + 2]);
+  const double d = fmin(fmin(piola_point_triangle_distance(p, x[0], x[1], x[2]),
+                             piola_point_triangle_distance(p, x[0], x[1], x[3])),
+                        fmin(piola_point_triangle_distance(p, x[0], x[2], x[3]),
+                             piola_point_triangle_distance(p, x[1], x[2], x[3])));
+  return d > (double)cb->self_bound[v];
+}
+
+void self_contact_bounds(const float *rest, int32_t vertex_count, const int32_t *tets,
+                         int32_t tet_count, float thickness, float *bound) {
+  for (int32_t v = 0; v < vertex_count; ++v) {
+    bound[v] = 0.0f; /* the longest tet edge at v, first */
+  }
+  for (int32_t t = 0; t < tet_count; ++t) {
+    const int32_t *q = tets + 4 * t;
+    for (int a = 0; a < 4; ++a) {
+      for (int b = a + 1; b < 4; ++b) {
+        const float *x = rest + 3 * q[a], *y = rest + 3 * q[b];
+        const piola_v3 e =
+            piola_v3_make((double)x[0] - y[0], (double)x[1] - y[1], (double)x[2] - y[2]);
+        const float len = (float)piola_v3_length(e);
+        bound[q[a]] = fmaxf(bound[q[a]], len);
+        bound[q[b]] = fmaxf(bound[q[b]], len);
+      }
     }
   }
-  const double d = fmin(fmin(point_triangle_distance(p, x[0], x[1], x[2]),
-                             point_triangle_distance(p, x[0], x[1], x[3])),
-                        fmin(point_triangle_distance(p, x[0], x[2], x[3]),
-                             point_triangle_distance(p, x[1], x[2], x[3])));
-  return d > (double)cb->self_bound[v];
+  for (int32_t v = 0; v < vertex_count; ++v) {
+    bound[v] = (float)piola_contact_self_bound(bound[v], thickness);
+  }
 }
 
 /* Whether global tet t of the grid contains vertex v of body b, under the rule of the check:

@@ -48,6 +48,12 @@ int64_t count_vertices_inside_other_bodies(const check_body *bodies, int32_t bod
  * when an index is out of range. */
 int64_t count_vertices_inside_own_body(const check_body *bodies, int32_t body_count, int64_t *far);
 
+/* Each vertex's self-contact bound (m) for check_body.self_bound: piola_contact_self_bound of
+ * its longest tet edge in the rest shape `rest` (3 per vertex) and the world's contact
+ * thickness (m). */
+void self_contact_bounds(const float *rest, int32_t vertex_count, const int32_t *tets,
+                         int32_t tet_count, float thickness, float *bound);
+
 /* The distinct vertices of `triangle_count` triangles (3 indices each, below vertex_count),
  * in increasing order, into out[] (room for vertex_count); returns how many, or -1 when an
  * index is out of range or memory runs out. */

@@ -224,35 +224,6 @@ static void frame_data_free(frame_data *fd) {
   memset(fd, 0, sizeof *fd);
 }
 
-/* The rest shape of the scene's bodies (the loaded mesh at the scene's scale) and each
- * vertex's self-contact bound in it: max(2 thicknesses, 1.01 times its longest tet edge), the
- * rule of piola_contact_self_bound (kernels/piola_contact.h). */
-static void rest_and_bounds(const scene *sc, const piola_tet_mesh *mesh, float *rest,
-                            float *bound) {
-  const float k = sc->geometry.body_scale;
-  for (int32_t i = 0; i < 3 * mesh->vertex_count; ++i) {
-    rest[i] = k * mesh->positions[i];
-  }
-  for (int32_t v = 0; v < mesh->vertex_count; ++v) {
-    bound[v] = 0.0f; /* the longest edge, first */
-  }
-  for (int32_t t = 0; t < mesh->tet_count; ++t) {
-    const int32_t *q = mesh->tets + 4 * t;
-    for (int a = 0; a < 4; ++a) {
-      for (int b = a + 1; b < 4; ++b) {
-        const float *x = rest + 3 * q[a], *y = rest + 3 * q[b];
-        const float len = sqrtf((x[0] - y[0]) * (x[0] - y[0]) + (x[1] - y[1]) * (x[1] - y[1]) +
-                                (x[2] - y[2]) * (x[2] - y[2]));
-        bound[q[a]] = fmaxf(bound[q[a]], len);
-        bound[q[b]] = fmaxf(bound[q[b]], len);
-      }
-    }
-  }
-  for (int32_t v = 0; v < mesh->vertex_count; ++v) {
-    bound[v] = fmaxf(2.0f * sc->geometry.contact_thickness, 1.01f * bound[v]);
-  }
-}
-
 /* Allocates the frame buffers and reads the collision surface. */
 static int frame_data_init(const scene *sc, const piola_tet_mesh *mesh, frame_data *fd) {
   memset(fd, 0, sizeof *fd);
@@ -292,7 +263,11 @@ static int frame_data_init(const scene *sc, const piola_tet_mesh *mesh, frame_da
     c->rest_positions = fd->rest;
     c->self_bound = fd->self_bound;
   }
-  rest_and_bounds(sc, mesh, fd->rest, fd->self_bound);
+  for (int32_t i = 0; i < 3 * mesh->vertex_count; ++i) { /* the loaded mesh at the scene's scale */
+    fd->rest[i] = sc->geometry.body_scale * mesh->positions[i];
+  }
+  self_contact_bounds(fd->rest, mesh->vertex_count, mesh->tets, mesh->tet_count,
+                      sc->geometry.contact_thickness, fd->self_bound);
   return 0;
 }
 
