@@ -1,10 +1,11 @@
 /* Checks of body-body contact on a world's state: how many surface vertices lie inside another
  * body (interpenetration) or inside their own body away from their own tets (a body folded
  * through itself, or a vertex pressed into a tet that was near it at rest, where the library
- * makes no self-contact by design: the two are told apart by the rest shape). Each test is point-in-tet with barycentric coordinates; the tets of all
- * bodies are found through a uniform grid over their bounding boxes, so 100 Armadillos (118000
- * vertices, 371700 tets) take a few tens of milliseconds. Positions come as plain float arrays
- * per body, so the tests and the piola program can feed them from any world. */
+ * makes no self-contact by design: the two are told apart by the rest shape). Each test is
+ * point-in-tet with barycentric coordinates; the tets of all bodies are found through a uniform
+ * grid over their bounding boxes, so 100 Armadillos (118000 vertices, 371700 tets) take a few
+ * tens of milliseconds. Positions come as plain float arrays per body, so the tests and the
+ * piola program can feed them from any world. */
 #ifndef PIOLA_CLI_CONTACT_CHECKS_H
 #define PIOLA_CLI_CONTACT_CHECKS_H
 
