@@ -639,9 +639,8 @@ static int64_t ct_own_inside(const piola_tet_mesh *bar, const float *x, const fl
 }
 
 void test_contact_checks_tell_near_from_far(piola_test *t) {
-  piola_tet_mesh bar;
-  REQUIRE(t, piola_mesh_make_box((const int32_t[3]){8, 1, 1}, (const float[3]){0.8f, 0.1f, 0.1f},
-                                 &bar) == PIOLA_OK);
+  piola_tet_mesh bar = wt_box(8, 1, 1, 0.8f, 0.1f, 0.1f);
+  REQUIRE(t, bar.tet_count == 8 * 6);
   int32_t v = -1; /* the corner at the origin */
   for (int32_t i = 0; i < bar.vertex_count; ++i) {
     const float *p = bar.positions + 3 * i;
