@@ -66,7 +66,7 @@ PIOLA_FN void piola_partial_max(float value, int group_maxima, int slot, __local
 /* The items work-item g of G takes of n, as [*first, *end) by *step: on GPUs (`strided`) g, g + G,
  * ..., so that neighbouring work-items read neighbouring items at once; on CPU devices a block
  * of consecutive items, since a core runs a work-item's loop whole and reads its items in order
- * (strided there, the boxes took 1.6x as long: bench/RESULTS.md). */
+ * (strided there, the boxes take longer: bench/LOG.md). */
 PIOLA_FN void piola_item_range(int n, int strided, int *first, int *end, int *step) {
   const int g = get_global_id(0), count = get_global_size(0);
   if (strided) {
@@ -535,8 +535,8 @@ PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global cons
 
 /* CONTACT, part 1, for the listed vertices (active[0 .. counters[2]), strided over the
  * work-items: one each on GPUs, many each on CPU devices, where most surface vertices have no
- * contact and a work-item for each cost more than the contacts (opencl_backend.c,
- * stride_items). */
+ * contact and a work-item for each cost more than the contacts (opencl_runtime.c,
+ * piola_ocl_stride_items). */
 PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const float4 *d,
                                       __global const int *sv_vertex, __global const int4 *triangles,
                                       __global const int *contact_count,

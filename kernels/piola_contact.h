@@ -378,14 +378,13 @@ PIOLA_FN int piola_contact_self_allowed(piola_v3 rest, piola_v3 rest_a, piola_v3
  * (piola_tet_inverted at the first substep's start positions): none may be. A load that crushes a
  * thin part of a body through itself leaves a vertex of one side over a triangle of the other, and
  * the tets between them inverted. A contact keeps a vertex on the side of the triangle it is on, so
- * the part's own contacts would hold the crossed sides, and the inverted tets, for good: in the
- * funnel's pile an Armadillo's ear stayed folded so from 3.75 s to 10 s, two tets inverted. With
- * its self pairs released while a tet at them is inverted, the elastic solve (Irving et al. 2004)
- * turns the tets back and the sides pass back (the ear within 0.02 s). A tet that a contact turns
+ * the part's own contacts would hold the crossed sides, and the inverted tets, for good (an ear
+ * crushed in the funnel's pile stays folded: bench/LOG.md). With its self pairs released while a
+ * tet at them is inverted, the elastic solve (Irving et al. 2004) turns the tets back and the
+ * sides pass back. A tet that a contact turns
  * over for a moment (a sliver pressed by another body) is the inverted-tet pass's work; this
  * concerns the tets still inverted when the next step starts. (Marked once per step: a marking
- * per substep took 22 ms of a 453 ms step of the funnel's 100 Armadillos on PoCL, once per step
- * 1.6 ms.) */
+ * per substep cost a noticeable share of the funnel's step, bench/LOG.md.) */
 PIOLA_FN int piola_contact_self_untangled(int turned_vertex, int turned_a, int turned_b,
                                           int turned_c) {
   return !(turned_vertex | turned_a | turned_b | turned_c);
@@ -550,10 +549,9 @@ PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *c
  * n w, as if a 1/n share of its mass were in each, and moves by the sum of its corrections over
  * n. Each contact conserves momentum with the shares, so the sum conserves it with the whole
  * masses: sum_i m_i (1/n_i) sum_c dx_ic = sum_c sum_i (m_i / n_i) dx_ic = 0, for any n_i > 0 as
- * long as the projection and the sum use the same one. (The mean of a member's corrections
- * weighted by their lengths, used before, moved the members of one contact by different
- * fractions of it: an Armadillo in a self-contact, floating free from rest, gained 50 kg m/s of
- * momentum in 1 s from its own contacts, and lying on the ground it crawled off.) Where n counts
+ * long as the projection and the sum use the same one. (A mean of a member's corrections
+ * weighted by their lengths moves the members of one contact by different fractions of it, and a
+ * body in a self-contact gains momentum from its own contacts.) Where n counts
  * the contacts that press on the member, several pressing alike move it by their mean and one
  * alone by its full correction.
  *

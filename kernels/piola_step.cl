@@ -157,8 +157,8 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
   /* Free corners keep zero normals, with which the support terms leave the projection bitwise
    * as without them. On CPU devices a tet with no supported corner skips them (a null record);
    * elsewhere the record is always passed: under NVIDIA's compiler a pointer chosen at run time
-   * kept it in private memory (H200: one Armadillo 0.85 -> 0.65 ms per step; PoCL, one tet per
-   * work-item: 10% the other way; bench/RESULTS.md). */
+   * kept it in private memory, slower there, while PoCL is faster with the null record
+   * (bench/LOG.md). */
   piola_tet_support support = piola_tet_support_none();
   const int supported = a.support && (d0.w >= 0.0f || d1.w >= 0.0f || d2.w >= 0.0f || d3.w >= 0.0f);
   /* Corner by corner, without arrays indexed in a loop: NVIDIA's compiler kept those in a
@@ -286,7 +286,7 @@ PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
   for (int c = 0; c < collider_count; ++c) {
     /* The bound first, on the record in constant memory: most colliders are far away. These
      * are piola_collider_correction_at's two steps written out: through the call, PoCL's
-     * collide kernel took about a tenth longer. */
+     * collide kernel is slower (bench/LOG.md). */
     __constant piola_collider_data *k = &colliders[c];
     if (!piola_collider_may_touch(k, piola_position(xi, di), t_end)) {
       continue;

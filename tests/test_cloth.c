@@ -949,7 +949,7 @@ static void mixed_world_run(piola_test *t, piola_schedule schedule, bool contact
   for (int step = 0; step < 120; ++step) {
     REQUIRE_OK(t, piola_world_step(w));
   }
-  *per_body = piola_opencl_per_body(w);
+  *per_body = w->ops->per_body(w);
   *hash = wt_state_hash(w, ids, 3);
   float *x = wt_get_positions(w, ids[1]);
   CHECK(t, x != NULL);

@@ -222,8 +222,8 @@ static bool read_state(const piola_world *w, piola_body_id id, int32_t n, float 
   }
   bool ok = all_finite(xf, 3 * (size_t)n) && all_finite(vf, 3 * (size_t)n);
   for (size_t i = 0; i < 3 * (size_t)n; ++i) {
-    x[i] = w->cl == NULL ? w->x[i] : xf[i];
-    v[i] = w->cl == NULL ? w->v[i] : vf[i];
+    x[i] = w->backend == PIOLA_BACKEND_CPU_REFERENCE ? w->x[i] : xf[i];
+    v[i] = w->backend == PIOLA_BACKEND_CPU_REFERENCE ? w->v[i] : vf[i];
     ok = ok && isfinite(x[i]) && isfinite(v[i]);
   }
   return ok;
@@ -276,7 +276,7 @@ static case_result run_case(const hostile_case *c, piola_backend backend, uint64
   double com0[3] = {0, 0, 0}, e0 = 0.0;
   if (res.status == PIOLA_OK) {
     for (int32_t i = 0; i < n; ++i) {
-      mass[i] = w->cl == NULL ? 1.0 / w->w[i] : 1.0 / (double)im[i];
+      mass[i] = w->backend == PIOLA_BACKEND_CPU_REFERENCE ? 1.0 / w->w[i] : 1.0 / (double)im[i];
     }
     if (!read_state(w, id, n, xf, vf, x, v)) {
       res.bad_step = 0;

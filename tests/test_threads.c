@@ -46,8 +46,8 @@ static piola_status make_world(int index, piola_world **out) {
 /* Hash of every body's positions and velocities after the steps. */
 static uint64_t world_hash(const piola_world *w) {
   uint64_t h = PIOLA_TEST_FNV_OFFSET;
-  for (int32_t slot = 0; slot < w->body_slots; ++slot) {
-    piola_body_id id = {slot + 1, w->bodies[slot].generation};
+  for (int32_t slot = 0; slot < w->body_ids.count; ++slot) {
+    piola_body_id id = {slot + 1, w->body_ids.slots[slot].generation};
     int32_t n = piola_body_get_vertex_count(w, id);
     float *buf = n > 0 ? malloc(sizeof *buf * 6 * (size_t)n) : NULL;
     if (buf != NULL && piola_body_get_positions(w, id, buf, n) == PIOLA_OK &&

@@ -62,7 +62,7 @@ wt_snapshot wt_snapshot_take(const piola_world *w, const piola_body_id *bodies, 
   }
   h = piola_test_fnv1a(h, w->colliders, (size_t)w->collider_count * sizeof *w->colliders);
   h = piola_test_fnv1a(h, w->collider_slots,
-                       (size_t)w->collider_slot_count * sizeof *w->collider_slots);
+                       (size_t)w->collider_ids.count * sizeof *w->collider_slots);
   s.host_hash = h;
   h = PIOLA_TEST_FNV_OFFSET;
   for (int32_t b = 0; b < count; ++b) {

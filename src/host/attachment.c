@@ -7,15 +7,16 @@
  * one pass per attached vertex projects its attachments in that order, on the host and on the
  * device alike. The multipliers start from zero in the first iteration of every substep.
  */
+#include "world.h"
+
 #include "piola_attach.h"
-#include "piola_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 void piola_attachments_free(piola_world *w) {
-  piola_opencl_attachments_release(w, &w->attach);
+  w->ops->attachments_release(w, &w->attach);
   free(w->attach.start);
   free(w->attach.vertex);
   free(w->attach.target);
@@ -23,13 +24,13 @@ void piola_attachments_free(piola_world *w) {
   memset(&w->attach, 0, sizeof w->attach);
   free(w->attachment_slots);
   w->attachment_slots = NULL;
-  w->attachment_slot_count = w->attachment_slot_capacity = 0;
+  w->attachment_slot_capacity = 0;
+  piola_id_pool_destroy(&w->attachment_ids);
 }
 
 static piola_attachment_slot *attachment_slot(const piola_world *w, piola_attachment_id id) {
-  const int32_t slot = id.index1 - 1;
-  if (slot < 0 || slot >= w->attachment_slot_count || !w->attachment_slots[slot].alive ||
-      w->attachment_slots[slot].generation != id.generation) {
+  const int32_t slot = piola_id_pool_find(&w->attachment_ids, id.index1, id.generation);
+  if (slot < 0) {
     PIOLA_MISUSE(w, "attachment id is valid");
     return NULL;
   }
@@ -66,31 +67,22 @@ piola_status piola_world_add_attachment(piola_world *w, piola_body_id body, int3
               (double)compliance);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  int32_t slot = 0;
-  while (slot < w->attachment_slot_count && w->attachment_slots[slot].alive) {
-    ++slot;
-  }
-  if (!piola_grow((void **)&w->attachment_slots, sizeof *w->attachment_slots, slot + 1,
-                  &w->attachment_slot_capacity)) {
+  const int32_t slot = piola_id_pool_next(&w->attachment_ids);
+  if (slot < 0 || !piola_grow((void **)&w->attachment_slots, sizeof *w->attachment_slots, slot + 1,
+                              &w->attachment_slot_capacity)) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  if (slot == w->attachment_slot_count) {
-    memset(&w->attachment_slots[slot], 0, sizeof w->attachment_slots[slot]);
-  }
   piola_attachment_slot *a = &w->attachment_slots[slot];
-  a->alive = true;
+  memset(a, 0, sizeof *a);
   a->body = body;
   a->vertex = vertex;
   for (int k = 0; k < 3; ++k) {
     a->target[k] = target[k];
   }
   a->compliance = compliance;
-  if (slot == w->attachment_slot_count) {
-    w->attachment_slot_count++;
-  }
   w->attachments_dirty = true;
   out->index1 = slot + 1;
-  out->generation = a->generation;
+  out->generation = piola_id_pool_take(&w->attachment_ids, slot);
   return PIOLA_OK;
 }
 
@@ -128,9 +120,8 @@ piola_status piola_world_remove_attachment(piola_world *w, piola_attachment_id i
   if (a == NULL) {
     return PIOLA_ERROR_INVALID_ATTACHMENT;
   }
-  const uint32_t generation = a->generation + 1u;
   memset(a, 0, sizeof *a);
-  a->generation = generation;
+  piola_id_pool_free(&w->attachment_ids, (int32_t)(a - w->attachment_slots));
   w->attachments_dirty = true;
   return PIOLA_OK;
 }
@@ -149,9 +140,9 @@ static int compare_keys(const void *pa, const void *pb) {
 piola_status piola_attachments_build(piola_world *w) {
   piola_solver_attachments *s = &w->attach;
   int32_t n = 0;
-  for (int32_t i = 0; i < w->attachment_slot_count; ++i) {
+  for (int32_t i = 0; i < w->attachment_ids.count; ++i) {
     const piola_attachment_slot *a = &w->attachment_slots[i];
-    n += a->alive && piola_body_is_valid(w, a->body);
+    n += piola_id_pool_alive(&w->attachment_ids, i) && piola_body_is_valid(w, a->body);
   }
   attach_key *keys = malloc(sizeof *keys * (size_t)(n > 0 ? n : 1));
   int32_t *start = malloc(sizeof *start * ((size_t)n + 1));
@@ -167,9 +158,9 @@ piola_status piola_attachments_build(piola_world *w) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   int32_t k = 0;
-  for (int32_t i = 0; i < w->attachment_slot_count; ++i) {
+  for (int32_t i = 0; i < w->attachment_ids.count; ++i) {
     const piola_attachment_slot *a = &w->attachment_slots[i];
-    if (a->alive && piola_body_is_valid(w, a->body)) {
+    if (piola_id_pool_alive(&w->attachment_ids, i) && piola_body_is_valid(w, a->body)) {
       const piola_body *b = &w->bodies[a->body.index1 - 1];
       keys[k].vertex = b->vertex_offset + a->vertex;
       keys[k].slot = i;
@@ -201,7 +192,7 @@ piola_status piola_attachments_build(piola_world *w) {
   s->lambda = lambda;
   /* Clean only once the device has them too: after a failed upload the next step tries again
    * (and does not run with the device's old arrays). */
-  piola_status st = w->cl != NULL ? piola_opencl_attachments_upload(w) : PIOLA_OK;
+  piola_status st = w->ops->attachments_upload(w);
   w->attachments_dirty = st != PIOLA_OK;
   return st;
 }

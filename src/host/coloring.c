@@ -11,7 +11,9 @@
  * the solver projects them together in one Jacobi pass.
  * The lower bound on the color count is the largest number of tets sharing a vertex.
  */
-#include "piola_internal.h"
+#include "coloring.h"
+
+#include "common.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -145,8 +147,8 @@ piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t ve
    * around the busiest vertices take the colors first, which reaches the lower bound on the
    * meshes here (60 colors on the Armadillo, 29 on the creature). With a cap, smallest degree
    * first: the many easy tets pack the capped colors and mostly the unavoidable excess around
-   * the busiest vertices is left to the Jacobi tail (on the Armadillo with 24 colors, 20% of
-   * the tets instead of 31% largest-first and 23% in mesh order). Key: the tet's largest
+   * the busiest vertices is left to the Jacobi tail (fewer tets than largest-first or mesh
+   * order leave there: bench/LOG.md). Key: the tet's largest
    * vertex degree, then the sum of its degrees. */
   for (int32_t t = 0; t < tet_count; ++t) {
     const int32_t *q = tets + 4 * (size_t)t;

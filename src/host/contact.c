@@ -13,7 +13,7 @@
  * the measuring pass takes its mass split, from the projecting pass its motion. No atomics, a
  * fixed summation order: the same result every run.
  */
-#include "piola_internal.h"
+#include "world.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -54,8 +54,8 @@ static uint64_t morton_key(const double p[3], const double lo[3], double size) {
 
 /* Applied to each body's surface vertices (rest positions) and triangles (rest centroids): a
  * vertex's grid cells and the triangles it meets then lie near each other in memory, and so do
- * those of neighbouring work-items (the narrow phase of the funnel's 100 Armadillos took 22% less
- * time than in the mesh's order); and to its tets within each color (world.c). */
+ * those of neighbouring work-items (the narrow phase runs faster than in the mesh's order:
+ * bench/LOG.md); and to its tets within each color (body.c). */
 void piola_spatial_order(const double *points, int32_t n, piola_keyed_index *order) {
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
   for (int32_t i = 0; i < n; ++i) {
@@ -123,8 +123,8 @@ static uint64_t window_overlap(uint64_t m, int32_t first, int32_t other) {
  * consecutive triangles centred on the triangles it is a corner of, the one that marks the most
  * triangles rest_near() it, and the one that adds the most to that. Every pair marked fails
  * piola_contact_self_allowed(), so the narrow phase may skip them before any other test: with
- * the triangles in spatial order the windows hold most of the vertex's own neighbourhood (an
- * Armadillo: 39.8 of the 45.9 triangles within the bound of a surface vertex), the most of the
+ * the triangles in spatial order the windows hold most of the vertex's own neighbourhood (most of
+ * the triangles within the bound of a surface vertex), the most of the
  * pairs whose boxes overlap. A triangle is tested once per vertex, and one whose rest sphere
  * (centroid, farthest corner) lies beyond the bound without the exact distance. False when
  * out of memory. */
@@ -333,9 +333,9 @@ piola_status piola_contacts_build(piola_world *w) {
   piola_solver_contacts c;
   memset(&c, 0, sizeof c);
   int32_t largest = 0; /* surface vertices or triangles of one body, the most */
-  for (int32_t i = 0; i < w->body_slots; ++i) {
+  for (int32_t i = 0; i < w->body_ids.count; ++i) {
     const piola_body *b = &w->bodies[i];
-    if (b->alive) {
+    if (piola_id_pool_alive(&w->body_ids, i)) {
       c.vertex_count += b->surface_vertex_count;
       c.triangle_count += b->surface_count;
       c.body_count++;
@@ -382,9 +382,9 @@ piola_status piola_contacts_build(piola_world *w) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   int32_t sv = 0, tri = 0;
-  for (int32_t i = 0, dense = 0; i < w->body_slots; ++i) {
+  for (int32_t i = 0, dense = 0; i < w->body_ids.count; ++i) {
     const piola_body *b = &w->bodies[i];
-    if (!b->alive) {
+    if (!piola_id_pool_alive(&w->body_ids, i)) {
       continue;
     }
     /* The body's surface vertices and triangles, each in spatial order. */

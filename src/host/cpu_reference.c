@@ -3,7 +3,9 @@
  * use, through the same per-tet and per-particle functions (kernels/piola_tet.h,
  * kernels/piola_collide.h). It is the yardstick every device result is checked against.
  */
-#include "piola_internal.h"
+#include "world.h"
+
+#include "cpu_reference.h"
 
 #include <math.h>
 #include <string.h>
@@ -348,7 +350,7 @@ static void collide(piola_world *w, double h) {
 
 /* v = (p - x) / h, damped; x = p. */
 static void update_velocities(piola_world *w, double h) {
-  const double damp = piola_world_damping_factor(w, h);
+  const double damp = piola_damping_factor(&w->def, h);
   for (size_t i = 0; i < 3 * (size_t)w->vertex_count; ++i) {
     w->v[i] = (w->p[i] - w->x[i]) / h * damp;
     w->x[i] = w->p[i];
@@ -456,9 +458,9 @@ double piola_tets_energy(const piola_world *w, const double *positions, const do
 double piola_bodies_energy(const piola_world *w, const double *positions, int32_t *inverted) {
   double sum = 0.0;
   *inverted = 0;
-  for (int32_t i = 0; i < w->body_slots; ++i) {
+  for (int32_t i = 0; i < w->body_ids.count; ++i) {
     const piola_body *b = &w->bodies[i];
-    if (!b->alive || b->cloth) {
+    if (!piola_id_pool_alive(&w->body_ids, i) || b->cloth) {
       continue;
     }
     const piola_material_entry *e = &w->materials[b->material];
@@ -473,9 +475,9 @@ double piola_bodies_energy(const piola_world *w, const double *positions, int32_
 
 double piola_cloth_energy(const piola_world *w, const double *positions) {
   double sum = 0.0;
-  for (int32_t i = 0; i < w->body_slots; ++i) {
+  for (int32_t i = 0; i < w->body_ids.count; ++i) {
     const piola_body *b = &w->bodies[i];
-    if (!b->alive || !b->cloth) {
+    if (!piola_id_pool_alive(&w->body_ids, i) || !b->cloth) {
       continue;
     }
     const piola_cloth_material_entry *e = &w->cloth_materials[b->cloth_material];

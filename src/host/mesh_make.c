@@ -19,7 +19,7 @@
  * then y, then z), tets in voxel order, so the result is deterministic. Its size, about 1200
  * vertices and 3700 tets, is that of the Armadillo mesh of Bender et al. 2014.
  */
-#include "piola_internal.h"
+#include "common.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #ifndef PIOLA_MESH_TEXT_H
 #define PIOLA_MESH_TEXT_H
 
-#include "piola_internal.h"
+#include "common.h"
 
 #include <stdbool.h>
 #include <stddef.h>

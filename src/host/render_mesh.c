@@ -10,7 +10,8 @@
  * along the normal there. Reading computes the formula over the current surface: on the
  * device for an OpenCL world whose state lives there, on the host otherwise.
  */
-#include "piola_internal.h"
+#include "world.h"
+
 #include "piola_render.h"
 
 #include <math.h>
@@ -26,7 +27,7 @@ static piola_v3 at3(const double *a, int32_t i) {
 
 /* Frees a render mesh's arrays and device buffers (the record itself stays). */
 static void render_mesh_release(piola_world *w, piola_render_mesh *rm) {
-  piola_opencl_render_release(w, rm);
+  w->ops->render_release(w, rm);
   free(rm->triangle);
   free(rm->coordinates);
   free(rm->triangle_sv);
@@ -35,20 +36,20 @@ static void render_mesh_release(piola_world *w, piola_render_mesh *rm) {
 }
 
 void piola_render_meshes_free(piola_world *w) {
-  for (int32_t i = 0; i < w->render_mesh_slots; ++i) {
+  for (int32_t i = 0; i < w->render_mesh_ids.count; ++i) {
     piola_render_mesh *rm = &w->render_meshes[i];
     render_mesh_release(w, rm);
   }
   free(w->render_meshes);
   w->render_meshes = NULL;
-  w->render_mesh_slots = w->render_mesh_capacity = 0;
+  w->render_mesh_capacity = 0;
+  piola_id_pool_destroy(&w->render_mesh_ids);
 }
 
 /* The render mesh behind an id, or NULL (with a misuse report). */
 static piola_render_mesh *render_mesh(const piola_world *w, piola_render_mesh_id id) {
-  const int32_t slot = id.index1 - 1;
-  if (slot < 0 || slot >= w->render_mesh_slots || !w->render_meshes[slot].alive ||
-      w->render_meshes[slot].generation != id.generation) {
+  const int32_t slot = piola_id_pool_find(&w->render_mesh_ids, id.index1, id.generation);
+  if (slot < 0) {
     PIOLA_MISUSE(w, "render mesh id is valid");
     return NULL;
   }
@@ -207,14 +208,14 @@ static void embed_point(const piola_body *b, const int32_t *triangle_sv, const d
   }
 }
 
-/* The body-local positions of b, from the device or the host arrays (double, 3 per vertex). */
+/* The body-local positions of b, from the backend or the host arrays (double, 3 per vertex). */
 static piola_status body_positions(const piola_world *w, const piola_body *b, double *x) {
-  if (w->cl != NULL && piola_opencl_live(w)) {
+  if (!w->ops->host_current(w)) {
     float *tmp = malloc(sizeof *tmp * 3 * (size_t)b->vertex_count);
     if (tmp == NULL) {
       return PIOLA_ERROR_OUT_OF_MEMORY;
     }
-    piola_status s = piola_opencl_read_range(w, b->vertex_offset, b->vertex_count, tmp, NULL);
+    piola_status s = w->ops->read_range(w, b->vertex_offset, b->vertex_count, tmp, NULL);
     for (size_t i = 0; s == PIOLA_OK && i < 3 * (size_t)b->vertex_count; ++i) {
       x[i] = tmp[i];
     }
@@ -270,22 +271,18 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
     piola_log(&w->def.logger, PIOLA_LOG_ERROR, "render mesh: the body has no surface");
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  int32_t slot = 0;
-  while (slot < w->render_mesh_slots && w->render_meshes[slot].alive) {
-    ++slot;
-  }
-  if (!piola_grow((void **)&w->render_meshes, sizeof *w->render_meshes, slot + 1,
-                  &w->render_mesh_capacity)) {
+  const int32_t slot = piola_id_pool_next(&w->render_mesh_ids);
+  if (slot < 0 || !piola_grow((void **)&w->render_meshes, sizeof *w->render_meshes, slot + 1,
+                              &w->render_mesh_capacity)) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  if (slot == w->render_mesh_slots) {
+  if (slot == w->render_mesh_ids.count) {
     memset(&w->render_meshes[slot], 0, sizeof w->render_meshes[slot]);
   }
   piola_render_mesh rm;
   memset(&rm, 0, sizeof rm);
   rm.body = body;
   rm.count = count;
-  rm.generation = w->render_meshes[slot].generation;
   rm.triangle = malloc(sizeof *rm.triangle * (size_t)count);
   rm.coordinates = malloc(sizeof *rm.coordinates * 4 * (size_t)count);
   double *x = malloc(sizeof *x * 3 * (size_t)b->vertex_count);
@@ -306,9 +303,7 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
       embed_point(b, rm.triangle_sv, x, normals, p, &rm.triangle[i],
                   rm.coordinates + 4 * (size_t)i);
     }
-    if (w->cl != NULL) {
-      s = piola_opencl_render_upload(w, &rm, b);
-    }
+    s = w->ops->render_upload(w, &rm, b);
   }
   free(x);
   free(normals);
@@ -316,13 +311,9 @@ piola_status piola_body_attach_render_mesh(piola_world *w, piola_body_id body, c
     render_mesh_release(w, &rm);
     return s;
   }
-  rm.alive = true;
   w->render_meshes[slot] = rm;
-  if (slot == w->render_mesh_slots) {
-    w->render_mesh_slots++;
-  }
   out->index1 = slot + 1;
-  out->generation = rm.generation;
+  out->generation = piola_id_pool_take(&w->render_mesh_ids, slot);
   return PIOLA_OK;
 }
 
@@ -384,8 +375,8 @@ static piola_status render_read(const piola_world *w, piola_render_mesh_id id, f
     return PIOLA_ERROR_INVALID_BODY;
   }
   float *positions = want_normals ? NULL : xyz, *normals = want_normals ? xyz : NULL;
-  if (w->cl != NULL && piola_opencl_live(w)) {
-    return piola_opencl_render_compute(w, rm, b, positions, normals);
+  if (!w->ops->host_current(w)) {
+    return w->ops->render_compute(w, rm, b, positions, normals);
   }
   return render_host(w, rm, b, positions, normals);
 }
@@ -412,8 +403,7 @@ piola_status piola_world_remove_render_mesh(piola_world *w, piola_render_mesh_id
     return PIOLA_ERROR_INVALID_RENDER_MESH;
   }
   render_mesh_release(w, rm);
-  const uint32_t generation = rm->generation + 1u;
   memset(rm, 0, sizeof *rm);
-  rm->generation = generation;
+  piola_id_pool_free(&w->render_mesh_ids, (int32_t)(rm - w->render_meshes));
   return PIOLA_OK;
 }

@@ -14,7 +14,9 @@
  * millisecond on x86), and so does the caller on the chunks left, before either sleeps on its
  * condition variable.
  */
-#include "piola_internal.h"
+#include "thread_pool.h"
+
+#include "common.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

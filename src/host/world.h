@@ -1,0 +1,118 @@
+/* Piola world: the data of a world (struct piola_world), shared by the host modules and the
+ * backends. Not installed; the public story is include/piola/.
+ *
+ * Data layout (docs/ARCHITECTURE.md has the picture):
+ *  - vertices of all bodies in one range per body, in double: x (positions), p (predicted),
+ *    v (velocities), w (inverse masses);
+ *  - each body keeps its own rest data per tet (indices, Dm^-1, volume, color);
+ *  - the solver's tet arrays are built from the bodies, sorted by color, so that a color is one
+ *    contiguous range holding that color's tets of every body (one launch per color).
+ */
+#ifndef PIOLA_WORLD_H
+#define PIOLA_WORLD_H
+
+#include "piola/piola.h"
+
+#include "attachment.h"
+#include "backend.h"
+#include "body.h"
+#include "collider.h"
+#include "common.h"
+#include "contact.h"
+#include "id_pool.h"
+#include "render_mesh.h"
+#include "solver_arrays.h"
+#include "thread_pool.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct piola_world {
+  piola_world_def def;
+  piola_backend backend; /* CPU_REFERENCE or OPENCL, never AUTO: ops->kind */
+
+  piola_id_pool body_ids; /* the slots of bodies[] */
+  piola_body *bodies;     /* per slot (body_ids.count of them) */
+  int32_t body_capacity;
+  int32_t body_count; /* live bodies */
+
+  piola_material_entry *materials;
+  int32_t material_count, material_capacity;
+  piola_cloth_material_entry *cloth_materials;
+  int32_t cloth_material_count, cloth_material_capacity;
+
+  /* Colliders: the solver's records, dense in the order they were added (collider_count of
+   * them), the slot behind each record, and per slot (collider_ids.count of them) the pose. */
+  piola_collider_data *colliders;
+  int32_t *collider_slot;
+  int32_t collider_count, collider_capacity;
+  piola_id_pool collider_ids;
+  piola_collider_slot *collider_slots;
+  int32_t collider_slot_capacity;
+  /* Time from the start of the step to the end of the current substep (s): where the colliders
+   * stand for the COLLIDE stage. */
+  double collider_time;
+
+  /* Vertices (double): x, p, v are 3 per vertex. */
+  int32_t vertex_count, vertex_capacity;
+  double *x, *p, *v, *w;
+  double *f; /* 3 per vertex, external force (N); NULL until a body sets forces */
+
+  /* The solver's tet arrays, rebuilt from the bodies when tets_dirty. */
+  bool tets_dirty;
+  piola_solver_tets solver;
+  piola_solver_cloth cloth; /* rebuilt with the tet arrays */
+  piola_solver_contacts contacts;
+
+  int64_t step_count;
+  /* The step (step_count) of the last stats read that found contact pairs dropped, 0 if none:
+   * pairs dropped in a run of consecutive steps are logged once (piola_world_get_stats). */
+  int64_t overflow_logged_step;
+  double simulated_time;
+  double last_step_ms;
+  double stage_ms[PIOLA_STAGE_COUNT];
+
+  piola_id_pool attachment_ids;
+  piola_attachment_slot *attachment_slots; /* per slot (attachment_ids.count of them) */
+  int32_t attachment_slot_capacity;
+  bool attachments_dirty; /* rebuild w->attach before the next step */
+  piola_solver_attachments attach;
+  int32_t iteration; /* the iteration of the substep running (0 resets the attachments) */
+  int32_t substep;   /* the substep of the step running (0 marks turned tets for contacts) */
+  /* SOLVE_TETS runs as the inverted-tet pass: only tets with det F <= 0 are projected (the
+   * cloth kinds not at all), in up to PIOLA_INVERTED_PASSES sweeps; see piola_world_step */
+  bool tets_inverted_only;
+
+  piola_id_pool render_mesh_ids;
+  piola_render_mesh *render_meshes; /* per slot (render_mesh_ids.count of them) */
+  int32_t render_mesh_capacity;
+
+  const piola_backend_ops *ops; /* the backend that runs the stages */
+  void *backend_data;           /* the backend's own state (the OpenCL device's), or NULL */
+  piola_pool *pool; /* CPU reference: the threads beside the caller's (def.cpu_threads); or NULL */
+};
+
+/* Returns PIOLA_ERROR_DEVICE_LOST from the calling public function when the world's device is
+ * lost: every call of a lost world but piola_world_destroy() says so. */
+#define PIOLA_RETURN_IF_LOST(w)                                                                    \
+  do {                                                                                             \
+    if ((w) != NULL && (w)->ops->lost(w)) {                                                        \
+      return PIOLA_ERROR_DEVICE_LOST;                                                              \
+    }                                                                                              \
+  } while (0)
+
+/* piola_world_create() with a fault record attached to an OpenCL world (faults may be NULL);
+ * the record must outlive the world. */
+piola_status piola_world_create_with_faults(const piola_world_def *def, piola_faults *faults,
+                                            piola_world **out);
+
+/* The factor velocities keep over a substep of h seconds: max(0, 1 - damping h). */
+static inline double piola_damping_factor(const piola_world_def *def, double h) {
+  return fmax(0.0, 1.0 - (double)def->damping * h);
+}
+
+/* Makes the host arrays current (the backend's pull). */
+piola_status piola_world_pull(piola_world *w);
+
+#endif /* PIOLA_WORLD_H */
