@@ -66,7 +66,7 @@ typedef int32_t piola_int;
  * stay in registers. With PIOLA_LANES vectors a matrix is large (576 bytes in float16), and
  * PoCL's compiler, left to itself, kept these loops, with them the matrices in stack memory,
  * copied at every by-value use (18 memcpy calls in the packet program's tet projection);
- * unrolled, the packet kernels take a fifth to a quarter less time (bench/RESULTS.md). The
+ * unrolled, the packet kernels take less time (bench/LOG.md). The
  * order of the operations is the source's either way, so the results are the same bits. */
 #ifdef __OPENCL_VERSION__
 #define PIOLA_UNROLL _Pragma("unroll")

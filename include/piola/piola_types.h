@@ -76,7 +76,7 @@ typedef void piola_assert_fn(const char *condition, const char *file, int line, 
 /** Which path runs the simulation. */
 typedef enum piola_backend {
   PIOLA_BACKEND_AUTO = 0,          /**< the best OpenCL device, else the CPU reference */
-  PIOLA_BACKEND_CPU_REFERENCE = 1, /**< double precision on the host, one thread */
+  PIOLA_BACKEND_CPU_REFERENCE = 1, /**< double precision on the host (def.cpu_threads threads) */
   PIOLA_BACKEND_OPENCL = 2         /**< OpenCL kernels on the device chosen by device_spec */
 } piola_backend;
 
@@ -261,7 +261,7 @@ typedef struct piola_cloth_material {
    * ratio is nu21 = nu12 stretch_warp / stretch_weft. Needs nu12 nu21 < 1; default 0.3 */
   float poisson_weft;
   /** N m, the plate bending stiffness D = E t^3 / (12 (1 - nu^2)) (>= 0; 0: no bending
-   * constraints). The bending constraint's stiffness is k = D / 3 (see README, "Cloth"); default
+   * constraints). The bending constraint's stiffness is k = D / 3 (see docs/cloth.md); default
    * 1e-4 */
   float bending_stiffness;
   /** PIOLA_SOLVER_XPBD (default: stiffness means what the moduli say) or PIOLA_SOLVER_PBD (the
