@@ -21,6 +21,7 @@
  * is computed from the library's internals. A library failure becomes a failed check. */
 #include "validate_internal.h"
 
+#include "options.h"
 #include "scene.h"
 
 #include <errno.h>
@@ -477,29 +478,15 @@ int validate_write_csv(const validate_report *r, const char *dir) {
 /* ---- The command ------------------------------------------------------------------------------
  */
 
-static void print_help(void) {
+static void print_help(const cli_command *c) {
   int count;
   const validate_experiment *e = validate_experiments(&count);
-  printf(
-      "Usage: piola validate [options]\n"
-      "Reproduces the experiments of Bender et al. 2014 (Figs. 2, 4-8, 10, 11) and prints each\n"
-      "measured value beside the expected one with PASS/FAIL. Exit status 1 when a check\n"
-      "fails.\n\n"
-      "  --quick           the quick versions (the validate_* tests): smaller meshes, fewer runs\n"
-      "  --only LIST       comma-separated experiments to run (default: all)\n"
-      "  --list            list the experiments\n"
-      "  --json FILE       write the checks (\"experiments\") and the data series as JSON\n"
-      "  --out DIR         write DIR/<experiment>_<series>.csv and DIR/checks.csv\n"
-      "  --plot            draw DIR/<experiment>.png with bench/plot.py (needs --out; the\n"
-      "                    interpreter is $PIOLA_PYTHON, default python3)\n"
-      "  --backend B       cpu (default: the double-precision reference), opencl or auto\n"
-      "  --device SPEC     OpenCL device: P:D, gpu, cpu or a name substring\n"
-      "  --threads N       CPU reference: threads per step, the same result for any N\n"
-      "                    (default 1; 0: one per core)\n"
-      "  --mesh PATH.node  body of 'convergence' and 'recovery' (default: the procedural\n"
-      "                    creature), e.g. ../shared/data/armadillo/armadillo_4k.node\n"
-      "  --verbose         print the library's informational messages\n\n"
-      "Experiments:\n");
+  printf("Usage: piola validate [options]\n"
+         "Reproduces the experiments of Bender et al. 2014 (Figs. 2, 4-8, 10, 11) and prints each\n"
+         "measured value beside the expected one with PASS/FAIL. Exit status 1 when a check\n"
+         "fails.\n\n");
+  cli_print_options(c);
+  printf("\nExperiments:\n");
   for (int i = 0; i < count; ++i) {
     printf("  %-12s %-12s %s\n", e[i].name, e[i].paper, e[i].title);
   }
@@ -554,58 +541,58 @@ int command_validate(int argc, char **argv) {
   bool plot = false;
   int count;
   const validate_experiment *e = validate_experiments(&count);
-  for (int i = 0; i < argc; ++i) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      print_help();
-      return 0;
-    } else if (strcmp(a, "--list") == 0) {
-      for (int k = 0; k < count; ++k) {
-        printf("%s\n", e[k].name);
-      }
-      return 0;
-    } else if (strcmp(a, "--quick") == 0) {
-      o.quick = true;
-    } else if (strcmp(a, "--plot") == 0) {
-      plot = true;
-    } else if (strcmp(a, "--verbose") == 0) {
-      o.verbose = true;
-    } else if (v != NULL && strcmp(a, "--json") == 0) {
-      json = v;
-      ++i;
-    } else if (v != NULL && strcmp(a, "--out") == 0) {
-      out = v;
-      ++i;
-    } else if (v != NULL && strcmp(a, "--only") == 0) {
-      only = v;
-      ++i;
-    } else if (v != NULL && strcmp(a, "--device") == 0) {
-      o.device = v;
-      ++i;
-    } else if (v != NULL && strcmp(a, "--mesh") == 0) {
-      o.mesh_path = v;
-      ++i;
-    } else if (v != NULL && strcmp(a, "--threads") == 0) {
-      if (!parse_int(a, v, 0, &o.cpu_threads)) {
-        return 2;
-      }
-      ++i;
-    } else if (v != NULL && strcmp(a, "--backend") == 0) {
-      if (strcmp(v, "cpu") == 0) {
-        o.backend = PIOLA_BACKEND_CPU_REFERENCE;
-      } else if (strcmp(v, "opencl") == 0) {
-        o.backend = PIOLA_BACKEND_OPENCL;
-      } else if (strcmp(v, "auto") == 0) {
-        o.backend = PIOLA_BACKEND_AUTO;
-      } else {
-        fprintf(stderr, "piola validate: --backend: unknown value '%s'\n", v);
-        return 2;
-      }
-      ++i;
-    } else {
-      fprintf(stderr, "piola validate: unknown or incomplete option '%s' (see --help)\n", a);
-      return 2;
+  /* --backend: an index into these (-1: not given, the default stays). */
+  static const char *const backend_names[] = {"cpu", "opencl", "auto", NULL};
+  static const piola_backend backends[] = {PIOLA_BACKEND_CPU_REFERENCE, PIOLA_BACKEND_OPENCL,
+                                           PIOLA_BACKEND_AUTO};
+  int backend = -1;
+  bool list = false;
+  const cli_option options[] = {
+      {"--quick", CLI_FLAG, &o.quick, 0, NULL, NULL,
+       "the quick versions (the validate_* tests): smaller meshes, fewer runs"},
+      {"--only", CLI_STRING, &only, 0, NULL, "LIST",
+       "comma-separated experiments to run (default: all)"},
+      {"--list", CLI_ACTION, &list, 0, NULL, NULL, "list the experiments"},
+      {"--json", CLI_STRING, &json, 0, NULL, "FILE",
+       "write the checks (\"experiments\") and the data series as JSON"},
+      {"--out", CLI_STRING, &out, 0, NULL, "DIR",
+       "write DIR/<experiment>_<series>.csv and DIR/checks.csv"},
+      {"--plot", CLI_FLAG, &plot, 0, NULL, NULL,
+       "draw DIR/<experiment>.png with bench/plot.py (needs --out; the\n"
+       "interpreter is $PIOLA_PYTHON, default python3)"},
+      {"--backend", CLI_CHOICE, &backend, 0, backend_names, "B",
+       "cpu (default: the double-precision reference), opencl or auto"},
+      {"--device", CLI_STRING, &o.device, 0, NULL, "SPEC",
+       "OpenCL device: P:D, gpu, cpu or a name substring"},
+      {"--threads", CLI_INT, &o.cpu_threads, 0, NULL, "N",
+       "CPU reference: threads per step, the same result for any N\n"
+       "(default 1; 0: one per core)"},
+      {"--mesh", CLI_STRING, &o.mesh_path, 0, NULL, "PATH.node",
+       "body of 'convergence' and 'recovery' (default: the procedural\n"
+       "creature), e.g. ../shared/data/armadillo/armadillo_4k.node"},
+      {"--verbose", CLI_FLAG, &o.verbose, 0, NULL, NULL,
+       "print the library's informational messages"},
+  };
+  const cli_command c = {
+      "piola validate",     options, (int)(sizeof options / sizeof options[0]), NULL,
+      CLI_VALUE_ERROR_ONLY, 20};
+  switch (cli_parse(&c, argc, argv)) {
+  case CLI_PARSE_HELP:
+    print_help(&c);
+    return 0;
+  case CLI_PARSE_ERROR:
+    return 2;
+  case CLI_PARSE_RUN:
+    break;
+  }
+  if (list) {
+    for (int k = 0; k < count; ++k) {
+      printf("%s\n", e[k].name);
     }
+    return 0;
+  }
+  if (backend >= 0) {
+    o.backend = backends[backend];
   }
   if (only != NULL) {
     for (const char *p = only; *p != '\0';) {
