@@ -524,12 +524,12 @@ int command_bench(int argc, char **argv) {
        "largest body count of --scaling (default 10000)"},
       {"--json", CLI_STRING, &json, 0, NULL, "FILE", "write the results as JSON"},
   };
-  const cli_command c = {"piola bench",
-                         options,
-                         (int)(sizeof options / sizeof options[0]),
-                         &o,
-                         CLI_VALUE_ERROR_THEN_USAGE,
-                         18};
+  const cli_command c = {.name = "piola bench",
+                         .options = options,
+                         .option_count = CLI_OPTION_COUNT(options),
+                         .scene = &o,
+                         .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
+                         .help_column = 18};
   switch (cli_parse(&c, argc, argv)) {
   case CLI_PARSE_HELP:
     print_help(&c);

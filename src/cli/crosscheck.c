@@ -277,9 +277,12 @@ int command_crosscheck(int argc, char **argv) {
        "can be expected to stay on this scene (chaotic scenes amplify)"},
       {"--json", CLI_STRING, &json, 0, NULL, "FILE", "write the series as JSON"},
   };
-  const cli_command c = {
-      "piola crosscheck",         options, (int)(sizeof options / sizeof options[0]), &o,
-      CLI_VALUE_ERROR_THEN_USAGE, 19};
+  const cli_command c = {.name = "piola crosscheck",
+                         .options = options,
+                         .option_count = CLI_OPTION_COUNT(options),
+                         .scene = &o,
+                         .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
+                         .help_column = 19};
   switch (cli_parse(&c, argc, argv)) {
   case CLI_PARSE_HELP:
     print_help(&c);

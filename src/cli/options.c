@@ -57,24 +57,23 @@ cli_parse_result cli_parse(const cli_command *c, int argc, char **argv) {
     }
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     const cli_option *opt = find_option(c, a);
-    if (opt != NULL && (opt->kind == CLI_FLAG || opt->kind == CLI_ACTION)) {
+    if (opt == NULL) {
+      if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        return CLI_PARSE_HELP;
+      }
+    } else if (opt->kind == CLI_FLAG || opt->kind == CLI_ACTION) {
       *(bool *)opt->value = true;
       if (opt->kind == CLI_ACTION) {
         return CLI_PARSE_RUN;
       }
       continue;
-    }
-    /* In validate's style a missing value is an incomplete option, reported below. */
-    if (opt != NULL && (v != NULL || c->value_errors == CLI_VALUE_ERROR_THEN_USAGE)) {
-      if (take_value(c, opt, a, v)) {
-        ++i;
-        continue;
-      }
-      if (c->value_errors == CLI_VALUE_ERROR_ONLY) {
-        return CLI_PARSE_ERROR;
-      }
-    } else if (opt == NULL && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-      return CLI_PARSE_HELP;
+    } else if (v == NULL && c->value_errors == CLI_VALUE_ERROR_ONLY) {
+      /* A missing value: the option is incomplete (below). */
+    } else if (take_value(c, opt, a, v)) {
+      ++i;
+      continue;
+    } else if (c->value_errors == CLI_VALUE_ERROR_ONLY) {
+      return CLI_PARSE_ERROR; /* the value's own message said why */
     }
     fprintf(stderr, "%s: unknown or incomplete option '%s' (see --help)\n", c->name, a);
     return CLI_PARSE_ERROR;

@@ -40,6 +40,9 @@ typedef enum cli_value_errors {
   CLI_VALUE_ERROR_ONLY
 } cli_value_errors;
 
+/* The number of entries of a table of options (an array, not a pointer). */
+#define CLI_OPTION_COUNT(table) ((int)(sizeof(table) / sizeof((table)[0])))
+
 typedef struct cli_command {
   const char *name; /* "piola bench": the commands' messages start with it */
   const cli_option *options;

@@ -624,12 +624,12 @@ int command_run(int argc, char **argv) {
       {"--check", CLI_FLAG, &r.check, 0, NULL, NULL, "exit with status 1 when a check fails"},
       {"--rest-limit", CLI_FLOAT, &r.rest_limit, 0, NULL, "E", rest_help},
   };
-  const cli_command c = {"piola run",
-                         options,
-                         (int)(sizeof options / sizeof options[0]),
-                         &o,
-                         CLI_VALUE_ERROR_THEN_USAGE,
-                         16};
+  const cli_command c = {.name = "piola run",
+                         .options = options,
+                         .option_count = CLI_OPTION_COUNT(options),
+                         .scene = &o,
+                         .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
+                         .help_column = 16};
   switch (cli_parse(&c, argc, argv)) {
   case CLI_PARSE_HELP:
     print_help(&c);

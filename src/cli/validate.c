@@ -573,9 +573,11 @@ int command_validate(int argc, char **argv) {
       {"--verbose", CLI_FLAG, &o.verbose, 0, NULL, NULL,
        "print the library's informational messages"},
   };
-  const cli_command c = {
-      "piola validate",     options, (int)(sizeof options / sizeof options[0]), NULL,
-      CLI_VALUE_ERROR_ONLY, 20};
+  const cli_command c = {.name = "piola validate",
+                         .options = options,
+                         .option_count = CLI_OPTION_COUNT(options),
+                         .value_errors = CLI_VALUE_ERROR_ONLY,
+                         .help_column = 20};
   switch (cli_parse(&c, argc, argv)) {
   case CLI_PARSE_HELP:
     print_help(&c);
