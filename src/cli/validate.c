@@ -1,6 +1,6 @@
 /* `piola validate`: the experiments of Bender, Koschier, Charrier and Weber 2014, "Position-Based
  * Simulation of Continuous Materials", reproduced through the public API (see validate.h and the
- * README's "Validation" section, which lists the settings and why they were chosen).
+ * guide docs/validation.md, which lists the settings and why they were chosen).
  *
  *   convergence  Fig. 4   elastic energy after 0..50 iterations of one quasi-static step
  *   stiffness    Fig. 5   strain of a pulled beam vs iterations and vs Young's modulus

@@ -340,7 +340,7 @@ static piola_status equilateral_strip(int32_t rows, int32_t across, double a, pi
  * (at x = -dx and 0), sagging under its own weight (rho_A = 0.1 kg/m^2, nu = 0, stretch
  * 1000 N/m); returns the mean sag of the tip line after 2 s (damping 8/s; 200 substeps of 2
  * iterations per 10 ms: Gauss-Seidel converges slowly on bending, many small substeps make the
- * compliance dominate, see the README). `equilateral`: the strip of equilateral triangles
+ * compliance dominate, see docs/validation.md). `equilateral`: the strip of equilateral triangles
  * above with `cells` rows of height dx along L and `cells` vertices across; else
  * piola_mesh_make_grid's checkerboard of `cells` squares along L and 2 across.
  *
@@ -429,7 +429,7 @@ int validate_exp_cloth_cantilever(const validate_options *o, validate_report *r)
              "%d rows along L = 0.2 m, D = %g N m; sag %.4f mm, closed form %.4f mm", (int)n, d,
              1e3 * sag[run], 1e3 * expected);
     /* Each resolution is reported; the check is on the converged sag (below). The checkerboard
-     * grid bends about a grid line softer than D (README, Cloth). */
+     * grid bends about a grid line softer than D (docs/cloth.md). */
     snprintf(check, sizeof check, "%s strip, %d rows: tip sag / closed form",
              equilateral ? "equilateral" : "grid (checkerboard)", (int)n);
     validate_report_info(r, X, check, "", sag[run] / expected, note);
