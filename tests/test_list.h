@@ -200,6 +200,8 @@ PIOLA_TEST(attachment_soft_stretch)
 PIOLA_TEST(opencl_attachment_soft_stretch)
 PIOLA_TEST(attachment_bad_input)
 PIOLA_TEST(opencl_attachment_bad_input)
+PIOLA_TEST(attachment_holds_under_contact)
+PIOLA_TEST(opencl_attachment_holds_under_contact)
 /* Cloth bodies in the solver (test_cloth.c) */
 PIOLA_TEST(cloth_add_bad_input)
 PIOLA_TEST(cloth_mass_lumping_and_counts)
