@@ -76,9 +76,14 @@ def to_python(ctype, value):
     if ctype.cname == "_Bool":
         return bool(value)
     if ctype.cname == "float":
-        # the shortest decimal that is the same float32 (0.3, not 0.30000001192092896)
-        return float(str(np.float32(value)))
+        return py_float(value)
     return value
+
+
+def py_float(value):
+    """A float32 as the shortest Python float that is the same float32 (0.3, not
+    0.30000001192092896): what the caller wrote, where the caller wrote a float32 value."""
+    return float(str(np.float32(value)))
 
 
 def set_field(struct, name, ctype, value, what):

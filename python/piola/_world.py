@@ -4,8 +4,8 @@ import numpy as np
 from ._errors import ClosedError, LogSink, fail
 from ._mesh import TetMesh, TriMesh
 from ._piola import ffi, lib
-from ._structs import (ClothMaterial, Device, Material, Stats, enum, fields, record, set_field,
-                       to_python, STAGE_NAMES)
+from ._structs import (ClothMaterial, Device, Material, Stats, enum, fields, py_float, record,
+                       set_field, to_python, STAGE_NAMES)
 
 # piola_world_def's fields a caller sets, in the header's order; device_spec is `device`.
 _DEF_HIDDEN = ("logger", "assert_fn", "assert_user_data", "internal_cookie")
@@ -123,7 +123,7 @@ class World:
     def gravity(self, value):
         g = _vec(value, 3, "gravity")
         self._check(lib.piola_world_set_gravity(self._w(), g))
-        self._settings["gravity"] = tuple(g)
+        self._settings["gravity"] = tuple(py_float(x) for x in g)
 
     @property
     def settings(self):
@@ -260,7 +260,7 @@ class World:
         out = ffi.new("piola_attachment_id *")
         self._check(lib.piola_world_add_attachment(self._w(), body._id[0], int(vertex), t,
                                                    float(compliance), out))
-        return Attachment(self, out, body, int(vertex), tuple(t))
+        return Attachment(self, out, body, int(vertex), tuple(py_float(x) for x in t))
 
     def __repr__(self):
         if self._ptr is None:
@@ -436,7 +436,7 @@ class Collider(_Handle):
         v, a = ffi.new("float[3]"), ffi.new("float[3]")
         self._world._check(lib.piola_world_get_collider_pose(self._w(), self._id[0], p, r, v, a))
         return {"position": tuple(p), "rotation": tuple(r), "linear_velocity": tuple(v),
-                "angular_velocity": tuple(a)}
+                "angular_velocity": tuple(a)}  # the float32 values, as doubles
 
     def remove(self):
         self._world._check(lib.piola_world_remove_collider(self._w(), self._id[0]))
@@ -466,7 +466,7 @@ class Attachment(_Handle):
     def set_target(self, target):
         t = _vec(target, 3, "target")
         self._world._check(lib.piola_attachment_set_target(self._w(), self._id[0], t))
-        self._target = tuple(t)
+        self._target = tuple(py_float(x) for x in t)
 
     def remove(self):
         self._world._check(lib.piola_world_remove_attachment(self._w(), self._id[0]))
