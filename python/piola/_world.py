@@ -285,11 +285,18 @@ class _Handle:
         return hash((id(self._world), self._id.index1, self._id.generation))
 
 
-def _read(world, fn, ident, n, width):
-    """A fresh float32 array of n rows read by fn (one C read plus one numpy allocation)."""
-    a = np.empty((n, width) if width > 1 else (n,), dtype=np.float32)
-    world._check(fn(world._w(), ident, ffi.from_buffer("float[]", a, require_writable=True), n))
-    return a
+def _read(world, fn, ident, n, width, out=None):
+    """A float32 array of n rows read by fn: a fresh one (one C read plus one numpy
+    allocation), or `out` (C-contiguous float32 of that shape) filled in place."""
+    shape = (n, width) if width > 1 else (n,)
+    if out is None:
+        out = np.empty(shape, dtype=np.float32)
+    elif (not isinstance(out, np.ndarray) or out.dtype != np.float32 or out.shape != shape or
+          not out.flags.c_contiguous or not out.flags.writeable):
+        fail(lib.PIOLA_ERROR_COUNT_MISMATCH, "out must be a writable C-contiguous float32 array "
+             "of shape %s" % (shape,))
+    world._check(fn(world._w(), ident, ffi.from_buffer("float[]", out, require_writable=True), n))
+    return out
 
 
 def _write(world, fn, ident, n, width, value, what):
@@ -330,6 +337,17 @@ class Body(_Handle):
     @property
     def positions(self):
         return _read(self._world, lib.piola_body_get_positions, self._id[0], self.vertex_count, 3)
+
+    def get_positions(self, out=None):
+        """The positions, into `out` ((N, 3) C-contiguous float32) when given: a per-frame read
+        without an allocation. Returns the array."""
+        return _read(self._world, lib.piola_body_get_positions, self._id[0], self.vertex_count, 3,
+                     out)
+
+    def get_velocities(self, out=None):
+        """The velocities, into `out` when given (as get_positions())."""
+        return _read(self._world, lib.piola_body_get_velocities, self._id[0], self.vertex_count,
+                     3, out)
 
     @positions.setter
     def positions(self, value):

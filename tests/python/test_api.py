@@ -181,6 +181,10 @@ def test_body_arrays_shapes_dtypes_and_copies(backend):
         moved = body.positions + np.float32(0.25)
         body.positions = moved
         assert np.array_equal(body.positions, moved)
+        out = np.zeros((n, 3), np.float32)
+        assert body.get_positions(out=out) is out and np.array_equal(out, moved)
+        with pytest.raises(piola.CountMismatchError):
+            body.get_positions(out=np.zeros((n, 3), np.float64))
         v = np.full((n, 3), 0.5, dtype=np.float64)  # converted to float32
         body.velocities = v
         assert np.array_equal(body.velocities, v.astype(np.float32))
