@@ -60,7 +60,6 @@ class World:
         self._ptr = out[0]
         self._settings = {k: (to_python(t, d.device_spec) if k == "device"
                               else to_python(t, getattr(d, k))) for k, t in _DEF_FIELDS}
-        self._finalizer_step = lib.piola_py_step_n
         self._done = ffi.new("int32_t *")
 
     # ---- lifetime ----

@@ -388,3 +388,13 @@ def test_error_classes():
     assert piola.InvalidMeshError.status == "PIOLA_ERROR_INVALID_MESH"
     assert not issubclass(piola.DeviceLostError, ValueError)
     assert piola.status_string(piola.InvalidMeshError.code) == "invalid mesh"
+
+
+def test_auto_backend_and_opencl_without_a_device():
+    have = bool(piola.devices())
+    with piola.World(backend="auto") as w:
+        assert w.stats.backend == ("opencl" if have else "cpu")
+    if not have:  # a build or machine without OpenCL: the OpenCL backend is refused
+        with pytest.raises((piola.UnsupportedError, piola.NoDeviceError)) as e:
+            piola.World(backend="opencl")
+        assert e.value.status in ("PIOLA_ERROR_UNSUPPORTED", "PIOLA_ERROR_NO_DEVICE")
