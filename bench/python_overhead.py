@@ -7,9 +7,10 @@ the same warm-up, each round in a fresh process:
   step:      C: `steps` x piola_world_step() + finish;  Python: world.step(steps) + finish()
   read+step: each step followed by a read of every body's positions (C: into one buffer;
              Python: body.positions, a new numpy array each)
-  read only: the reads of all bodies without stepping (C read vs C read + numpy allocation)
-  in the Python process: the C read called through the binding into preallocated arrays
-             against body.positions; world.step(n) against n calls of world.step()
+  read only: the reads of all bodies without stepping (C: into one buffer)
+  in the Python process: the C read (the library's function called through the binding
+             into preallocated arrays), body.get_positions(out=...) and body.positions,
+             interleaved; world.step(n) against n calls of world.step()
   tiny:      20000 steps of a world holding one cube of 6 tets: the cost of a call itself
              (Python: world.step() 20000 times, and world.step(20000) once)
 
@@ -66,29 +67,31 @@ def py_round(mesh, a):
             world.step()
             frame = [b.positions for b in bodies]
         r["read_step_ms"] = (time.perf_counter() - t) * 1e3 / a.steps
-        reads = 200
-        t = time.perf_counter()
-        for _ in range(reads):
-            frame = [b.positions for b in bodies]
-        r["read_only_ms"] = (time.perf_counter() - t) * 1e3 / reads
-        # In this process: the C read itself (the library's function called through the
-        # binding into arrays allocated once), against body.positions above.
+        # The reads alone, in this process, interleaved so that they share the load of the
+        # moment: the C function called through the binding into arrays allocated once (the C
+        # read), body.get_positions(out=...) into the same arrays, and body.positions (a new
+        # array each); min and median over the rounds of all bodies.
         from piola._piola import ffi, lib
-        wp = world._ptr
+        wp, get = world._ptr, lib.piola_body_get_positions
         bufs = [np.empty((b.vertex_count, 3), np.float32) for b in bodies]
         calls = [(b._id[0], ffi.from_buffer("float[]", x, require_writable=True), b.vertex_count)
                  for b, x in zip(bodies, bufs)]
-        get = lib.piola_body_get_positions
-        t = time.perf_counter()
-        for _ in range(reads):
+        times = {"read_raw": [], "read_out": [], "read_new": []}
+        for _ in range(100):
+            t = time.perf_counter()
             for ident, buf, n in calls:
                 get(wp, ident, buf, n)
-        r["read_raw_ms"] = (time.perf_counter() - t) * 1e3 / reads
-        t = time.perf_counter()
-        for _ in range(reads):
+            times["read_raw"].append(time.perf_counter() - t)
+            t = time.perf_counter()
             for b, x in zip(bodies, bufs):
                 b.get_positions(out=x)
-        r["read_out_ms"] = (time.perf_counter() - t) * 1e3 / reads
+            times["read_out"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            frame = [b.positions for b in bodies]
+            times["read_new"].append(time.perf_counter() - t)
+        for k, v in times.items():
+            r[k + "_median_ms"] = float(np.median(v)) * 1e3
+            r[k + "_min_ms"] = float(np.min(v)) * 1e3
         # In this process: n steps in one call against n calls of step().
         t = time.perf_counter()
         for _ in range(a.steps):
@@ -152,29 +155,31 @@ def main(argv=None):
             print("  round %d: C step %.2f ms, Python step %.2f ms" % (
                 r + 1, rows["C"][-1]["step_ms"], rows["Python"][-1]["step_ms"]))
     keys = [("step_ms", "step, ms/step"), ("read_step_ms", "step + read of all bodies, ms/step"),
-            ("read_only_ms", "read of all bodies, ms"),
             ("empty_step_us", "one-cube world: one step() call, us")]
-    print("%-38s %12s %12s %9s" % ("median over rounds", "C", "Python", "Python/C"))
+    med = lambda rows_, k: float(np.median([x[k] for x in rows_]))  # noqa: E731
+    print("Fresh processes, alternating (medians over rounds):")
+    print("  %-40s %10s %10s %9s" % ("", "C", "Python", "Python/C"))
     for k, label in keys:
-        c = float(np.median([x[k] for x in rows["C"]]))
-        p = float(np.median([x[k] for x in rows["Python"]]))
-        print("%-38s %12.4f %12.4f %8.3fx" % (label, c, p, p / c))
-    p = float(np.median([x["empty_step_n_us"] for x in rows["Python"]]))
-    c = float(np.median([x["empty_step_us"] for x in rows["C"]]))
-    print("%-38s %12.4f %12.4f %8.3fx" % ("one-cube world: step(20000), us/step", c, p, p / c))
-    print("In the Python process (medians over rounds):")
+        c, p = med(rows["C"], k), med(rows["Python"], k)
+        print("  %-40s %10.4f %10.4f %8.3fx" % (label, c, p, p / c))
+    c, p = med(rows["C"], "empty_step_us"), med(rows["Python"], "empty_step_n_us")
+    print("  %-40s %10.4f %10.4f %8.3fx" % ("one-cube world: step(20000), us/step", c, p, p / c))
     py = rows["Python"]
-    med = lambda k: float(np.median([x[k] for x in py]))  # noqa: E731
-    print("  read of all bodies: C function into preallocated arrays %.4f ms, "
-          "body.get_positions(out=...) %.4f ms, body.positions %.4f ms (%.2f us more per body "
-          "than the C function)" % (
-              med("read_raw_ms"), med("read_out_ms"), med("read_only_ms"),
-              (med("read_only_ms") - med("read_raw_ms")) * 1e3 / a.bodies))
+    print("In the Python process (medians over rounds):")
     print("  steps: world.step(%d) %.4f ms/step, %d x world.step() %.4f ms/step" % (
-        a.steps, med("step_ms"), a.steps, med("step_calls_ms")))
+        a.steps, med(py, "step_ms"), a.steps, med(py, "step_calls_ms")))
     print("  one-cube world: world.step(20000) %.3f us/step, 20000 x world.step() %.3f us: "
-          "%.3f us per Python call" % (med("empty_step_n_us"), med("empty_step_us"),
-                                       med("empty_step_us") - med("empty_step_n_us")))
+          "%.3f us per Python call" % (med(py, "empty_step_n_us"), med(py, "empty_step_us"),
+                                       med(py, "empty_step_us") - med(py, "empty_step_n_us")))
+    raw = med(py, "read_raw_min_ms")
+    print("  read of all %d bodies, interleaved (min / median ms; C read in the C program: "
+          "%.4f ms):" % (a.bodies, med(rows["C"], "read_only_ms")))
+    for k, label in (("read_raw", "the C function into preallocated arrays"),
+                     ("read_out", "body.get_positions(out=...)"),
+                     ("read_new", "body.positions (a new array)")):
+        mn = med(py, k + "_min_ms")
+        print("    %-42s %8.4f / %8.4f   (+%.2f us per body)" % (
+            label, mn, med(py, k + "_median_ms"), (mn - raw) * 1e3 / a.bodies))
     return 0
 
 

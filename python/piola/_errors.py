@@ -90,11 +90,10 @@ class LogSink:
     """Receives one world's (or one loader call's) messages: forwards each to the "piola"
     logger and keeps those of error level since the last clear() for the exception text."""
 
-    __slots__ = ("errors", "handle", "__weakref__")
+    __slots__ = ("errors",)
 
     def __init__(self):
         self.errors = []
-        self.handle = ffi.new_handle(self)
 
     def emit(self, level, text):
         if level == lib.PIOLA_LOG_ERROR:
@@ -110,11 +109,15 @@ class LogSink:
             self.errors = []
 
     def logger_struct(self):
-        """A piola_logger (cdata) that sends the messages here."""
+        """(a piola_logger (cdata) that sends the messages here, the handle it holds): the
+        caller keeps the handle alive as long as the logger may be called. The sink does not
+        hold its own handle, so that it goes with its owner without waiting for the garbage
+        collector."""
+        handle = ffi.new_handle(self)
         log = ffi.new("piola_logger *")
         log.fn = lib.piola_py_log
-        log.user_data = self.handle
-        return log
+        log.user_data = handle
+        return log, handle
 
 
 @ffi.def_extern()

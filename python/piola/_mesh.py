@@ -192,8 +192,8 @@ def load_tetgen(node, ele=None):
         ele = os.path.splitext(os.fspath(node))[0] + ".ele"
     sink = LogSink()
     m = ffi.new("piola_tet_mesh *")
-    sink.check(lib.piola_mesh_load_tetgen_logged(_path(node), _path(ele),
-                                                 sink.logger_struct(), m))
+    log, handle = sink.logger_struct()
+    sink.check(lib.piola_mesh_load_tetgen_logged(_path(node), _path(ele), log, m))
     return _tet_from_c(m)
 
 
@@ -201,7 +201,8 @@ def load_gmsh(path):
     """Loads the tetrahedra of a Gmsh .msh file (ASCII 2.2 or 4.1)."""
     sink = LogSink()
     m = ffi.new("piola_tet_mesh *")
-    sink.check(lib.piola_mesh_load_gmsh_logged(_path(path), sink.logger_struct(), m))
+    log, handle = sink.logger_struct()
+    sink.check(lib.piola_mesh_load_gmsh_logged(_path(path), log, m))
     return _tet_from_c(m)
 
 
@@ -209,7 +210,8 @@ def load_obj(path):
     """Loads a Wavefront OBJ file as a TriMesh (uvs None when the faces have none)."""
     sink = LogSink()
     m = ffi.new("piola_tri_mesh *")
-    sink.check(lib.piola_mesh_load_obj_logged(_path(path), sink.logger_struct(), m))
+    log, handle = sink.logger_struct()
+    sink.check(lib.piola_mesh_load_obj_logged(_path(path), log, m))
     return _tri_from_c(m)
 
 

@@ -51,10 +51,11 @@ class World:
                 d.device_spec = self._device
             else:
                 set_field(d, k, _DEF_TYPES[k], v, "World(%s=...)" % k)
-        d.logger.fn = lib.piola_py_log
-        d.logger.user_data = self._sink.handle
+        # The world's logger and misuse hook report to its sink (a handle this world keeps).
+        log, self._handle = self._sink.logger_struct()
+        d.logger = log[0]
         d.assert_fn = lib.piola_py_assert
-        d.assert_user_data = self._sink.handle
+        d.assert_user_data = self._handle
         out = ffi.new("piola_world **")
         self._sink.check(lib.piola_world_create(d, out))
         self._ptr = out[0]
