@@ -101,7 +101,7 @@ def py_round(mesh, a):
         del frame
     with piola.World(backend=a.backend, contacts=a.contacts) as empty:
         empty.add_plane()
-        empty.add_tet_body(piola.make_box((1, 1, 1), 0.1), bench_material())
+        cube = empty.add_tet_body(piola.make_box((1, 1, 1), 0.1), bench_material())
         calls = 20000
         t = time.perf_counter()
         for _ in range(calls):
@@ -112,6 +112,19 @@ def py_round(mesh, a):
         empty.step(calls)
         empty.finish()
         r["empty_step_n_us"] = (time.perf_counter() - t) * 1e6 / calls
+        # The binding's own cost per call: step(0) (no step: the Python side and the call),
+        # and the read of the cube's 8 vertices by body.positions and by the bare C function.
+        import timeit
+        from piola._piola import ffi, lib
+        r["step0_us"] = min(timeit.repeat(lambda: empty.step(0), number=20000, repeat=5)) / 2e-2
+        x = np.empty((8, 3), np.float32)
+        buf, ident, wp = ffi.from_buffer("float[]", x, require_writable=True), cube._id[0], \
+            empty._ptr
+        get = lib.piola_body_get_positions
+        r["read8_raw_us"] = min(timeit.repeat(lambda: get(wp, ident, buf, 8), number=20000,
+                                              repeat=5)) / 2e-2
+        r["read8_py_us"] = min(timeit.repeat(lambda: cube.positions, number=20000,
+                                             repeat=5)) / 2e-2
     return r
 
 
@@ -171,6 +184,9 @@ def main(argv=None):
     print("  one-cube world: world.step(20000) %.3f us/step, 20000 x world.step() %.3f us: "
           "%.3f us per Python call" % (med(py, "empty_step_n_us"), med(py, "empty_step_us"),
                                        med(py, "empty_step_us") - med(py, "empty_step_n_us")))
+    print("  the binding's cost per call: world.step(0) %.3f us; a read of 8 vertices: "
+          "body.positions %.3f us, the C function %.3f us" % (
+              med(py, "step0_us"), med(py, "read8_py_us"), med(py, "read8_raw_us")))
     raw = med(py, "read_raw_min_ms")
     print("  read of all %d bodies, interleaved (min / median ms; C read in the C program: "
           "%.4f ms):" % (a.bodies, med(rows["C"], "read_only_ms")))
