@@ -169,7 +169,10 @@ def main(argv=None):
                 r + 1, rows["C"][-1]["step_ms"], rows["Python"][-1]["step_ms"]))
     keys = [("step_ms", "step, ms/step"), ("read_step_ms", "step + read of all bodies, ms/step"),
             ("empty_step_us", "one-cube world: one step() call, us")]
-    med = lambda rows_, k: float(np.median([x[k] for x in rows_]))  # noqa: E731
+
+    def med(rows_, k):
+        return float(np.median([x[k] for x in rows_]))
+
     print("Fresh processes, alternating (medians over rounds):")
     print("  %-40s %10s %10s %9s" % ("", "C", "Python", "Python/C"))
     for k, label in keys:

@@ -148,7 +148,7 @@ def main(argv=None):
     plt = None
     if a.frames is None:
         try:
-            import matplotlib
+            import matplotlib  # noqa: F401 (is it installed?)
             if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
                 raise ImportError("no display")
             import matplotlib.pyplot as plt

@@ -178,8 +178,8 @@ def _tri_from_c(m):
         mesh = TriMesh.__new__(TriMesh)
         mesh._positions = _copy_out(m.positions, m.vertex_count, 3, np.float32)
         mesh._triangles = _copy_out(m.triangles, m.triangle_count, 3, np.int32)
-        mesh._uvs = None if m.uvs == ffi.NULL else _copy_out(m.uvs, m.vertex_count, 2,
-                                                              np.float32)
+        uvs = None if m.uvs == ffi.NULL else _copy_out(m.uvs, m.vertex_count, 2, np.float32)
+        mesh._uvs = uvs
         return mesh
     finally:
         lib.piola_tri_mesh_free(m)

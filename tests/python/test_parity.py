@@ -4,7 +4,6 @@ and once through piola, on the CPU reference and on OpenCL."""
 import subprocess
 
 import numpy as np
-import pytest
 
 import piola
 
