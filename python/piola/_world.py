@@ -135,8 +135,8 @@ class World:
         """Advances the world by n steps of dt (the loop runs in C, one call). With OpenCL the
         steps are queued; finish() or any read waits for them."""
         n = int(n)
-        if n < 0:
-            fail(lib.PIOLA_ERROR_INVALID_ARGUMENT, "step(n) needs n >= 0 (got %d)" % n)
+        if not 0 <= n < 2 ** 31:
+            fail(lib.PIOLA_ERROR_INVALID_ARGUMENT, "step(n) needs 0 <= n < 2^31 (got %d)" % n)
         s = lib.piola_py_step_n(self._w(), n, self._done)
         if s != 0:
             self._sink.check(s)

@@ -353,6 +353,8 @@ def test_step_rejects_negative_counts_and_counts_steps():
         assert world.stats.step_count == 7
         with pytest.raises(piola.InvalidArgumentError):
             world.step(-1)
+        with pytest.raises(piola.InvalidArgumentError):
+            world.step(2 ** 31)
         assert world.stats.step_count == 7
 
 
