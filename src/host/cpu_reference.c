@@ -387,7 +387,9 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
     predict(w, h);
     break;
   case PIOLA_STAGE_RESET_MULTIPLIERS:
-    memset(w->solver.tet_lambda, 0, sizeof(double) * 2 * (size_t)w->solver.tet_count);
+    if (w->solver.tet_count > 0) { /* a world that never had a body has no solver arrays */
+      memset(w->solver.tet_lambda, 0, sizeof(double) * 2 * (size_t)w->solver.tet_count);
+    }
     if (w->cloth.tri_count > 0) {
       memset(w->cloth.tri_lambda, 0, sizeof(double) * (size_t)w->cloth.tri_count);
     }

@@ -662,12 +662,16 @@ piola_status piola_opencl_pull(piola_world *w) {
   if (s == PIOLA_OK) {
     s = read_tets(w, m, lambda, strain);
   }
-  if (s == PIOLA_OK) {
+  if (s == PIOLA_OK && nv > 0) { /* a world without bodies has no arrays to fill */
     memcpy(w->x, x, sizeof(double) * nv);
     memcpy(w->p, x, sizeof(double) * nv);
     memcpy(w->v, v, sizeof(double) * nv);
+  }
+  if (s == PIOLA_OK && nt > 0) {
     memcpy(w->solver.tet_m, m, sizeof(double) * 9 * nt);
     memcpy(w->solver.tet_lambda, lambda, sizeof(double) * 2 * nt);
+  }
+  if (s == PIOLA_OK) {
     if (np > 0) {
       memcpy(w->solver.plastic_strain, strain, sizeof(double) * 6 * np);
     }
