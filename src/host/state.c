@@ -529,7 +529,6 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   }
   if (s == PIOLA_OK && w->tets_dirty) {
-    w->attachments_dirty = true; /* new solver arrays move vertices (see piola_world_step) */
     s = piola_world_build_tets(w);
   }
   if (s != PIOLA_OK) {
@@ -611,7 +610,7 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
       }
     }
   }
-  w->attachments_dirty = true;
+  w->attachments_dirty = true; /* new targets (and, after a build, vertices moved) */
 
   w->step_count = (int64_t)get_u64(in + PIOLA_STATE_OFFSET_STEP_COUNT);
   w->simulated_time = get_f64(in + PIOLA_STATE_OFFSET_SIMULATED_TIME);
