@@ -95,10 +95,11 @@ typedef struct piola_backend_ops {
 
   /* State between the host arrays and the backend. */
   bool (*host_current)(const piola_world *w);
-  /* Brings all host arrays up to date (x, v, multipliers, plastic state); a failed pull leaves
-   * them as they were. */
+  /* Brings all host arrays up to date (x, v, multipliers, plastic state, the contact lists of
+   * the last substep); a failed pull leaves them as they were. */
   piola_status (*pull)(piola_world *w);
-  /* The topology changed: the backend's state is dropped (after a pull) and made anew. */
+  /* The topology changed, or a state was loaded into the host arrays: the backend's state is
+   * dropped (after a pull) and made anew from the host arrays, contact lists included. */
   void (*invalidate)(piola_world *w);
   /* Reads vertices [first, first + count) into the host x and v (all or nothing). */
   piola_status (*pull_range)(piola_world *w, int32_t first, int32_t count);

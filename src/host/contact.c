@@ -358,9 +358,9 @@ piola_status piola_contacts_build(piola_world *w) {
   c.cluster_first = malloc(sizeof *c.cluster_first * (nt + 1));
   c.vertex_cursor = malloc(sizeof *c.vertex_cursor * nv);
   c.contact_count = calloc(nv, sizeof *c.contact_count);
-  c.contact_triangle = malloc(sizeof *c.contact_triangle * K * nv);
+  c.contact_triangle = calloc(K * nv, sizeof *c.contact_triangle);
   c.previous_count = calloc(nv, sizeof *c.previous_count);
-  c.previous_triangle = malloc(sizeof *c.previous_triangle * K * nv);
+  c.previous_triangle = calloc(K * nv, sizeof *c.previous_triangle);
   c.mass_split = calloc(nv, sizeof *c.mass_split);
   c.delta = malloc(sizeof *c.delta * 16 * K * nv);
   c.corner_start = malloc(sizeof *c.corner_start * (nv + 1));

@@ -197,8 +197,15 @@ static piola_status upload_contacts(piola_world *w) {
     s = piola_ocl_write_buffer(w, BUF_BODY_FILTER, 0, 16 * (size_t)c->body_count, f);
   }
   free(tmp);
+  /* The host's contact lists of the last substep (none after the arrays were built; those of a
+   * loaded state after piola_world_load_state): the next narrow phase takes them as the
+   * previous ones. */
   if (s == PIOLA_OK) {
-    s = piola_ocl_zero_buffer(w, BUF_CONTACT_COUNT, 4 * nsv);
+    s = piola_ocl_write_buffer(w, BUF_CONTACT_COUNT, 0, 4 * nsv, c->contact_count);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_CONTACT_TRI, 0, 4 * PIOLA_CONTACTS_PER_VERTEX * nsv,
+                               c->contact_triangle);
   }
   if (s == PIOLA_OK) {
     s = piola_ocl_zero_buffer(w, BUF_PREVIOUS_COUNT, 4 * nsv);
@@ -652,15 +659,32 @@ piola_status piola_opencl_pull(piola_world *w) {
   }
   /* Read into scratch and copy when every read worked: a failed pull leaves the host as it was. */
   const size_t nv = 3 * (size_t)piola_ocl(w)->vertex_count, nt = (size_t)piola_ocl(w)->tet_count,
-               np = (size_t)piola_ocl(w)->plastic_count;
+               np = (size_t)piola_ocl(w)->plastic_count, nsv = (size_t)piola_ocl(w)->sv_count,
+               K = PIOLA_CONTACTS_PER_VERTEX;
   double *tmp = malloc(sizeof(double) * (2 * nv + 11 * nt + 6 * np + 1));
-  if (tmp == NULL) {
+  cl_int *lists = malloc(sizeof(cl_int) * ((1 + K) * nsv + 1));
+  if (tmp == NULL || lists == NULL) {
+    free(tmp);
+    free(lists);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   double *x = tmp, *v = x + nv, *m = v + nv, *lambda = m + 9 * nt, *strain = lambda + 2 * nt;
   piola_status s = read_vertices(w, 0, piola_ocl(w)->vertex_count, x, v);
   if (s == PIOLA_OK) {
     s = read_tets(w, m, lambda, strain);
+  }
+  /* The contact lists of the last substep (what the next narrow phase takes as the previous). */
+  if (s == PIOLA_OK) {
+    s = piola_ocl_read_buffer(w, BUF_CONTACT_COUNT, 0, 4 * nsv, lists);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_read_buffer(w, BUF_CONTACT_TRI, 0, 4 * K * nsv, lists + nsv);
+  }
+  if (s == PIOLA_OK) {
+    if (nsv > 0 && (size_t)w->contacts.vertex_count == nsv) {
+      memcpy(w->contacts.contact_count, lists, sizeof(int32_t) * nsv);
+      memcpy(w->contacts.contact_triangle, lists + nsv, sizeof(int32_t) * K * nsv);
+    }
   }
   if (s == PIOLA_OK && nv > 0) { /* a world without bodies has no arrays to fill */
     memcpy(w->x, x, sizeof(double) * nv);
@@ -671,12 +695,11 @@ piola_status piola_opencl_pull(piola_world *w) {
     memcpy(w->solver.tet_m, m, sizeof(double) * 9 * nt);
     memcpy(w->solver.tet_lambda, lambda, sizeof(double) * 2 * nt);
   }
-  if (s == PIOLA_OK) {
-    if (np > 0) {
-      memcpy(w->solver.plastic_strain, strain, sizeof(double) * 6 * np);
-    }
+  if (s == PIOLA_OK && np > 0) {
+    memcpy(w->solver.plastic_strain, strain, sizeof(double) * 6 * np);
   }
   free(tmp);
+  free(lists);
   return s;
 }
 

@@ -16,6 +16,7 @@
 #include "opencl.h"
 #include "render_mesh.h"
 #include "solver_arrays.h"
+#include "state.h"
 #include "thread_pool.h"
 #include "world.h"
 
