@@ -275,3 +275,132 @@ void test_opencl_attachment_bad_input(piola_test *t) {
     at_bad_input(t, PIOLA_BACKEND_OPENCL);
   }
 }
+
+/* ---- Hard attachments under contact ---------------------------------------------------------
+ * Three scenes, each with contacts on (bodies with each other and with themselves), where the
+ * stages after the attachments' (the contacts, and the inverted-tet pass that only runs with
+ * contacts) would move a held vertex: a hard attachment must keep it within 1e-4 m of its
+ * target at every step.
+ *  - swing: a 0.1 x 0.4 x 0.1 m bar (2 x 8 x 2 cells) whose top corner is held 0.2 m sideways of
+ *    where it starts, so that it is yanked there and swings;
+ *  - press: the bar held at its top corner where it is, and a 0.1 m box dropped onto its top;
+ *  - fold: a soft 1 m bar (20 x 1 x 1 cells, E = 2e4 Pa) held at the middle of its top edge, whose
+ *    halves fall, bend at the middle and meet each other below it. */
+typedef enum at_contact_scene { AT_SWING, AT_PRESS, AT_FOLD } at_contact_scene;
+
+typedef struct at_contact_result {
+  double worst;     /* largest distance of the held vertex from its target over the steps, m */
+  int32_t contacts; /* most contacts in a step */
+  double moved;     /* largest displacement of any vertex from its start, m */
+} at_contact_result;
+
+/* The vertex of `m` with the largest y, and among those the smallest x + z. */
+static int32_t at_top_corner(const piola_tet_mesh *m) {
+  int32_t best = 0;
+  for (int32_t i = 1; i < m->vertex_count; ++i) {
+    const float *p = m->positions + 3 * (size_t)i, *q = m->positions + 3 * (size_t)best;
+    if (p[1] > q[1] + 1e-6f || (fabsf(p[1] - q[1]) <= 1e-6f && p[0] + p[2] < q[0] + q[2])) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+static at_contact_result at_contact(piola_test *t, piola_backend backend, at_contact_scene kind) {
+  at_contact_result r;
+  memset(&r, 0, sizeof r);
+  capture_log clog;
+  piola_test_log log;
+  int misuse = 0;
+  piola_world_def def = backend == PIOLA_BACKEND_OPENCL
+                            ? opencl_test_world_def(backend, &clog, &misuse)
+                            : piola_test_world_def(&log, &misuse);
+  def.contacts = true;
+  def.substeps = 2;
+  piola_world *w = NULL;
+  piola_status s = piola_world_create(&def, &w);
+  CHECK_STATUS(t, s, PIOLA_OK);
+  if (s != PIOLA_OK) {
+    return r;
+  }
+  const bool fold = kind == AT_FOLD;
+  piola_tet_mesh bar =
+      fold ? wt_box(20, 1, 1, 1.0f, 0.05f, 0.05f) : wt_box(2, 8, 2, 0.1f, 0.4f, 0.1f);
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.1f, 0.1f, 0.1f);
+  piola_material mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, fold ? 2e4f : 1e6f);
+  const float at[3] = {0.0f, 1.0f, 0.0f};
+  piola_body_id ids[2];
+  s = piola_world_add_tet_body(w, &bar, &mat, at, &ids[0]);
+  if (s == PIOLA_OK && kind == AT_PRESS) {
+    const piola_material hard = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1e6f);
+    s = piola_world_add_tet_body(w, &box, &hard, (const float[3]){0.005f, 1.6f, 0.005f}, &ids[1]);
+  }
+  /* fold: the vertex at the middle of the bar's top edge at z = 0; else the top corner */
+  int32_t held = at_top_corner(&bar);
+  if (fold) {
+    for (int32_t i = 0; i < bar.vertex_count; ++i) {
+      const float *p = bar.positions + 3 * (size_t)i;
+      if (fabsf(p[0] - 0.5f) <= 1e-4f && p[1] > 0.0499f && p[2] == 0.0f) {
+        held = i;
+      }
+    }
+  }
+  float target[3];
+  for (int k = 0; k < 3; ++k) {
+    target[k] = bar.positions[3 * (size_t)held + k] + at[k];
+  }
+  if (kind == AT_SWING) {
+    target[0] += 0.2f;
+  }
+  piola_attachment_id id;
+  if (s == PIOLA_OK) {
+    s = piola_world_add_attachment(w, ids[0], held, target, 0.0f, &id);
+  }
+  float *start = s == PIOLA_OK ? wt_get_positions(w, ids[0]) : NULL;
+  const int32_t steps = fold ? 600 : 400;
+  for (int32_t step = 0; step < steps && s == PIOLA_OK && start != NULL; ++step) {
+    s = piola_world_step(w);
+    float *x = s == PIOLA_OK ? wt_get_positions(w, ids[0]) : NULL;
+    piola_stats st;
+    if (x != NULL && piola_world_get_stats(w, &st) == PIOLA_OK) {
+      r.worst = fmax(r.worst, at_distance(x, held, target));
+      r.contacts = st.contact_count > r.contacts ? st.contact_count : r.contacts;
+      for (int32_t i = 0; i < bar.vertex_count; ++i) {
+        r.moved = fmax(r.moved, at_distance(x, i, start + 3 * (size_t)i));
+      }
+    }
+    free(x);
+  }
+  CHECK_STATUS(t, s, PIOLA_OK);
+  free(start);
+  piola_mesh_free(&bar);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+  return r;
+}
+
+static void at_contact_check(piola_test *t, piola_backend backend) {
+  static const char *const names[3] = {"swing", "press", "fold"};
+  for (int kind = AT_SWING; kind <= AT_FOLD; ++kind) {
+    const at_contact_result r = at_contact(t, backend, (at_contact_scene)kind);
+    printf("  %s, %s: held within %.3g m; at most %d contacts in a step; a vertex moved %.3f m\n",
+           backend == PIOLA_BACKEND_OPENCL ? "opencl" : "cpu", names[kind], r.worst,
+           (int)r.contacts, r.moved);
+    CHECK_MSG(t, r.worst <= 1e-4, "%s: the held vertex strayed %.3g m from its target", names[kind],
+              r.worst);
+    CHECK_MSG(t, r.moved > 0.05, "%s: the bar hardly moved (%.4f m)", names[kind], r.moved);
+    if (kind != AT_SWING) {
+      CHECK_MSG(t, r.contacts > 0, "%s: no contact was made", names[kind]);
+    }
+  }
+}
+
+void test_attachment_holds_under_contact(piola_test *t) {
+  at_contact_check(t, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_attachment_holds_under_contact(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    at_contact_check(t, PIOLA_BACKEND_OPENCL);
+  }
+}

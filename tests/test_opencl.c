@@ -1323,3 +1323,48 @@ void test_opencl_packets_match(piola_test *t) {
   free(x);
   free(again);
 }
+
+/* ---- A world without bodies --------------------------------------------------------------------
+ * A world with nothing in it, then with a collider only, steps (an engine makes its world before it
+ * loads anything into it), and a body added later falls as in any world. */
+static void empty_world(piola_test *t, piola_backend backend) {
+  capture_log log;
+  int misuse = 0;
+  piola_world_def def = opencl_test_world_def(backend, &log, &misuse);
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  CHECK_STATUS(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL), PIOLA_OK);
+  CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
+  piola_stats st;
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK(t, st.step_count == 2 && st.body_count == 0 && st.vertex_count == 0);
+  const int32_t cells[3] = {1, 1, 1};
+  const float size[3] = {0.1f, 0.1f, 0.1f};
+  piola_tet_mesh box;
+  REQUIRE_OK(t, piola_mesh_make_box(cells, size, &box));
+  const piola_material m = piola_default_material();
+  piola_body_id id;
+  CHECK_STATUS(t, piola_world_add_tet_body(w, &box, &m, (const float[3]){0.0f, 1.0f, 0.0f}, &id),
+               PIOLA_OK);
+  for (int i = 0; i < 20; ++i) {
+    CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
+  }
+  float x[3 * 8];
+  CHECK_STATUS(t, piola_body_get_positions(w, id, x, box.vertex_count), PIOLA_OK);
+  CHECK_MSG(t, x[1] < 0.99f, "the body did not fall (y = %.4f m)", (double)x[1]);
+  CHECK(t, log.count[PIOLA_LOG_ERROR] == 0 && misuse == 0);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+}
+
+void test_empty_world_steps(piola_test *t) {
+  empty_world(t, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_empty_world_steps(piola_test *t) {
+  if (opencl_test_ready(t)) {
+    empty_world(t, PIOLA_BACKEND_OPENCL);
+  }
+}

@@ -10,6 +10,7 @@
  * events on OpenCL (a second, profiled run from the same start, so that profiling does not slow
  * the timed steps). */
 #include "commands.h"
+#include "options.h"
 #include "scene.h"
 
 #include <math.h>
@@ -485,7 +486,7 @@ static int write_json(const char *path, const bench_run *runs, int n, const char
   return 0;
 }
 
-static void print_help(void) {
+static void print_help(const cli_command *c) {
   printf("Usage: piola bench [options]\n"
          "Times the step on N bodies and prints ms per step (min / median / p95 over the timed\n"
          "steps, after a warm-up), tet solves per second and device memory. With body-body\n"
@@ -501,13 +502,9 @@ static void print_help(void) {
          "elastic median: compare it with the device's memory bandwidth. --profile adds the\n"
          "time of each stage and, on OpenCL, of each kernel with its launches per step, and\n"
          "'device busy': the kernels' device time over the step's wall time (well under\n"
-         "100%%: the device waits for launches, not for work).\n\n"
-         "  --steps N       timed steps (default 50)\n"
-         "  --warmup N      untimed steps first (default 5; funnel scene 200, so that the\n"
-         "                  timed steps see the bodies piling up in the funnel)\n"
-         "  --scaling       run 1, 10, 100, 1000 bodies, then more while memory allows\n"
-         "  --max-bodies N  largest body count of --scaling (default 10000)\n"
-         "  --json FILE     write the results as JSON\n\n");
+         "100%%: the device waits for launches, not for work).\n\n");
+  cli_print_options(c);
+  printf("\n");
   scene_print_help();
 }
 
@@ -516,33 +513,31 @@ int command_bench(int argc, char **argv) {
   int32_t steps = 50, warmup = -1, max_bodies = 10000;
   bool scaling = false;
   const char *json = NULL;
-  for (int i = 0; i < argc; ++i) {
-    int k = scene_parse_option(&o, argc, argv, &i);
-    if (k < 0) {
-      return 2;
-    }
-    if (k > 0) {
-      continue;
-    }
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--steps") == 0 && parse_int(a, v, 1, &steps)) {
-      ++i;
-    } else if (strcmp(a, "--warmup") == 0 && parse_int(a, v, 0, &warmup)) {
-      ++i;
-    } else if (strcmp(a, "--max-bodies") == 0 && parse_int(a, v, 1, &max_bodies)) {
-      ++i;
-    } else if (strcmp(a, "--json") == 0 && v != NULL) {
-      json = v;
-      ++i;
-    } else if (strcmp(a, "--scaling") == 0) {
-      scaling = true;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      print_help();
-      return 0;
-    } else {
-      fprintf(stderr, "piola bench: unknown or incomplete option '%s' (see --help)\n", a);
-      return 2;
-    }
+  const cli_option options[] = {
+      {"--steps", CLI_INT, &steps, 1, NULL, "N", "timed steps (default 50)"},
+      {"--warmup", CLI_INT, &warmup, 0, NULL, "N",
+       "untimed steps first (default 5; funnel scene 200, so that the\n"
+       "timed steps see the bodies piling up in the funnel)"},
+      {"--scaling", CLI_FLAG, &scaling, 0, NULL, NULL,
+       "run 1, 10, 100, 1000 bodies, then more while memory allows"},
+      {"--max-bodies", CLI_INT, &max_bodies, 1, NULL, "N",
+       "largest body count of --scaling (default 10000)"},
+      {"--json", CLI_STRING, &json, 0, NULL, "FILE", "write the results as JSON"},
+  };
+  const cli_command c = {.name = "piola bench",
+                         .options = options,
+                         .option_count = CLI_OPTION_COUNT(options),
+                         .scene = &o,
+                         .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
+                         .help_column = 18};
+  switch (cli_parse(&c, argc, argv)) {
+  case CLI_PARSE_HELP:
+    print_help(&c);
+    return 0;
+  case CLI_PARSE_ERROR:
+    return 2;
+  case CLI_PARSE_RUN:
+    break;
   }
   if (warmup < 0) {
     warmup = o.scene == SCENE_FUNNEL ? 200 : 5;

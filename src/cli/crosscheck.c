@@ -12,6 +12,7 @@
  * over all its steps; its moving sphere is driven alike in every world (scene_before_step). */
 #include "crosscheck.h"
 #include "commands.h"
+#include "options.h"
 #include "scene.h"
 
 #include <math.h>
@@ -240,7 +241,7 @@ static piola_status perturb(const scene *sc) {
   return s;
 }
 
-static void print_help(void) {
+static void print_help(const cli_command *c) {
   printf("Usage: piola crosscheck [options]\n"
          "Runs one scene on the CPU reference and on an OpenCL device from the same initial\n"
          "state and coloring, and prints per step the largest and the RMS vertex deviation\n"
@@ -251,15 +252,9 @@ static void print_help(void) {
          "reach (their boxes, grown by the contact thickness, overlap). Exits 1 when the\n"
          "largest deviation before it exceeds the tolerance. The largest deviation after it is\n"
          "reported separately, beside the baseline's (--baseline) over the same steps, and so\n"
-         "is the first step with contacts and two bodies within reach.\n\n"
-         "  --steps N        steps (default 100)\n"
-         "  --tolerance T    largest allowed max_relative_deviation (default 1e-4)\n"
-         "  --every K        print every K-th step and the first with a contact (default 10;\n"
-         "                   all are in the JSON)\n"
-         "  --baseline       also run the reference from a start perturbed by one float\n"
-         "                   rounding and print its deviation: how close any float computation\n"
-         "                   can be expected to stay on this scene (chaotic scenes amplify)\n"
-         "  --json FILE      write the series as JSON\n\n");
+         "is the first step with contacts and two bodies within reach.\n\n");
+  cli_print_options(c);
+  printf("\n");
   scene_print_help();
 }
 
@@ -269,33 +264,33 @@ int command_crosscheck(int argc, char **argv) {
   float tolerance = 1e-4f;
   const char *json = NULL;
   bool baseline = false;
-  for (int i = 0; i < argc; ++i) {
-    int k = scene_parse_option(&o, argc, argv, &i);
-    if (k < 0) {
-      return 2;
-    }
-    if (k > 0) {
-      continue;
-    }
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--steps") == 0 && parse_int(a, v, 1, &steps)) {
-      ++i;
-    } else if (strcmp(a, "--every") == 0 && parse_int(a, v, 1, &every)) {
-      ++i;
-    } else if (strcmp(a, "--tolerance") == 0 && parse_float(a, v, &tolerance)) {
-      ++i;
-    } else if (strcmp(a, "--json") == 0 && v != NULL) {
-      json = v;
-      ++i;
-    } else if (strcmp(a, "--baseline") == 0) {
-      baseline = true;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      print_help();
-      return 0;
-    } else {
-      fprintf(stderr, "piola crosscheck: unknown or incomplete option '%s' (see --help)\n", a);
-      return 2;
-    }
+  const cli_option options[] = {
+      {"--steps", CLI_INT, &steps, 1, NULL, "N", "steps (default 100)"},
+      {"--tolerance", CLI_FLOAT, &tolerance, 0, NULL, "T",
+       "largest allowed max_relative_deviation (default 1e-4)"},
+      {"--every", CLI_INT, &every, 1, NULL, "K",
+       "print every K-th step and the first with a contact (default 10;\n"
+       "all are in the JSON)"},
+      {"--baseline", CLI_FLAG, &baseline, 0, NULL, NULL,
+       "also run the reference from a start perturbed by one float\n"
+       "rounding and print its deviation: how close any float computation\n"
+       "can be expected to stay on this scene (chaotic scenes amplify)"},
+      {"--json", CLI_STRING, &json, 0, NULL, "FILE", "write the series as JSON"},
+  };
+  const cli_command c = {.name = "piola crosscheck",
+                         .options = options,
+                         .option_count = CLI_OPTION_COUNT(options),
+                         .scene = &o,
+                         .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
+                         .help_column = 19};
+  switch (cli_parse(&c, argc, argv)) {
+  case CLI_PARSE_HELP:
+    print_help(&c);
+    return 0;
+  case CLI_PARSE_ERROR:
+    return 2;
+  case CLI_PARSE_RUN:
+    break;
   }
   scene ref, dev;
   if (scene_build(&o, PIOLA_BACKEND_CPU_REFERENCE, &ref) != PIOLA_OK) {

@@ -8,6 +8,7 @@
  * inside a collider, energy bounded; its frames are the cloth's triangles (POLYDATA). */
 #include "commands.h"
 #include "contact_checks.h"
+#include "options.h"
 #include "scene.h"
 
 #include <errno.h>
@@ -571,7 +572,7 @@ static int run_cloth(const scene_options *o, const run_options *r) {
   return status;
 }
 
-static void print_help(void) {
+static void print_help(const cli_command *c) {
   printf("Usage: piola run [options]\n"
          "Simulates a scene and prints per frame the simulated time, elastic and kinetic\n"
          "energy, inverted tets, the wall time per step since the previous frame (ms/step:\n"
@@ -583,18 +584,10 @@ static void print_help(void) {
          "solve keeps apart), and for the funnel scene the bodies below its bottom opening.\n"
          "Then sums up the checks: every body through the funnel (funnel scene), at every\n"
          "frame fewer than %.1f%% of the surface vertices inside another body, no NaN, no\n"
-         "inverted tet at the end, at rest at the end (kinetic energy below %g J/kg).\n\n"
-         "  --steps N     steps to simulate (default 200; funnel 2000 = 10 s)\n"
-         "  --every K     a frame every K steps (default 10; funnel 20); the checks also look\n"
-         "                at the last step\n"
-         "  --out DIR     write DIR/frame_NNNNN.vtk (DIR is created) and DIR/scene.json (the\n"
-         "                scene, dt, every, body_vertices and the colliders)\n"
-         "  --surface     frames hold the collision surface (POLYDATA triangles) instead of\n"
-         "                the tets: files about half as large\n"
-         "  --check       exit with status 1 when a check fails\n"
-         "  --rest-limit E  kinetic energy per kilogram at the end below which the bodies are\n"
-         "                at rest, J/kg (default %g: an RMS speed of 4.5 cm/s); 0 skips the\n"
-         "                rest check (short runs)\n\n"
+         "inverted tet at the end, at rest at the end (kinetic energy below %g J/kg).\n\n",
+         100.0 * CHECK_MAX_PENETRATION, (double)CHECK_REST_J_PER_KG);
+  cli_print_options(c);
+  printf("\n"
          "The cloth scene (--scene cloth) prints per frame the energies, ms/step, the\n"
          "deepest cloth vertex inside a collider and the lowest vertex, and checks: no NaN, no\n"
          "cloth vertex deeper than %.1f mm inside a collider at any frame, kinetic energy at\n"
@@ -602,7 +595,6 @@ static void print_help(void) {
          "sphere's speed), and once the sphere stands still kinetic + elastic energy at most\n"
          "their value then plus m g h. Its frames hold the cloth's triangles (POLYDATA);\n"
          "defaults 400 steps (2 s), a frame every 20.\n\n",
-         100.0 * CHECK_MAX_PENETRATION, (double)CHECK_REST_J_PER_KG, (double)CHECK_REST_J_PER_KG,
          1e3 * CLOTH_CHECK_DEPTH);
   scene_print_help();
 }
@@ -611,35 +603,41 @@ int command_run(int argc, char **argv) {
   scene_options o = scene_default_options();
   o.bodies = 0; /* the scene's default, below */
   run_options r = {0, 0, NULL, false, false, CHECK_REST_J_PER_KG};
-  for (int i = 0; i < argc; ++i) {
-    int k = scene_parse_option(&o, argc, argv, &i);
-    if (k < 0) {
-      return 2;
-    }
-    if (k > 0) {
-      continue;
-    }
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--steps") == 0 && parse_int(a, v, 1, &r.steps)) {
-      ++i;
-    } else if (strcmp(a, "--every") == 0 && parse_int(a, v, 1, &r.every)) {
-      ++i;
-    } else if (strcmp(a, "--out") == 0 && v != NULL) {
-      r.out = v;
-      ++i;
-    } else if (strcmp(a, "--rest-limit") == 0 && parse_float(a, v, &r.rest_limit)) {
-      ++i;
-    } else if (strcmp(a, "--surface") == 0) {
-      r.surface = true;
-    } else if (strcmp(a, "--check") == 0) {
-      r.check = true;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      print_help();
-      return 0;
-    } else {
-      fprintf(stderr, "piola run: unknown or incomplete option '%s' (see --help)\n", a);
-      return 2;
-    }
+  char rest_help[256];
+  snprintf(rest_help, sizeof rest_help,
+           "kinetic energy per kilogram at the end below which the bodies are\n"
+           "at rest, J/kg (default %g: an RMS speed of 4.5 cm/s); 0 skips the\n"
+           "rest check (short runs)",
+           (double)CHECK_REST_J_PER_KG);
+  const cli_option options[] = {
+      {"--steps", CLI_INT, &r.steps, 1, NULL, "N",
+       "steps to simulate (default 200; funnel 2000 = 10 s)"},
+      {"--every", CLI_INT, &r.every, 1, NULL, "K",
+       "a frame every K steps (default 10; funnel 20); the checks also look\n"
+       "at the last step"},
+      {"--out", CLI_STRING, &r.out, 0, NULL, "DIR",
+       "write DIR/frame_NNNNN.vtk (DIR is created) and DIR/scene.json (the\n"
+       "scene, dt, every, body_vertices and the colliders)"},
+      {"--surface", CLI_FLAG, &r.surface, 0, NULL, NULL,
+       "frames hold the collision surface (POLYDATA triangles) instead of\n"
+       "the tets: files about half as large"},
+      {"--check", CLI_FLAG, &r.check, 0, NULL, NULL, "exit with status 1 when a check fails"},
+      {"--rest-limit", CLI_FLOAT, &r.rest_limit, 0, NULL, "E", rest_help},
+  };
+  const cli_command c = {.name = "piola run",
+                         .options = options,
+                         .option_count = CLI_OPTION_COUNT(options),
+                         .scene = &o,
+                         .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
+                         .help_column = 16};
+  switch (cli_parse(&c, argc, argv)) {
+  case CLI_PARSE_HELP:
+    print_help(&c);
+    return 0;
+  case CLI_PARSE_ERROR:
+    return 2;
+  case CLI_PARSE_RUN:
+    break;
   }
   const bool funnel = o.scene == SCENE_FUNNEL, cloth = o.scene == SCENE_CLOTH;
   if (o.bodies == 0) {

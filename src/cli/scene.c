@@ -593,7 +593,7 @@ static const float cloth_sphere_speed = 2.0f;     /* m/s, downwards */
 static const float cloth_sphere_clearance = 0.1f; /* m; between the stopped sphere and the ground */
 static const float cloth_box_friction = 0.5f, cloth_sphere_friction = 0.3f;
 
-/* The cloth's material (documented in the README's cloth scene section). */
+/* The cloth's material (documented in docs/cloth.md, "The cloth scene"). */
 static piola_cloth_material cloth_scene_material(void) {
   piola_cloth_material m = piola_default_cloth_material();
   m.density = 0.2f;            /* kg/m^2: a medium cotton */
@@ -741,7 +741,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.logger.user_data = (void *)(o->verbose ? &verbose_on : &verbose_off);
   out->kind = o->scene;
   if (o->scene == SCENE_CLOTH) {
-    def.contacts = false; /* cloth takes no part in body contact (see the README) */
+    def.contacts = false; /* cloth takes no part in body contact (see docs/cloth.md) */
     return build_cloth(o, &def, out);
   }
   piola_tet_mesh mesh;

@@ -182,7 +182,8 @@ static piola_status upload_contacts(piola_world *w) {
     }
     s = piola_ocl_write_buffer(w, BUF_TRIANGLES, 0, 16 * ntr, q);
   }
-  if (s == PIOLA_OK) {
+  if (s == PIOLA_OK && c->cluster_first != NULL) {
+    /* NULL where the world has no bodies: no cluster to write, and none read. */
     s = piola_ocl_write_buffer(w, BUF_CLUSTER_FIRST, 0, 4 * ((size_t)c->cluster_count + 1),
                                c->cluster_first);
   }

@@ -7,10 +7,11 @@
  *   h = dt / substeps; repeat substeps times:
  *     predict; reset multipliers;
  *     broad phase; narrow phase (contacts: once per substep, from x to the predicted p);
- *     repeat iterations times: solve tets (color by color); contacts; collide (each collider
- *       at its pose at the end of the substep);
+ *     repeat iterations times: solve tets (color by color); contacts; attachments; collide
+ *       (each collider at its pose at the end of the substep);
  *     with contacts: the inverted-tet pass (solve tets, only those with det F <= 0; repeated
- *       while a sweep does work, PIOLA_INVERTED_PASSES times at most);
+ *       while a sweep does work, PIOLA_INVERTED_PASSES times at most), then the attachments
+ *       once more;
  *     update velocities (and damp); plasticity (plastic bodies only)
  *
  * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
@@ -278,6 +279,12 @@ piola_status piola_world_step(piola_world *w) {
         s = per_body ? w->ops->substep_bodies(w, h, PIOLA_BODIES_INVERTED)
                      : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
         w->tets_inverted_only = false;
+        /* The inverted-tet pass moves the corners of the tets it turns back, an attached vertex
+         * among them: the attachments have the last word again, so that a hard one holds its
+         * vertex at its target (the multipliers carry on from the iterations). */
+        if (s == PIOLA_OK && attachments) {
+          s = run_stage(w, PIOLA_STAGE_ATTACHMENTS, h);
+        }
       }
       if (s == PIOLA_OK) {
         s = run_stage(w, PIOLA_STAGE_UPDATE_VELOCITIES, h);
