@@ -263,7 +263,7 @@ int command_crosscheck(int argc, char **argv) {
   int32_t steps = 100, every = 10;
   float tolerance = 1e-4f;
   const char *json = NULL;
-  bool baseline = false;
+  bool baseline = false, resync = false;
   const cli_option options[] = {
       {"--steps", CLI_INT, &steps, 1, NULL, "N", "steps (default 100)"},
       {"--tolerance", CLI_FLOAT, &tolerance, 0, NULL, "T",
@@ -276,6 +276,12 @@ int command_crosscheck(int argc, char **argv) {
        "rounding and print its deviation: how close any float computation\n"
        "can be expected to stay on this scene (chaotic scenes amplify)"},
       {"--json", CLI_STRING, &json, 0, NULL, "FILE", "write the series as JSON"},
+      {"--resync", CLI_FLAG, &resync, 0, NULL, NULL,
+       "before every step the candidate loads the reference's state, and\n"
+       "each step's deviation from one state is judged at every step of any\n"
+       "scene; a step where float and double decide a contact differently\n"
+       "(their contact lists differ after it; the first pair is printed) is\n"
+       "judged against the contact thickness over the scene's diagonal"},
   };
   const cli_command c = {.name = "piola crosscheck",
                          .options = options,
@@ -314,6 +320,15 @@ int command_crosscheck(int argc, char **argv) {
   }
   printf("reference: CPU reference (double); candidate: %s (%s)\n", piola_backend_name(st.backend),
          st.device_name);
+  if (resync) {
+    const float thickness = o.contact_thickness > 0.0f
+                                ? o.contact_thickness
+                                : piola_default_world_def().contact_thickness;
+    const int status = crosscheck_resync(&ref, &dev, thickness, steps, every, tolerance, json);
+    scene_destroy(&ref);
+    scene_destroy(&dev);
+    return status;
+  }
   crosscheck_sample *samples = calloc((size_t)steps, sizeof *samples);
   crosscheck_sample *base_samples = baseline ? calloc((size_t)steps, sizeof *base_samples) : NULL;
   double worst = 0.0, base_worst = 0.0;

@@ -29,4 +29,14 @@ piola_status crosscheck_run(const crosscheck_pair *pair, int32_t steps, crossche
                             double *worst, void (*progress)(const crosscheck_sample *s, void *user),
                             void *user);
 
+typedef struct scene scene;
+
+/* `piola crosscheck --resync` (crosscheck_resync.c): steps the two scenes `steps` times, the
+ * candidate loading the reference's state before every step, judges each step's deviation
+ * against `tolerance` (or, where the two decided a contact differently, the contact thickness
+ * over the scene's diagonal), prints every `every`-th step and each failed one, and writes the
+ * series to `json` (may be NULL). Returns the command's exit status. */
+int crosscheck_resync(scene *reference, scene *candidate, float thickness, int32_t steps,
+                      int32_t every, float tolerance, const char *json);
+
 #endif /* PIOLA_CLI_CROSSCHECK_H */
