@@ -181,6 +181,24 @@ class World:
             w, ffi.from_buffer("int32_t[]", a, require_writable=True), a.size, count))
         return a
 
+    # ---- state ----
+    def save_state(self):
+        """Everything a step carries to the next one, as bytes (piola_world_save_state: the
+        documented, versioned format), for load_state() on this world or another world of the
+        same scene, on either backend: reset, rollback, replay."""
+        w = self._w()
+        size = ffi.new("size_t *")
+        self._check(lib.piola_world_get_state_size(w, size))
+        buf = bytearray(size[0])
+        self._check(lib.piola_world_save_state(w, ffi.from_buffer(buf), size[0]))
+        return bytes(buf)
+
+    def load_state(self, state):
+        """Loads a state from save_state() (piola_world_load_state). A buffer of another scene,
+        format or size raises and changes nothing."""
+        data = bytes(state)
+        self._check(lib.piola_world_load_state(self._w(), ffi.from_buffer(data), len(data)))
+
     # ---- bodies ----
     def add_tet_body(self, mesh, material=None, translation=(0.0, 0.0, 0.0)):
         """Adds a tet body made of `mesh` (a TetMesh, copied) with `material` (a Material, or

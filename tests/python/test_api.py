@@ -400,3 +400,31 @@ def test_auto_backend_and_opencl_without_a_device():
         with pytest.raises((piola.UnsupportedError, piola.NoDeviceError)) as e:
             piola.World(backend="opencl")
         assert e.value.status in ("PIOLA_ERROR_UNSUPPORTED", "PIOLA_ERROR_NO_DEVICE")
+
+
+# ---- state ----
+
+def test_save_and_load_state_replays_bitwise(backend):
+    """A world loaded with a saved state steps as the world it was saved from, bit for bit; a
+    state of another scene raises and changes nothing."""
+    world, body = small_world(backend)
+    with world:
+        world.step(10)
+        state = world.save_state()
+        assert isinstance(state, bytes) and state[:7] == b"PIOLAST"
+        world.step(10)
+        after = body.positions
+        world.load_state(state)
+        world.step(10)
+        assert np.array_equal(body.positions, after)
+        other = piola.World(backend=backend)
+        with other:
+            other.add_tet_body(piola.make_box((1, 1, 1), 0.1))
+            before = world.save_state()
+            with pytest.raises(piola.Error) as e:
+                world.load_state(other.save_state())
+            assert e.value.status == "PIOLA_ERROR_COUNT_MISMATCH"
+            assert world.save_state() == before
+            with pytest.raises(piola.Error):
+                world.load_state(state[:100])
+            assert world.save_state() == before
