@@ -1,7 +1,8 @@
 #!/bin/sh
 # What the speed targets of issues 8, 9 and 10 need measured on a GPU, in one command (GPU time is
 # scarce), most needed first: the contact suite (bench/run_contact_suite.sh: funnel 10 s with its
-# checks, funnel and grid timed with and without contacts, the funnel cross-check), the cloth
+# checks, the cross-checks one step at a time (crosscheck --resync), funnel and grid timed with and
+# without contacts, the funnel cross-check), the cloth
 # scene's bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one Armadillo
 # alone (single-body latency), one 374400-tet box, those three again with --profile (device time per
 # kernel, device busy), the body-count scaling, and `piola validate`.
