@@ -1728,3 +1728,63 @@ void test_substeps(piola_test *t) {
     piola_world_destroy(w);
   }
 }
+
+/* ---- Dependent passes ----------------------------------------------------------------------
+ * piola_stats.dependent_passes follows its definition as the scene gains a collider, contacts,
+ * an attachment and a cloth body (2 substeps of 3 iterations); no scheme colors vertices yet. */
+void test_stats_dependent_passes(piola_test *t) {
+  piola_test_log log;
+  int misuse = 0;
+  piola_world_def def = piola_test_world_def(&log, &misuse);
+  def.substeps = 2;
+  def.iterations = 3;
+  def.contacts = false;
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
+  const piola_material m = piola_default_material();
+  piola_body_id id;
+  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &m, (const float[3]){0.0f, 0.5f, 0.0f}, &id));
+  piola_stats st;
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  const int32_t c = st.color_count;
+  CHECK(t, c > 0 && st.jacobi_tets == 0 && st.vertex_color_count == 0);
+  /* prediction, 3 x the colors, velocities */
+  CHECK_MSG(t, st.dependent_passes == 2 * (1 + 3 * c + 1), "bare: %d", (int)st.dependent_passes);
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  REQUIRE_OK(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL));
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK_MSG(t, st.dependent_passes == 2 * (1 + 3 * (c + 1) + 1), "collider: %d",
+            (int)st.dependent_passes);
+  piola_world_destroy(w);
+
+  /* Contacts on: broad and narrow phase, the contact passes, the inverted-tet pass (4 sweeps). */
+  def.contacts = true;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &m, (const float[3]){0.0f, 0.5f, 0.0f}, &id));
+  REQUIRE_OK(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL));
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK_MSG(t, st.dependent_passes == 2 * (1 + 2 + 3 * (c + 2 + 1) + 4 * c + 1), "contacts: %d",
+            (int)st.dependent_passes);
+  piola_attachment_id a;
+  REQUIRE_OK(t, piola_world_add_attachment(w, id, 0, (const float[3]){0.0f, 0.5f, 0.0f}, 0.0f, &a));
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK_MSG(t, st.dependent_passes == 2 * (1 + 2 + 3 * (c + 2 + 1 + 1) + 4 * c + 1 + 1),
+            "attachment: %d", (int)st.dependent_passes);
+  /* A cloth body's colors join every iteration; stepping changes nothing in the count. */
+  piola_tri_mesh grid;
+  REQUIRE_OK(t,
+             piola_mesh_make_grid((const int32_t[2]){4, 4}, (const float[2]){0.4f, 0.4f}, &grid));
+  const piola_cloth_material cm = piola_default_cloth_material();
+  piola_body_id cloth;
+  REQUIRE_OK(t, piola_world_add_cloth(w, &grid, &cm, (const float[3]){1.0f, 1.0f, 0.0f}, &cloth));
+  CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  const int32_t cc = st.cloth_color_count;
+  CHECK(t, cc > 0);
+  CHECK_MSG(t, st.dependent_passes == 2 * (1 + 2 + 3 * (c + cc + 2 + 1 + 1) + 4 * c + 1 + 1),
+            "cloth: %d", (int)st.dependent_passes);
+  piola_tri_mesh_free(&grid);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+}

@@ -435,6 +435,17 @@ typedef struct piola_stats {
    * (piola_world_def.simd_lanes as picked for the device; 1: one per work-item); 0 for the CPU
    * reference */
   int32_t simd_lanes;
+  /** Colors of the world's vertex coloring (vertex block descent); 0 under the other schemes,
+   * which color constraints, not vertices (color_count, cloth_color_count). */
+  int32_t vertex_color_count;
+  /** Solver passes per step that must run one after another, whatever the device: the chain a
+   * GPU's step cannot shorten by running more work in parallel. Per substep: the prediction; with
+   * contacts the broad and the narrow phase; per iteration every tet color, the Jacobi tail (one
+   * pass, if any tets are in it), every cloth color, with contacts their measuring and projecting
+   * passes, the attachments (if any) and the colliders (if any); with contacts the inverted-tet
+   * pass at its most (4 sweeps of the tet colors and the tail) and the
+   * attachments once more; the velocities; plasticity (if any). Times the substeps. */
+  int32_t dependent_passes;
 } piola_stats;
 
 /** One OpenCL kernel's device time in the last step (piola_world_get_kernel_times). */

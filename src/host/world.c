@@ -395,6 +395,30 @@ piola_status piola_world_get_color_sizes(const piola_world *w, int32_t *sizes, i
   return PIOLA_OK;
 }
 
+/* The passes per step that must run one after another (piola_stats.dependent_passes, whose
+ * comment is the definition), from the settings and the counts st already holds. */
+_Static_assert(PIOLA_INVERTED_PASSES == 4, "piola_stats.dependent_passes documents 4 sweeps");
+static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
+  const bool contacts = w->def.contacts && st->surface_triangles > 0;
+  bool attachments = false, plastic = false;
+  for (int32_t i = 0; i < w->attachment_ids.count && !attachments; ++i) {
+    attachments = piola_id_pool_alive(&w->attachment_ids, i) &&
+                  piola_body_is_valid(w, w->attachment_slots[i].body);
+  }
+  for (int32_t i = 0; i < w->body_ids.count && !plastic; ++i) {
+    const piola_body *b = &w->bodies[i];
+    plastic =
+        piola_id_pool_alive(&w->body_ids, i) && !b->cloth && w->materials[b->material].plastic;
+  }
+  const int64_t tets = (int64_t)st->color_count + (st->jacobi_tets > 0);
+  const int64_t iteration =
+      tets + st->cloth_color_count + (contacts ? 2 : 0) + attachments + (w->collider_count > 0);
+  const int64_t substep = 1 + (contacts ? 2 : 0) + (int64_t)w->def.iterations * iteration +
+                          (contacts ? PIOLA_INVERTED_PASSES * tets + attachments : 0) + 1 + plastic;
+  const int64_t total = substep * w->def.substeps;
+  return total < INT32_MAX ? (int32_t)total : INT32_MAX;
+}
+
 piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   PIOLA_RETURN_IF_LOST(w);
   if (w == NULL || out == NULL) {
@@ -509,6 +533,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
       ((piola_world *)w)->overflow_logged_step = w->step_count;
     }
   }
+  st.dependent_passes = dependent_passes(w, &st);
   w->ops->describe(w, &st);
   *out = st;
   return PIOLA_OK;
