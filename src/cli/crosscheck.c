@@ -289,14 +289,9 @@ int command_crosscheck(int argc, char **argv) {
                          .scene = &o,
                          .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
                          .help_column = 19};
-  switch (cli_parse(&c, argc, argv)) {
-  case CLI_PARSE_HELP:
-    print_help(&c);
-    return 0;
-  case CLI_PARSE_ERROR:
-    return 2;
-  case CLI_PARSE_RUN:
-    break;
+  const int parsed = cli_parse_command(&c, argc, argv, print_help);
+  if (parsed >= 0) {
+    return parsed;
   }
   scene ref, dev;
   if (scene_build(&o, PIOLA_BACKEND_CPU_REFERENCE, &ref) != PIOLA_OK) {

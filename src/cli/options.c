@@ -81,6 +81,20 @@ cli_parse_result cli_parse(const cli_command *c, int argc, char **argv) {
   return CLI_PARSE_RUN;
 }
 
+int cli_parse_command(const cli_command *c, int argc, char **argv,
+                      void (*print_help)(const cli_command *c)) {
+  switch (cli_parse(c, argc, argv)) {
+  case CLI_PARSE_HELP:
+    print_help(c);
+    return 0;
+  case CLI_PARSE_ERROR:
+    return 2;
+  case CLI_PARSE_RUN:
+    break;
+  }
+  return -1;
+}
+
 void cli_print_options(const cli_command *c) {
   for (int k = 0; k < c->option_count; ++k) {
     const cli_option *opt = &c->options[k];

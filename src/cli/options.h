@@ -62,6 +62,11 @@ typedef enum cli_parse_result {
  * own; --help and -h stop the parse. An option given twice keeps its last value. */
 cli_parse_result cli_parse(const cli_command *c, int argc, char **argv);
 
+/* cli_parse() as a command's start: -1 when the command runs; otherwise its exit status, 0
+ * after print_help(c) for --help, 2 after a bad argument (the message already printed). */
+int cli_parse_command(const cli_command *c, int argc, char **argv,
+                      void (*print_help)(const cli_command *c));
+
 /* Prints the command's options, one per table entry: "  NAME ARG", padded to help_column (or
  * followed by two spaces when longer), the help, and its further lines at help_column. */
 void cli_print_options(const cli_command *c);

@@ -630,14 +630,9 @@ int command_run(int argc, char **argv) {
                          .scene = &o,
                          .value_errors = CLI_VALUE_ERROR_THEN_USAGE,
                          .help_column = 16};
-  switch (cli_parse(&c, argc, argv)) {
-  case CLI_PARSE_HELP:
-    print_help(&c);
-    return 0;
-  case CLI_PARSE_ERROR:
-    return 2;
-  case CLI_PARSE_RUN:
-    break;
+  const int parsed = cli_parse_command(&c, argc, argv, print_help);
+  if (parsed >= 0) {
+    return parsed;
   }
   const bool funnel = o.scene == SCENE_FUNNEL, cloth = o.scene == SCENE_CLOTH;
   if (o.bodies == 0) {

@@ -578,14 +578,9 @@ int command_validate(int argc, char **argv) {
                          .option_count = CLI_OPTION_COUNT(options),
                          .value_errors = CLI_VALUE_ERROR_ONLY,
                          .help_column = 20};
-  switch (cli_parse(&c, argc, argv)) {
-  case CLI_PARSE_HELP:
-    print_help(&c);
-    return 0;
-  case CLI_PARSE_ERROR:
-    return 2;
-  case CLI_PARSE_RUN:
-    break;
+  const int parsed = cli_parse_command(&c, argc, argv, print_help);
+  if (parsed >= 0) {
+    return parsed;
   }
   if (list) {
     for (int k = 0; k < count; ++k) {
