@@ -313,6 +313,24 @@ PIOLA_FN int piola_collider_may_touch(PIOLA_COLLIDER_RECORD const piola_collider
   return piola_v3_dot(d, d) <= reach * reach;
 }
 
+/* The fraction of a contact's tangential motion lt (m, over the substep) that friction removes
+ * at penetration depth `depth` (m), with static and dynamic coefficients mu_s and mu_k (Macklin
+ * et al. 2014, Sec. 6.1): all of it while lt <= mu_s depth (the contact sticks), mu_k depth of it
+ * once lt >= (2 mu_s - mu_k) depth (it slides), and in between a length falling linearly from
+ * mu_s depth to mu_k depth as the slip grows, so that what is removed is continuous in lt: a
+ * jump from mu_s depth to mu_k depth at the onset of sliding let float and double, on either
+ * side of it, remove lengths apart by (mu_s - mu_k) depth (crosscheck --resync). With
+ * mu_k >= mu_s it removes min(lt, mu_k depth) past the onset. */
+PIOLA_FN piola_real piola_friction_removed(piola_real mu_s, piola_real mu_k, piola_real depth,
+                                           piola_real lt) {
+  const piola_real stick = mu_s * depth;
+  if (!(lt > stick)) {
+    return PIOLA_R(1.0);
+  }
+  const piola_real removed = fmax(fmax(mu_k * depth, PIOLA_R(2.0) * stick - lt), PIOLA_R(0.0));
+  return fmin(removed / lt, PIOLA_R(1.0));
+}
+
 /* The correction that projects p out of collider c, with friction (zero without contact);
  * returns 1 on contact. A correction, not a new position, so that a float caller can add it to
  * a small displacement and keep its precision.
@@ -361,15 +379,9 @@ PIOLA_FN int piola_collider_correction_exact(PIOLA_COLLIDER_RECORD const piola_c
   }
   piola_v3 dt = piola_v3_sub(dx, piola_v3_scale(n, piola_v3_dot(dx, n)));
   piola_real lt = piola_v3_length(dt);
-  piola_real keep = PIOLA_R(1.0); /* fraction of dt removed */
-  if (lt < (piola_real)c->static_friction * depth) {
-    keep = PIOLA_R(1.0);
-  } else if (lt > PIOLA_R(0.0)) {
-    keep = fmin((piola_real)c->dynamic_friction * depth / lt, PIOLA_R(1.0));
-  } else {
-    keep = PIOLA_R(0.0);
-  }
-  *correction = piola_v3_sub(push, piola_v3_scale(dt, keep));
+  *correction = piola_v3_sub(
+      push, piola_v3_scale(dt, piola_friction_removed((piola_real)c->static_friction,
+                                                      (piola_real)c->dynamic_friction, depth, lt)));
   return 1;
 }
 

@@ -116,7 +116,8 @@ PIOLA_FN int piola_same_paths(piola_material_data a, piola_material_data b) {
  * inverted one. It reads the corner indices and positions only, so that a packet without an
  * inverted tet, almost every one, is done before its tets' records are loaded. */
 PIOLA_FN int piola_packet_inverted(__global const float4 *x, __global const float4 *d,
-                                   __global const int4 *tets, int t0, int n) {
+                                   __global const int4 *tets, __global const float *tet_volume,
+                                   int t0, int n) {
   float4 pos[4][PIOLA_L];
   for (int l = 0; l < PIOLA_L; ++l) {
     const int4 q = tets[t0 + min(l, n - 1)];
@@ -130,11 +131,14 @@ PIOLA_FN int piola_packet_inverted(__global const float4 *x, __global const floa
   for (int k = 0; k < 4; ++k) {
     p[k] = piola_lanes_transpose(pos[k], &unused);
   }
-  int inverted[PIOLA_L];
-  PIOLA_VSTORE(piola_tet_inverted(p[0], p[1], p[2], p[3]), 0, inverted);
+  float volume[PIOLA_L], share[PIOLA_L];
+  for (int l = 0; l < PIOLA_L; ++l) {
+    volume[l] = tet_volume[t0 + min(l, n - 1)];
+  }
+  piola_lanes_store(piola_inverted_share(p[0], p[1], p[2], p[3], piola_lanes_load(volume)), share);
   int bits = 0;
   for (int l = 0; l < n; ++l) {
-    bits |= inverted[l] ? 1 << l : 0;
+    bits |= share[l] > 0.0f ? 1 << l : 0;
   }
   return bits;
 }
@@ -150,11 +154,11 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
                                 int begin, int stride, float inv_h2, __global const float4 *support,
                                 int inverted_only) {
   const int n = min(PIOLA_L, count - begin);
-  /* In the inverted-tet pass the lanes whose tets are not inverted count as done from the
-   * start, and a packet without an inverted tet is done. */
+  /* In the inverted-tet pass the lanes whose tets have no share in it (piola_inverted_share)
+   * count as done from the start, and a packet without such a tet is done. */
   int done = 0; /* lanes projected, one bit each */
   if (inverted_only) {
-    const int inverted = piola_packet_inverted(x, d, tets, first + begin, n);
+    const int inverted = piola_packet_inverted(x, d, tets, tet_volume, first + begin, n);
     if (inverted == 0) {
       return 0;
     }
@@ -274,6 +278,11 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     const piola_flags flags =
         piola_tet_solve(&mat, dm_inv, volume_v, mat.compliance * inv_h2, p[0], p[1], p[2], p[3],
                         wv[0], wv[1], wv[2], wv[3], supported ? &sup : 0, lambda, dx);
+    if (inverted_only) { /* each lane's share of its projection (piola_inverted_share) */
+      const piola_real before[2] = {lambda0_v, lambda1_v};
+      piola_inverted_scale(piola_inverted_share(p[0], p[1], p[2], p[3], volume_v), dx, sup.held,
+                           lambda, before);
+    }
     /* Scatter the lanes of this pass whose projection did work. */
     float delta[4][3][PIOLA_L], held[4][PIOLA_L], out0[PIOLA_L], out1[PIOLA_L], worked[PIOLA_L];
     for (int k = 0; k < 4; ++k) {

@@ -78,7 +78,7 @@ typedef struct piola_tet_arrays {
   __global const int *material;
   int stride;
   __global const float4 *support; /* per vertex (see the file comment); 0 in the Jacobi tail */
-  int inverted_only; /* the inverted-tet pass: tets with det F > 0 do no work (piola_world_step) */
+  int inverted_only; /* the inverted-tet pass: tets do their share piola_inverted_share */
 } piola_tet_arrays;
 
 /* ---- Per-item stage functions ------------------------------------------------------ */
@@ -144,8 +144,12 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
                                   float inv_h2, int t, const piola_tet_record *r, float4 x0,
                                   float4 x1, float4 x2, float4 x3, float4 d0, float4 d1, float4 d2,
                                   float4 d3, piola_v3 *dx, piola_real *held) {
-  if (a.inverted_only && !piola_tet_inverted(piola_position(x0, d0), piola_position(x1, d1),
-                                             piola_position(x2, d2), piola_position(x3, d3))) {
+  const piola_real share =
+      a.inverted_only
+          ? piola_inverted_share(piola_position(x0, d0), piola_position(x1, d1),
+                                 piola_position(x2, d2), piola_position(x3, d3), r->volume)
+          : 1.0f;
+  if (!(share > 0.0f)) {
     for (int k = 0; k < 4; ++k) {
       dx[k] = piola_v3_make(0.0f, 0.0f, 0.0f);
       held[k] = 0.0f;
@@ -181,6 +185,10 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
       piola_tet_solve(&mat, r->m, r->volume, mat.compliance * inv_h2, piola_position(x0, d0),
                       piola_position(x1, d1), piola_position(x2, d2), piola_position(x3, d3), x0.w,
                       x1.w, x2.w, x3.w, PIOLA_SUPPORT_RECORD(supported, &support), lambda, dx);
+  if (share < 1.0f && (flags & PIOLA_TET_WORKED)) {
+    const piola_real lambda_before[2] = {r->lambda[0], r->lambda[1]};
+    piola_inverted_scale(share, dx, support.held, lambda, lambda_before);
+  }
   if (flags & PIOLA_TET_WORKED) {
     a.lambda[t] = (float)lambda[0];
     a.lambda[a.stride + t] = (float)lambda[1];

@@ -321,6 +321,38 @@ PIOLA_FN piola_mask piola_tet_inverted(piola_v3 x0, piola_v3 x1, piola_v3 x2, pi
   return !(piola_v3_dot(e1, piola_v3_cross(e2, e3)) > PIOLA_R(0.0));
 }
 
+/* The inverted-tet pass's ramp: the share of its projection the pass gives a tet falls from 1
+ * at volume 0 to 0 at this fraction of the rest volume (piola_inverted_share). */
+#define PIOLA_INVERTED_RAMP PIOLA_R(0.05)
+
+/* The share of its projection that the inverted-tet pass gives a tet (see piola_world_step):
+ * 1 where it is inverted or flat (signed volume 6 V = det Ds <= 0), falling linearly to 0 where
+ * its volume reaches PIOLA_INVERTED_RAMP times the rest volume `rest_volume`, 0 above (and
+ * where the volume is not a number). A yes/no test
+ * at volume 0 let float and double, which can find a flat tet's volume on either side of zero,
+ * project it in one world and not in the other, apart by the tet's whole correction; with the
+ * ramp they project it by shares that differ by the rounding of its volume. */
+PIOLA_FN piola_real piola_inverted_share(piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3,
+                                         piola_real rest_volume) {
+  const piola_v3 e1 = piola_v3_sub(x1, x0), e2 = piola_v3_sub(x2, x0), e3 = piola_v3_sub(x3, x0);
+  const piola_real j = piola_v3_dot(e1, piola_v3_cross(e2, e3)) / (PIOLA_R(6.0) * rest_volume);
+  const piola_real ramp = (PIOLA_INVERTED_RAMP - j) / PIOLA_INVERTED_RAMP;
+  return fmin(fmax(ramp, PIOLA_R(0.0)), PIOLA_R(1.0));
+}
+
+/* A projection of the inverted-tet pass taken at `share` (piola_inverted_share) of its length:
+ * the corrections, the motion held at supported corners and the multipliers' change scaled. */
+PIOLA_FN void piola_inverted_scale(piola_real share, piola_v3 *dx, piola_real *held,
+                                   piola_real *lambda, const piola_real *lambda_before) {
+  PIOLA_UNROLL
+  for (int k = 0; k < 4; ++k) {
+    dx[k] = piola_v3_scale(dx[k], share);
+    held[k] = held[k] * share;
+  }
+  lambda[0] = lambda_before[0] + share * (lambda[0] - lambda_before[0]);
+  lambda[1] = lambda_before[1] + share * (lambda[1] - lambda_before[1]);
+}
+
 /* Elastic energy U / E = V Psi / E of a tet at the given positions (m^3); 0 where the model
  * is undefined. */
 PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_inv,

@@ -1421,3 +1421,47 @@ void test_opencl_collider_support_at_funnel_edge(piola_test *t) {
     support_at_edge(t, PIOLA_BACKEND_OPENCL);
   }
 }
+
+/* Collider friction (piola_friction_removed): all the tangential motion removed while it is at
+ * most mu_s d, mu_k d of it past (2 mu_s - mu_k) d, linear in between; continuous at both ends,
+ * so that float and double on either side of the onset of sliding remove nearly the same. */
+void test_friction_removed_is_continuous(piola_test *t) {
+  const double d = 1e-3, mu_s = 0.5, mu_k = 0.4;
+  CHECK_NEAR(t, piola_friction_removed(mu_s, mu_k, d, 0.0), 1.0, 0.0);
+  CHECK_NEAR(t, piola_friction_removed(mu_s, mu_k, d, 4e-4), 1.0, 0.0);
+  CHECK_NEAR(t, piola_friction_removed(mu_s, mu_k, d, 5e-4), 1.0, 0.0); /* the onset: sticks */
+  /* Just past the onset: removes just under mu_s d, not mu_k d. */
+  const double past = 5e-4 * (1.0 + 1e-9);
+  CHECK_NEAR(t, piola_friction_removed(mu_s, mu_k, d, past) * past, 5e-4, 1e-12);
+  CHECK_NEAR(t, piola_friction_removed(mu_s, mu_k, d, 5.5e-4) * 5.5e-4, 4.5e-4, 1e-15);
+  CHECK_NEAR(t, piola_friction_removed(mu_s, mu_k, d, 6e-4) * 6e-4, 4e-4, 1e-15);
+  CHECK_NEAR(t, piola_friction_removed(mu_s, mu_k, d, 1e-2) * 1e-2, 4e-4, 1e-15);
+  /* Continuous over the whole range: no step between neighbouring motions. */
+  double previous = 0.0;
+  for (int i = 0; i <= 2000; ++i) {
+    const double lt = 1e-6 * i;
+    const double removed = piola_friction_removed(mu_s, mu_k, d, lt) * lt;
+    CHECK_MSG(t, fabs(removed - previous) <= 1.0001e-6, "removed length jumps at lt %g", lt);
+    previous = removed;
+  }
+  /* mu_k >= mu_s: min(lt, mu_k d) past the onset; mu_s = 0: mu_k d at once. */
+  CHECK_NEAR(t, piola_friction_removed(0.3, 0.5, d, 4e-4), 1.0, 0.0);
+  CHECK_NEAR(t, piola_friction_removed(0.3, 0.5, d, 1e-3) * 1e-3, 5e-4, 1e-15);
+  CHECK_NEAR(t, piola_friction_removed(0.0, 0.4, d, 1e-3) * 1e-3, 4e-4, 1e-15);
+  CHECK_NEAR(t, piola_friction_removed(0.0, 0.0, d, 1e-3), 0.0, 0.0);
+}
+
+/* The inverted-tet pass's share (piola_inverted_share): 1 for an inverted or flat tet, 0 from
+ * PIOLA_INVERTED_RAMP of the rest volume up, linear in between. */
+void test_inverted_share_ramp(piola_test *t) {
+  const piola_v3 o = piola_v3_make(0.0, 0.0, 0.0), ex = piola_v3_make(1.0, 0.0, 0.0),
+                 ey = piola_v3_make(0.0, 1.0, 0.0);
+  const double rest = 1.0 / 6.0; /* the unit corner tet */
+  const double heights[] = {1.0, 0.05, 0.025, 0.0, -0.5};
+  const double shares[] = {0.0, 0.0, 0.5, 1.0, 1.0};
+  for (int i = 0; i < 5; ++i) {
+    const double s = piola_inverted_share(o, ex, ey, piola_v3_make(0.2, 0.3, heights[i]), rest);
+    CHECK_MSG(t, fabs(s - shares[i]) < 1e-12, "volume ratio %g: share %g, want %g", heights[i], s,
+              shares[i]);
+  }
+}

@@ -91,8 +91,8 @@ typedef enum piola_stage {
    * may reach within the substep (PIOLA_MAX_VERTEX_CONTACTS at most) */
   PIOLA_STAGE_NARROW_PHASE,
   /** One pass over the colors per iteration (the tets' time); with contacts also the
-   * inverted-tet pass after the iterations, which projects only the tets that the iterations
-   * left inverted (docs/ARCHITECTURE.md, "The inverted-tet pass") */
+   * inverted-tet pass after the iterations, which projects the tets that the iterations left
+   * inverted or nearly flat (docs/ARCHITECTURE.md, "The inverted-tet pass") */
   PIOLA_STAGE_SOLVE_TETS,
   /** Cloth triangles (membrane, paper Sec. 4.3): projected in the same pass as SOLVE_TETS,
    * color after color and inside a color before the bending stencils; this entry is the time
@@ -383,7 +383,9 @@ typedef struct piola_collider_def {
   } shape;
   /** Coulomb coefficients (dimensionless, >= 0) of position-based friction: a contact whose
    * tangential motion this iteration is below static_friction times the penetration depth
-   * sticks; otherwise the motion is reduced by dynamic_friction times the depth. */
+   * sticks; one whose motion exceeds (2 static_friction - dynamic_friction) times the depth
+   * slides, its motion reduced by dynamic_friction times the depth; in between the reduction
+   * falls linearly from the one to the other, so that friction is continuous in the motion. */
   float static_friction;   /**< default 0.5 */
   float dynamic_friction;  /**< default 0.4 */
   int32_t internal_cookie; /**< set by piola_default_collider_def(); do not change */

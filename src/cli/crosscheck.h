@@ -34,7 +34,8 @@ typedef struct scene scene;
 /* `piola crosscheck --resync` (crosscheck_resync.c): steps the two scenes `steps` times, the
  * candidate loading the reference's state before every step, judges each step's deviation
  * against `tolerance` (or, where the two decided a contact differently, the contact thickness
- * over the scene's diagonal), prints every `every`-th step and each failed one, and writes the
+ * over the scene's diagonal; beyond both, twice the reference's own sensitivity from nudged
+ * starts), prints every `every`-th step and each failed or otherwise judged one, and writes the
  * series to `json` (may be NULL). Returns the command's exit status. */
 int crosscheck_resync(scene *reference, scene *candidate, float thickness, int32_t steps,
                       int32_t every, float tolerance, const char *json);

@@ -71,11 +71,16 @@ static void predict(piola_world *w, double h) {
 /* The corrections dx[0..3] of tet t from the current predicted positions; returns flags. With
  * `supported`, corners resting on colliders are supported (piola_tet_support) and their held
  * motion is added to; else all four are free (the Jacobi tail). In the inverted-tet pass
- * (w->tets_inverted_only) a tet that is not inverted does no work. */
+ * (w->tets_inverted_only) a tet does its share piola_inverted_share() of its projection: none
+ * unless it is inverted or nearly flat. */
 static int project(piola_world *w, int32_t t, double inv_h2, bool supported, piola_v3 dx[4]) {
   const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
-  if (w->tets_inverted_only && !piola_tet_inverted(load3(w->p, q[0]), load3(w->p, q[1]),
-                                                   load3(w->p, q[2]), load3(w->p, q[3]))) {
+  const double share =
+      w->tets_inverted_only
+          ? piola_inverted_share(load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
+                                 load3(w->p, q[3]), w->solver.tet_volume[t])
+          : 1.0;
+  if (!(share > 0.0)) {
     return 0;
   }
   const piola_tet_material *mat = &w->materials[w->solver.tet_material[t]].constants;
@@ -90,11 +95,15 @@ static int project(piola_world *w, int32_t t, double inv_h2, bool supported, pio
       any = true;
     }
   }
-  const int flags =
-      piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
-                      mat->compliance * inv_h2, load3(w->p, q[0]), load3(w->p, q[1]),
-                      load3(w->p, q[2]), load3(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
-                      w->w[q[3]], any ? &support : NULL, &w->solver.tet_lambda[2 * (size_t)t], dx);
+  double *lambda = &w->solver.tet_lambda[2 * (size_t)t];
+  const double lambda_before[2] = {lambda[0], lambda[1]};
+  const int flags = piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
+                                    mat->compliance * inv_h2, load3(w->p, q[0]), load3(w->p, q[1]),
+                                    load3(w->p, q[2]), load3(w->p, q[3]), w->w[q[0]], w->w[q[1]],
+                                    w->w[q[2]], w->w[q[3]], any ? &support : NULL, lambda, dx);
+  if (share < 1.0 && (flags & PIOLA_TET_WORKED)) {
+    piola_inverted_scale(share, dx, support.held, lambda, lambda_before);
+  }
   for (int k = 0; k < 4; ++k) {
     if (rest[k] != NULL && (flags & PIOLA_TET_WORKED)) {
       rest[k][3] += support.held[k];

@@ -9,9 +9,9 @@
  *     broad phase; narrow phase (contacts: once per substep, from x to the predicted p);
  *     repeat iterations times: solve tets (color by color); contacts; attachments; collide
  *       (each collider at its pose at the end of the substep);
- *     with contacts: the inverted-tet pass (solve tets, only those with det F <= 0; repeated
- *       while a sweep does work, PIOLA_INVERTED_PASSES times at most), then the attachments
- *       once more;
+ *     with contacts: the inverted-tet pass (solve tets, those inverted or nearly flat, each by
+ *       its share piola_inverted_share; repeated while a sweep does work,
+ *       PIOLA_INVERTED_PASSES times at most), then the attachments once more;
  *     update velocities (and damp); plasticity (plastic bodies only)
  *
  * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
@@ -19,9 +19,12 @@
  * surface (a sliver of the mesh) it can turn the tet over by a fraction of a millimetre; the
  * tets' projection turns it back in the next iteration and the contact over again, so the
  * sliver would end every substep inverted. One more pass over the colors after the iterations
- * projects the tets that end the iterations inverted, and only those (each with its own
- * inversion handling, from its multipliers of the substep), so that no contact leaves a tet
- * turned over; every other tet and every contact keep the iterations' result. One projection
+ * projects the tets that end the iterations inverted (each with its own inversion handling, from
+ * its multipliers of the substep), so that no contact leaves a tet turned over; every other tet
+ * and every contact keep the iterations' result. A tet's share of its projection falls from 1
+ * at volume 0 to 0 at PIOLA_INVERTED_RAMP (5%) of its rest volume (piola_inverted_share), so
+ * that the pass is continuous in the positions: float and double, which may find a flat tet's
+ * volume on either side of zero, then project it by nearly the same amount. One projection
  * lifts a sliver pressed deep through its base only part of the way, so the pass sweeps the
  * colors again while a sweep did work, up to PIOLA_INVERTED_PASSES (4) sweeps. Supported corners
  * are not moved into their colliders (piola_tet_support).
