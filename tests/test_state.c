@@ -641,3 +641,108 @@ void test_state_save_rejects_bad_buffers(piola_test *t) {
   piola_world_destroy(other);
   piola_world_destroy(a.w);
 }
+
+/* The collision surface in the state's numbering (piola_world_get_collision_surface): it lists
+ * each body's surface vertices and triangles (as piola_body_get_surface and _vertices do, in
+ * world vertex indices), the same on both backends; bad calls get their status, nothing
+ * written. */
+static void check_collision_surface(piola_test *t, piola_backend backend) {
+  capture_log log;
+  int misuse = 0;
+  state_scene a;
+  REQUIRE_OK(t, state_scene_make(backend, &log, &misuse, &a));
+  int32_t nv = -1, nt = -1;
+  REQUIRE_OK(t, piola_world_get_collision_surface(a.w, &nv, &nt, NULL, NULL));
+  int32_t want_v = 0, want_t = 0, offset[2] = {0, 0};
+  for (int b = 0; b < 2; ++b) {
+    int32_t n = 0, m = 0;
+    CHECK_STATUS(t, piola_body_get_surface_vertices(a.w, a.body[b], NULL, 0, &n), PIOLA_OK);
+    CHECK_STATUS(t, piola_body_get_surface(a.w, a.body[b], NULL, 0, &m), PIOLA_OK);
+    want_v += n;
+    want_t += m;
+  }
+  offset[1] = piola_body_get_vertex_count(a.w, a.body[0]);
+  CHECK(t, nv == want_v && nt == want_t && nv > 0 && nt > 0);
+  int32_t *map = malloc(sizeof *map * (size_t)nv), *tri = malloc(sizeof *tri * 3 * (size_t)nt);
+  REQUIRE(t, map != NULL && tri != NULL);
+  /* Too little room: refused, nothing written. */
+  for (int32_t i = 0; i < nv; ++i) {
+    map[i] = -7;
+  }
+  int32_t room_v = nv - 1, room_t = nt;
+  CHECK_STATUS(t, piola_world_get_collision_surface(a.w, &room_v, &room_t, map, tri),
+               PIOLA_ERROR_COUNT_MISMATCH);
+  CHECK(t, map[0] == -7 && room_v == nv - 1 && log.count[PIOLA_LOG_ERROR] == 1);
+  CHECK_STATUS(t, piola_world_get_collision_surface(a.w, NULL, &room_t, map, tri),
+               PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK(t, misuse == 1 && log.count[PIOLA_LOG_ERROR] == 2);
+  room_v = nv;
+  REQUIRE_OK(t, piola_world_get_collision_surface(a.w, &room_v, &room_t, map, tri));
+  CHECK(t, room_v == nv && room_t == nt);
+  /* Every surface vertex is a surface vertex of its body; every triangle one of its body's. */
+  for (int b = 0; b < 2; ++b) {
+    int32_t n = 0, m = 0;
+    piola_body_get_surface_vertices(a.w, a.body[b], NULL, 0, &n);
+    piola_body_get_surface(a.w, a.body[b], NULL, 0, &m);
+    int32_t *sv = malloc(sizeof *sv * (size_t)n), *st = malloc(sizeof *st * 3 * (size_t)m);
+    REQUIRE(t, sv != NULL && st != NULL);
+    piola_body_get_surface_vertices(a.w, a.body[b], sv, n, &n);
+    piola_body_get_surface(a.w, a.body[b], st, m, &m);
+    int32_t listed = 0, matched = 0, own = 0;
+    for (int32_t i = 0; i < nv; ++i) {
+      const int32_t local = map[i] - offset[b];
+      const int32_t count = piola_body_get_vertex_count(a.w, a.body[b]);
+      if (local < 0 || local >= count) {
+        continue;
+      }
+      own++;
+      for (int32_t k = 0; k < n; ++k) {
+        listed += sv[k] == local;
+      }
+    }
+    for (int32_t i = 0; i < nt; ++i) {
+      const int32_t c0 = map[tri[3 * i]] - offset[b], c1 = map[tri[3 * i + 1]] - offset[b],
+                    c2 = map[tri[3 * i + 2]] - offset[b];
+      for (int32_t k = 0; k < m; ++k) { /* the same triangle, the same orientation */
+        const int32_t *q = st + 3 * k;
+        matched += (q[0] == c0 && q[1] == c1 && q[2] == c2) ||
+                   (q[0] == c1 && q[1] == c2 && q[2] == c0) ||
+                   (q[0] == c2 && q[1] == c0 && q[2] == c1);
+      }
+    }
+    CHECK_MSG(t, own == n && listed == n, "body %d: %d of %d surface vertices listed", b,
+              (int)listed, (int)n);
+    CHECK_MSG(t, matched == m, "body %d: %d of %d triangles found", b, (int)matched, (int)m);
+    free(sv);
+    free(st);
+  }
+  /* The same numbering in a CPU reference world of the scene. */
+  if (backend != PIOLA_BACKEND_CPU_REFERENCE) {
+    state_scene r;
+    REQUIRE_OK(t, state_scene_make(PIOLA_BACKEND_CPU_REFERENCE, &log, &misuse, &r));
+    int32_t *rmap = malloc(sizeof *rmap * (size_t)nv),
+            *rtri = malloc(sizeof *rtri * 3 * (size_t)nt);
+    REQUIRE(t, rmap != NULL && rtri != NULL);
+    int32_t rv = nv, rt = nt;
+    REQUIRE_OK(t, piola_world_get_collision_surface(r.w, &rv, &rt, rmap, rtri));
+    CHECK(t, rv == nv && rt == nt && memcmp(rmap, map, sizeof *map * (size_t)nv) == 0 &&
+                 memcmp(rtri, tri, sizeof *tri * 3 * (size_t)nt) == 0);
+    free(rmap);
+    free(rtri);
+    piola_world_destroy(r.w);
+  }
+  free(map);
+  free(tri);
+  piola_world_destroy(a.w);
+}
+
+void test_state_collision_surface(piola_test *t) {
+  check_collision_surface(t, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_state_collision_surface(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  check_collision_surface(t, PIOLA_BACKEND_OPENCL);
+}

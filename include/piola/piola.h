@@ -157,6 +157,20 @@ PIOLA_API piola_status piola_world_save_state(piola_world *world, void *buffer, 
  * non-finite value. */
 PIOLA_API piola_status piola_world_load_state(piola_world *world, const void *buffer, size_t bytes);
 
+/** The world's collision surface in the numbering of the saved state's contact section
+ * (piola_world_save_state()), so that its contact lists can be read: surface vertex i is world
+ * vertex world_vertex[i] (the index of its record in the state's vertex section: the bodies'
+ * vertices in the order the bodies were added), and surface triangle t has the surface vertices
+ * triangles[3 t .. 3 t + 2] (counter-clockwise seen from outside; a cloth triangle as in its
+ * mesh). With world_vertex and triangles both NULL it writes the counts only; otherwise
+ * *vertex_count and *triangle_count give the room of the arrays passed (either may be NULL) and
+ * receive the counts. The numbering is the solver's and changes when bodies are added or
+ * removed; it is the same in every world of one scene, on any backend. PIOLA_ERROR_COUNT_MISMATCH
+ * (nothing written) where an array is too small. */
+PIOLA_API piola_status piola_world_get_collision_surface(piola_world *world, int32_t *vertex_count,
+                                                         int32_t *triangle_count,
+                                                         int32_t *world_vertex, int32_t *triangles);
+
 /* ---- Bodies ------------------------------------------------------------------------- */
 
 /** Adds a tetrahedral body made of `mesh` (copied; the caller keeps it), translated by

@@ -12,7 +12,9 @@
  * other does not, and the vertex ends up to a thickness apart. Such steps are told apart by
  * comparing the contact lists the two worlds keep after the step (the saved states' contact
  * sections, per surface vertex): where they differ, the report names the first surface vertex
- * and triangle (the solver's numbering, the same in both worlds) and the step is judged against
+ * and triangle (the solver's numbering, the same in both worlds, which
+ * piola_world_get_collision_surface maps to world vertices) and their gap after the step, and the
+ * step is judged against
  * the contact tolerance, the contact thickness over the scene's bounding-box diagonal (a
  * contact's push is at most its depth, which is at most about a thickness).
  *
@@ -29,6 +31,7 @@
  * that computes a step wrongly moves far beyond what rounding does. Every other step is judged
  * against --tolerance. */
 #include "crosscheck.h"
+#include "piola_contact.h" /* the library's point-triangle distance */
 #include "scene.h"
 
 #include <math.h>
@@ -201,6 +204,45 @@ static piola_status reference_sensitivity(piola_world *ref, const unsigned char 
   return s != PIOLA_OK ? s : back;
 }
 
+/* The collision surface in the state's numbering (piola_world_get_collision_surface). */
+typedef struct surface_map {
+  int32_t vertex_count, triangle_count;
+  int32_t *world_vertex, *triangles;
+} surface_map;
+
+static piola_status surface_map_of(piola_world *w, surface_map *m) {
+  memset(m, 0, sizeof *m);
+  piola_status s =
+      piola_world_get_collision_surface(w, &m->vertex_count, &m->triangle_count, NULL, NULL);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  m->world_vertex = malloc(sizeof *m->world_vertex * (size_t)(m->vertex_count + 1));
+  m->triangles = malloc(sizeof *m->triangles * 3 * (size_t)(m->triangle_count + 1));
+  if (m->world_vertex == NULL || m->triangles == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  return piola_world_get_collision_surface(w, &m->vertex_count, &m->triangle_count, m->world_vertex,
+                                           m->triangles);
+}
+
+/* World vertex v's position in a saved state. */
+static piola_v3 state_position(const unsigned char *state, int32_t v) {
+  const unsigned char *r = state + (size_t)read_i32(state + 12) + 80 * (size_t)v;
+  return piola_v3_make(read_f64(r), read_f64(r + 8), read_f64(r + 16));
+}
+
+/* The gap (m) between surface vertex sv and surface triangle t at a saved state's positions. */
+static double pair_gap(const surface_map *m, const unsigned char *state, int32_t sv, int32_t t) {
+  if (sv < 0 || sv >= m->vertex_count || t < 0 || t >= m->triangle_count) {
+    return NAN;
+  }
+  const int32_t *q = m->triangles + 3 * (size_t)t;
+  return piola_point_triangle_distance(
+      state_position(state, m->world_vertex[sv]), state_position(state, m->world_vertex[q[0]]),
+      state_position(state, m->world_vertex[q[1]]), state_position(state, m->world_vertex[q[2]]));
+}
+
 /* The bounding-box diagonal of the reference's bodies (m). */
 static piola_status scene_diagonal(const scene *sc, double *out) {
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
@@ -233,6 +275,7 @@ typedef struct resync_sample {
   crosscheck_sample deviation;
   int32_t decided_apart; /* surface vertices whose contacts differ after the step */
   int32_t vertex, entry; /* the first of them and an entry one world lists and the other not */
+  double gap;            /* m: that pair's distance at the reference's positions after the step */
   double sensitivity;    /* measured where the step is beyond --tolerance, else 0 */
   double allowed;        /* the tolerance the step is judged against */
   bool passed;
@@ -257,6 +300,10 @@ int crosscheck_resync(scene *ref, scene *dev, float thickness, int32_t steps, in
   if (s == PIOLA_OK && (state == NULL || other == NULL || before == NULL || scratch == NULL ||
                         result == NULL || samples == NULL)) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  surface_map surface = {0, 0, NULL, NULL};
+  if (s == PIOLA_OK) {
+    s = surface_map_of(ref->world, &surface);
   }
   const crosscheck_pair pair = {ref->world, dev->world, ref->bodies, dev->bodies, ref->body_count};
   double worst = 0.0, worst_apart = 0.0, worst_sensitive = 0.0;
@@ -311,6 +358,7 @@ int crosscheck_resync(scene *ref, scene *dev, float thickness, int32_t steps, in
         if (r->decided_apart++ == 0) {
           r->vertex = v;
           r->entry = entry;
+          r->gap = pair_gap(&surface, state, v, entry / 2);
         }
       }
     }
@@ -344,8 +392,8 @@ int crosscheck_resync(scene *ref, scene *dev, float thickness, int32_t steps, in
              r->deviation.rms_relative, (int)r->decided_apart, r->allowed,
              r->passed ? "" : "FAILED");
       if (r->decided_apart > 0) {
-        printf("  (first: surface vertex %d, triangle %d%s)", (int)r->vertex, (int)(r->entry / 2),
-               r->entry % 2 ? ", reversed side" : "");
+        printf("  (first: surface vertex %d, triangle %d%s, gap %.3e m)", (int)r->vertex,
+               (int)(r->entry / 2), r->entry % 2 ? ", reversed side" : "", r->gap);
       }
       if (r->sensitivity > 0.0) {
         printf("  (sensitive: the reference itself moves %.3e from a start a rounding away)",
@@ -390,10 +438,11 @@ int crosscheck_resync(scene *ref, scene *dev, float thickness, int32_t steps, in
           fprintf(f,
                   "    {\"step\": %d, \"max_relative_deviation\": %.9e, "
                   "\"rms_relative_deviation\": %.9e, \"contacts_apart\": %d, "
+                  "\"first_apart_gap\": %.9e, "
                   "\"sensitivity\": %.9e, \"allowed\": %.9e, \"passed\": %s}%s\n",
                   (int)r->deviation.step, r->deviation.max_relative, r->deviation.rms_relative,
-                  (int)r->decided_apart, r->sensitivity, r->allowed, r->passed ? "true" : "false",
-                  i + 1 < steps ? "," : "");
+                  (int)r->decided_apart, r->decided_apart > 0 ? r->gap : 0.0, r->sensitivity,
+                  r->allowed, r->passed ? "true" : "false", i + 1 < steps ? "," : "");
         }
         fprintf(f, "  ]\n}\n");
         if (fclose(f) != 0) {
@@ -402,6 +451,8 @@ int crosscheck_resync(scene *ref, scene *dev, float thickness, int32_t steps, in
       }
     }
   }
+  free(surface.world_vertex);
+  free(surface.triangles);
   free(state);
   free(other);
   free(before);

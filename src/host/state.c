@@ -623,3 +623,47 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
   }
   return PIOLA_OK;
 }
+
+piola_status piola_world_get_collision_surface(piola_world *w, int32_t *vertex_count,
+                                               int32_t *triangle_count, int32_t *world_vertex,
+                                               int32_t *triangles) {
+  PIOLA_RETURN_IF_LOST(w);
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  if (vertex_count == NULL || triangle_count == NULL) {
+    PIOLA_MISUSE(w, "vertex_count != NULL && triangle_count != NULL");
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+              "piola_world_get_collision_surface: vertex_count or triangle_count is NULL");
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  /* The numbering is the solver's: built where it is not yet, as the first step would. */
+  piola_status s = w->tets_dirty ? piola_world_build_tets(w) : PIOLA_OK;
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  const piola_solver_contacts *ct = &w->contacts;
+  if (world_vertex == NULL && triangles == NULL) {
+    *vertex_count = ct->vertex_count;
+    *triangle_count = ct->triangle_count;
+    return PIOLA_OK;
+  }
+  if ((world_vertex != NULL && *vertex_count < ct->vertex_count) ||
+      (triangles != NULL && *triangle_count < ct->triangle_count)) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+              "piola_world_get_collision_surface: room for %d vertices and %d triangles, the "
+              "surface has %d and %d",
+              (int)*vertex_count, (int)*triangle_count, (int)ct->vertex_count,
+              (int)ct->triangle_count);
+    return PIOLA_ERROR_COUNT_MISMATCH;
+  }
+  if (world_vertex != NULL && ct->vertex_count > 0) {
+    memcpy(world_vertex, ct->vertex, sizeof *world_vertex * (size_t)ct->vertex_count);
+  }
+  if (triangles != NULL && ct->triangle_count > 0) {
+    memcpy(triangles, ct->triangle, sizeof *triangles * 3 * (size_t)ct->triangle_count);
+  }
+  *vertex_count = ct->vertex_count;
+  *triangle_count = ct->triangle_count;
+  return PIOLA_OK;
+}
