@@ -353,7 +353,7 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       {BUF_CONTACT_TRI, 4 * K * nsv},
       {BUF_PREVIOUS_COUNT, 4 * nsv},
       {BUF_PREVIOUS_TRI, 4 * K * nsv},
-      {BUF_COUNTERS, 12},
+      {BUF_COUNTERS, 24},
       {BUF_CORNER_COUNT, 4 * nsv},
       {BUF_CORNER_START, 4 * (nsv + 1)},
       {BUF_CORNER_ENTRY, 12 * K * nsv},
@@ -523,13 +523,17 @@ void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end) 
   cl->colliders_dirty_end = end > cl->colliders_dirty_end ? end : cl->colliders_dirty_end;
 }
 
-piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]) {
-  cl_int tmp[2] = {0, 0};
+piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[4]) {
+  /* counters: vertex-triangle kept, dropped, the listed vertices; edge-edge kept, dropped, the
+   * listed edges (piola_contact.cl) */
+  cl_int tmp[5] = {0, 0, 0, 0, 0};
   piola_status s = piola_ocl(w)->buffers[BUF_COUNTERS] != NULL
                        ? piola_ocl_read_buffer(w, BUF_COUNTERS, 0, sizeof tmp, tmp)
                        : PIOLA_OK;
   out[0] = tmp[0];
   out[1] = tmp[1];
+  out[2] = tmp[3];
+  out[3] = tmp[4];
   return s;
 }
 

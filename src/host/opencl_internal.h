@@ -265,7 +265,7 @@ bool piola_opencl_live(const piola_world *w);
 piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count);
 void piola_opencl_invalidate(piola_world *w);
 void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end);
-piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]);
+piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[4]);
 int64_t piola_opencl_device_bytes(const piola_world *w);
 const char *piola_opencl_device_name(const piola_world *w);
 int32_t piola_opencl_simd_lanes(const piola_world *w);
