@@ -682,9 +682,11 @@ PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_
  *    at the predicted positions, the closest points of the two segments (Ericson 2004,
  *    "Real-Time Collision Detection", Sec. 5.1.9) are within two thicknesses above, or anywhere
  *    under, each other along the lines' common normal, oriented by the side the edges are on at
- *    the start of the substep (piola_edge_side), and within a thickness of it sideways. An edge
+ *    the start of the substep (piola_edge_side), and within a thickness of it sideways, the closest
+ *    points inside both edges, not at an end (there the vertex-triangle contacts act). An edge
  *    that would pass through the other within the substep is caught, since the side is the one
- *    at the start. Each edge keeps the PIOLA_CONTACTS_PER_EDGE nearest (ties by index).
+ *    at the start. Each edge keeps the PIOLA_CONTACTS_PER_EDGE nearest by the predicted gap,
+ *    negative for a pair that crossed (ties by index).
  * The contact is projected like a vertex-triangle one: C = gap - thickness >= 0 along the
  * oriented normal n (the gap from the height and the lateral distance, piola_contact_gap), the
  * four ends moved in proportion to their inverse masses and weights (1 - s, s) and (1 - t, t)
@@ -697,6 +699,9 @@ PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_
 #define PIOLA_CONTACTS_PER_EDGE 8
 /* Squared sine of the angle under which two edges count as parallel (sin 0.01). */
 #define PIOLA_EDGE_PARALLEL2 PIOLA_R(1.0e-4)
+/* A new edge pair's closest points must lie this fraction of each edge's length or more from its
+ * ends (piola_edge_candidate). */
+#define PIOLA_EDGE_INTERIOR PIOLA_R(0.01)
 
 /* The box swept by an edge whose ends move from xa, xb to pa, pb, grown by 1.125 thicknesses:
  * two such boxes overlap wherever the narrow phase accepts the pair above each other (closest
@@ -809,7 +814,11 @@ PIOLA_FN int piola_edge_reference(piola_v3 xa0, piola_v3 xa1, piola_v3 xb0, piol
 }
 
 /* Whether edge a (ends moving from xa0, xa1 to pa0, pa1) meets edge b (xb0, xb1 to pb0, pb1)
- * within the substep, met from `side` (see the section's comment); on success *key is the
+ * within the substep, met from `side` (see the section's comment). Only pairs whose predicted
+ * closest points lie inside both edges (PIOLA_EDGE_INTERIOR from the ends) are new contacts: near
+ * an edge's end its vertex is near the other body's triangles there, where the vertex-triangle
+ * contacts act (pairs at vertices, as of two boxes resting face on face with their vertices over
+ * each other, would only repeat them). On success *key is the
  * predicted gap (piola_contact_gap: negative where one edge has passed through the other), by
  * which an edge ranks its contacts, so that the pairs that cross come first. The caller has
  * checked the filters, the shared vertices and the boxes. */
@@ -818,9 +827,11 @@ PIOLA_FN int piola_edge_candidate(piola_v3 xa0, piola_v3 xa1, piola_v3 xb0, piol
                                   piola_real thickness, piola_real *key) {
   piola_v3 r, n;
   piola_real height, lateral, s, t;
+  const piola_real lo = PIOLA_EDGE_INTERIOR, hi = PIOLA_R(1.0) - PIOLA_EDGE_INTERIOR;
   if (!piola_edge_reference(xa0, xa1, xb0, xb1, side, &r) ||
       !piola_edge_frame(pa0, pa1, pb0, pb1, r, &n, &height, &lateral, &s, &t) ||
-      !(lateral <= thickness) || !(height < PIOLA_R(2.0) * thickness)) {
+      !(lateral <= thickness) || !(height < PIOLA_R(2.0) * thickness) || !(s >= lo && s <= hi) ||
+      !(t >= lo && t <= hi)) {
     return 0;
   }
   *key = piola_contact_gap(height, lateral);
