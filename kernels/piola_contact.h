@@ -852,6 +852,22 @@ PIOLA_FN int piola_edge_self_near(piola_v3 ra0, piola_v3 ra1, piola_v3 rb0, piol
          piola_v3_dot(d10, d10) <= b2 || piola_v3_dot(d11, d11) <= b2;
 }
 
+/* Whether the cluster of `count` triangles from `first`, or (count 1) the triangle `first`, is
+ * near an end of an edge of its own body in the rest shape by the ends' near windows (first0,
+ * mask0 and first1, mask1 of each end; piola_contact_near): then the edge meets none of its
+ * triangles' edges. The windows mark the triangles within the self-contact bound of a vertex, so
+ * this skips the pairs of an edge's own neighbourhood, most of a body's pairs with itself, before
+ * any other test; a skipped pair's rest segments lie within that bound plus a triangle's size
+ * (about two tet edges). The windows are the host's, so both backends skip the same pairs. No
+ * branches. */
+PIOLA_FN int piola_edge_near_cluster(piola_int first, piola_int count, piola_int a_first0,
+                                     piola_u64 a_mask0, piola_int a_first1, piola_u64 a_mask1,
+                                     piola_int b_first0, piola_u64 b_mask0, piola_int b_first1,
+                                     piola_u64 b_mask1) {
+  return piola_contact_near_cluster(first, count, a_first0, a_mask0, a_first1, a_mask1) |
+         piola_contact_near_cluster(first, count, b_first0, b_mask0, b_first1, b_mask1);
+}
+
 /* Whether two edges of one body may touch (self-collision on, no shared vertex): the distance
  * between their rest segments exceeds piola_contact_self_bound() (the rule of a vertex and a
  * triangle of one body). Only evaluated after the geometric test. */

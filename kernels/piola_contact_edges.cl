@@ -4,12 +4,14 @@
  *
  * Surface edges are int4 (their two surface vertices, lower first; their body; their owner, the
  * lowest-numbered triangle that has them); a triangle's edges are int4 (the edges of its corners
- * (0, 1), (1, 2), (2, 0); w unused). Each edge keeps its nearest edges of higher index found
- * through their owner triangles (each pair once, in any order of the grid's buckets: ties by
- * index), counts its contacts' members in corner_count with integer atomics and lists itself for
- * the solve; its contacts' four entries (edge_base + 4 slot + member) join the vertices' lists of
- * corner entries, which piola_contact_sort_corners sorts, so that every vertex sums its
- * corrections of both kinds in one fixed order: no floating-point atomics.
+ * (0, 1), (1, 2), (2, 0); w: bit k set where it owns edge k), and cluster_edge_max holds the
+ * highest edge a cluster's triangles own (an edge skips the clusters that own none above it). Each
+ * edge keeps its nearest edges of higher index found through their owner triangles (each pair once,
+ * in any order of the grid's buckets: ties by index), counts its contacts' members in corner_count
+ * with integer atomics and lists itself for the solve; its contacts' four entries (edge_base + 4
+ * slot + member) join the vertices' lists of corner entries, which piola_contact_sort_corners
+ * sorts, so that every vertex sums its corrections of both kinds in one fixed order: no
+ * floating-point atomics.
  *
  * counters[3], [4]: the edge contacts kept and dropped; counters[5]: the listed edges.
  */
@@ -86,7 +88,8 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
     __global const uint4 *body_filter, __global const float *grid, __global const int *bucket_start,
     __global const int *bucket_clusters, int bucket_mask, float thickness, int edge_count,
     __global int *edge_contact_count, __global int *edge_contact_entry, __global int *counters,
-    __global int *corner_count, __global int *edge_active) {
+    __global int *corner_count, __global int *edge_active, __global const int2 *sv_near,
+    __global const ulong2 *sv_near_mask, __global const int *cluster_edge_max) {
   const int e = get_global_id(0);
   if (e >= edge_count) {
     return;
@@ -96,6 +99,8 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
   const piola_v3 pa0 = piola_v3_from4(sv_p[ea.x]), pa1 = piola_v3_from4(sv_p[ea.y]);
   const float4 ra0 = sv_rest[ea.x], ra1 = sv_rest[ea.y];
   const piola_box box = piola_edge_box(xa0, xa1, pa0, pa1, thickness);
+  const int2 n0 = sv_near[ea.x], n1 = sv_near[ea.y]; /* the ends' near windows (skipped) */
+  const ulong2 m0 = sv_near_mask[ea.x], m1 = sv_near_mask[ea.y];
   float keys[PIOLA_KE];
   int entries[PIOLA_KE];
   int kept = 0, found = 0;
@@ -111,21 +116,28 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
         const int end = bucket_start[bucket + 1];
         for (int b = bucket_start[bucket]; b < end; ++b) {
           const int i = bucket_clusters[b];
-          const piola_box cb = piola_load_box(cluster_box, i);
-          if (!piola_boxes_overlap(box, cb) ||
+          if (cluster_edge_max[i] <= e) {
+            continue;
+          }
+          const float4 clo = cluster_box[2 * i], chi = cluster_box[2 * i + 1];
+          const int first = as_int(clo.w), cluster_end = as_int(chi.w);
+          const piola_box cb = piola_box_from4(clo, chi);
+          if (piola_edge_near_cluster(first, cluster_end - first, n0.x, m0.x, n0.y, m0.y, n1.x,
+                                      m1.x, n1.y, m1.y) ||
+              !piola_boxes_overlap(box, cb) ||
               (!one_cell &&
                !piola_pair_cell(query, piola_grid_cluster(cb, margin), inv_cell, ci, cj, ck))) {
             continue;
           }
-          const int cluster_end = as_int(cluster_box[2 * i + 1].w);
-          for (int t = as_int(cluster_box[2 * i].w); t < cluster_end; ++t) {
-            if (!piola_boxes_overlap(box, piola_load_box(tri_box, t))) {
+          for (int t = first; t < cluster_end; ++t) {
+            if (piola_edge_near_cluster(t, 1, n0.x, m0.x, n0.y, m0.y, n1.x, m1.x, n1.y, m1.y) ||
+                !piola_boxes_overlap(box, piola_load_box(tri_box, t))) {
               continue;
             }
             const int4 q = tri_edges[t];
             for (int k = 0; k < 3; ++k) {
               const int f = piola_triangle_edge(q, k);
-              if (f > e && edges[f].w == t) {
+              if (((q.w >> k) & 1) && f > e) {
                 piola_edge_narrow_pair(sv_x, sv_p, sv_rest, edges, sv_vertex, turned, body_filter,
                                        ea, xa0, xa1, pa0, pa1, ra0, ra1, box, thickness, f, keys,
                                        entries, &kept, &found);

@@ -168,6 +168,13 @@ void test_contact_edges_math(piola_test *t) {
   piola_edge_contact_respond(&f, 1.0, 1.0, 1.0, 1.0, dx, length);
   CHECK_MSG(t, fabs(dx[0].y + dx[1].y + dx[2].y + dx[3].y) < 1e-12,
             "the corrections sum to %.3g (momentum)", dx[0].y + dx[1].y + dx[2].y + dx[3].y);
+  /* Passing through b near an end of a (its closest point 0.5 mm from a0, under 1% of its length):
+   * no new pair, the vertex-triangle contacts act there. */
+  const piola_v3 shift = piola_v3_make(0.4995, 0.0, 0.0);
+  CHECK(t, !piola_edge_candidate(piola_v3_add(a0, shift), piola_v3_add(a1, shift), b0, b1,
+                                 piola_v3_add(piola_v3_add(a0, shift), down),
+                                 piola_v3_add(piola_v3_add(a1, shift), down), b0, b1, side, th,
+                                 &key));
   /* Parallel: no side, no contact. */
   const piola_v3 c0 = piola_v3_make(-0.5, 0.0, 0.0), c1 = piola_v3_make(0.5, 0.0, 0.0);
   CHECK(t, piola_edge_side(a0, a1, c0, c1) == -1);

@@ -70,6 +70,11 @@ typedef struct piola_solver_contacts {
   int32_t edge_count;
   int32_t *edge;
   int32_t *triangle_edge;
+  /* per triangle: bit k set where it owns its edge k (triangle_edge[3 t + k]); per cluster of the
+   * grid: the highest edge its triangles own, -1 if none (an edge tests only higher edges, so it
+   * skips the clusters that own none) */
+  uint8_t *triangle_owned;
+  int32_t *cluster_edge_max;
   /* Per substep, CPU reference: per surface edge its contacts (count, and
    * PIOLA_CONTACTS_PER_EDGE slots of entries 2 f + side: the other edge f, piola_edge_side), and
    * the kept and dropped edge-edge contacts of the last substep. Each slot's four corrections

@@ -83,6 +83,25 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   }
   free(sides);
   c->edge_count = n;
+  c->triangle_owned = calloc(nt, sizeof *c->triangle_owned);
+  c->cluster_edge_max =
+      malloc(sizeof *c->cluster_edge_max * (size_t)(c->cluster_count > 0 ? c->cluster_count : 1));
+  if (!c->triangle_owned || !c->cluster_edge_max) {
+    return false;
+  }
+  for (int32_t i = 0; i < c->cluster_count; ++i) {
+    int32_t most = -1;
+    for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
+        if (c->edge[4 * (size_t)f + 3] == t) {
+          c->triangle_owned[t] |= (uint8_t)(1u << k);
+          most = f > most ? f : most;
+        }
+      }
+    }
+    c->cluster_edge_max[i] = most;
+  }
   const size_t ne = (size_t)(n > 0 ? n : 1);
   c->edge_contact_count = calloc(ne, sizeof *c->edge_contact_count);
   c->edge_contact_entry = calloc(KE * ne, sizeof *c->edge_contact_entry);
@@ -106,6 +125,8 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
 void piola_contact_edges_free(piola_solver_contacts *c) {
   free(c->edge);
   free(c->triangle_edge);
+  free(c->triangle_owned);
+  free(c->cluster_edge_max);
   free(c->edge_contact_count);
   free(c->edge_contact_entry);
 }
@@ -195,6 +216,10 @@ static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t e
     edge_ends(c, e, sa, va);
     const piola_box box = edge_box(w, va);
     const piola_box query = piola_grid_vertex(box, c->margin);
+    const int32_t *n0 = c->vertex_near + 2 * (size_t)sa[0],
+                  *n1 = c->vertex_near + 2 * (size_t)sa[1];
+    const uint64_t *m0 = c->vertex_near_mask + 2 * (size_t)sa[0],
+                   *m1 = c->vertex_near_mask + 2 * (size_t)sa[1];
     double keys[KE];
     piola_int entries[KE], kept = 0;
     int32_t found = 0;
@@ -206,6 +231,12 @@ static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t e
           const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
           for (int32_t b = c->bucket_start[bucket]; b < c->bucket_start[bucket + 1]; ++b) {
             const int32_t i = c->bucket_clusters[b];
+            const int32_t first = c->cluster_first[i], last = c->cluster_first[i + 1];
+            if (c->cluster_edge_max[i] <= e ||
+                piola_edge_near_cluster(first, last - first, n0[0], m0[0], n0[1], m0[1], n1[0],
+                                        m1[0], n1[1], m1[1])) {
+              continue;
+            }
             const double *cb = c->cluster_box + 6 * (size_t)i;
             piola_box cbox;
             cbox.lo = piola_v3_make(cb[0], cb[1], cb[2]);
@@ -215,17 +246,19 @@ static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t e
                                  ck)) {
               continue;
             }
-            for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
+            for (int32_t t = first; t < last; ++t) {
               const double *tb = c->triangle_box + 6 * (size_t)t;
               piola_box tbox;
               tbox.lo = piola_v3_make(tb[0], tb[1], tb[2]);
               tbox.hi = piola_v3_make(tb[3], tb[4], tb[5]);
-              if (!piola_boxes_overlap(box, tbox)) {
+              if (piola_edge_near_cluster(t, 1, n0[0], m0[0], n0[1], m0[1], n1[0], m1[0], n1[1],
+                                          m1[1]) ||
+                  !piola_boxes_overlap(box, tbox)) {
                 continue;
               }
               for (int k = 0; k < 3; ++k) {
                 const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
-                if (f > e && c->edge[4 * (size_t)f + 3] == t) {
+                if (((c->triangle_owned[t] >> k) & 1u) && f > e) {
                   edge_pair(w, e, sa, va, box, f, keys, entries, &kept, &found);
                 }
               }

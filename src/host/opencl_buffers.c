@@ -191,9 +191,13 @@ static piola_status upload_contacts(piola_world *w) {
       for (int k = 0; k < 3; ++k) {
         q[4 * t + (size_t)k] = c->triangle_edge[3 * t + (size_t)k];
       }
-      q[4 * t + 3] = 0;
+      q[4 * t + 3] = c->triangle_owned[t];
     }
     s = piola_ocl_write_buffer(w, BUF_TRI_EDGES, 0, 16 * ntr, q);
+  }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_CLUSTER_EDGE_MAX, 0, 4 * (size_t)c->cluster_count,
+                               c->cluster_edge_max);
   }
   if (s == PIOLA_OK && c->cluster_first != NULL) {
     /* NULL where the world has no bodies: no cluster to write, and none read. */
@@ -378,6 +382,7 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       {BUF_TURNED, nsv > 0 ? 4 * nv : 0},
       {BUF_EDGES, 16 * ne},
       {BUF_TRI_EDGES, 16 * ntr},
+      {BUF_CLUSTER_EDGE_MAX, ne > 0 ? 4 * ncl : 0},
       {BUF_EDGE_CONTACT_COUNT, 4 * ne},
       {BUF_EDGE_CONTACT_ENTRY, 4 * KE * ne},
       {BUF_EDGE_ACTIVE, 4 * ne},

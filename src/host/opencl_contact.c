@@ -137,6 +137,9 @@ static piola_status edge_narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(k, 18, b[BUF_COUNTERS]);
   SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
   SET_ARG(k, 20, b[BUF_EDGE_ACTIVE]);
+  SET_ARG(k, 21, b[BUF_SV_NEAR]);
+  SET_ARG(k, 22, b[BUF_SV_NEAR_MASK]);
+  SET_ARG(k, 23, b[BUF_CLUSTER_EDGE_MAX]);
   return piola_ocl_enqueue(w, k, ne, stage);
 }
 

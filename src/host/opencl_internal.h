@@ -127,7 +127,8 @@ enum {
   BUF_TURNED, /* per vertex: whether a tet at it is inverted (piola_contact_mark_inverted) */
   /* edge-edge contacts (piola_contact_edges.cl) */
   BUF_EDGES,     /* per surface edge: its two surface vertices, body, owner triangle (int4) */
-  BUF_TRI_EDGES, /* per triangle: its three edges (int4) */
+  BUF_TRI_EDGES, /* per triangle: its three edges, the mask of those it owns (int4) */
+  BUF_CLUSTER_EDGE_MAX, /* per cluster: the highest edge its triangles own */
   BUF_EDGE_CONTACT_COUNT,
   BUF_EDGE_CONTACT_ENTRY,
   BUF_EDGE_ACTIVE, /* the surface edges with contacts this substep */
