@@ -171,10 +171,10 @@ void test_contact_edges_math(piola_test *t) {
   /* Passing through b near an end of a (its closest point 0.5 mm from a0, under 1% of its length):
    * no new pair, the vertex-triangle contacts act there. */
   const piola_v3 shift = piola_v3_make(0.4995, 0.0, 0.0);
-  CHECK(t, !piola_edge_candidate(piola_v3_add(a0, shift), piola_v3_add(a1, shift), b0, b1,
-                                 piola_v3_add(piola_v3_add(a0, shift), down),
-                                 piola_v3_add(piola_v3_add(a1, shift), down), b0, b1, side, th,
-                                 &key));
+  CHECK(t,
+        !piola_edge_candidate(piola_v3_add(a0, shift), piola_v3_add(a1, shift), b0, b1,
+                              piola_v3_add(piola_v3_add(a0, shift), down),
+                              piola_v3_add(piola_v3_add(a1, shift), down), b0, b1, side, th, &key));
   /* Parallel: no side, no contact. */
   const piola_v3 c0 = piola_v3_make(-0.5, 0.0, 0.0), c1 = piola_v3_make(0.5, 0.0, 0.0);
   CHECK(t, piola_edge_side(a0, a1, c0, c1) == -1);
@@ -271,6 +271,13 @@ static ee_run ee_crossed_bars(piola_test *t, piola_backend backend, bool edges) 
   CHECK_STATUS(t, s, PIOLA_OK);
   if (s == PIOLA_OK) {
     r = ee_steps(t, w, ia, ib, 100);
+  }
+  /* Closed surfaces: every edge is shared by two triangles. */
+  piola_stats st;
+  if (s == PIOLA_OK && piola_world_get_stats(w, &st) == PIOLA_OK) {
+    CHECK_MSG(t, 2 * st.surface_edges == 3 * st.surface_triangles && st.surface_edges > 0,
+              "%d surface edges for %d triangles of closed surfaces", (int)st.surface_edges,
+              (int)st.surface_triangles);
   }
   piola_world_destroy(w);
   piola_mesh_free(&a);

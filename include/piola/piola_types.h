@@ -436,7 +436,10 @@ typedef struct piola_stats {
   int32_t edge_contact_overflow;
   int32_t surface_triangles; /**< boundary triangles of all bodies (the collision surface) */
   int32_t surface_vertices;  /**< vertices on those triangles */
-  double last_step_ms;       /**< host wall-clock time of the last piola_world_step(), ms */
+  /** Edges of those triangles (each once; the edges of edge-edge contacts), counted from the
+   * solver's arrays: 0 until the first step after bodies are added or removed builds them. */
+  int32_t surface_edges;
+  double last_step_ms; /**< host wall-clock time of the last piola_world_step(), ms */
   /** Device time per stage summed over the last step, ms (OpenCL with profile on; the CPU
    * reference measures host time per stage always); 0 where not measured. */
   double stage_ms[PIOLA_STAGE_COUNT];

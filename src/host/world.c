@@ -535,6 +535,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
       ((piola_world *)w)->overflow_logged_step = w->step_count;
     }
   }
+  st.surface_edges = w->tets_dirty ? 0 : w->contacts.edge_count;
   st.dependent_passes = dependent_passes(w, &st);
   w->ops->describe(w, &st);
   *out = st;
