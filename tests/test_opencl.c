@@ -870,11 +870,17 @@ void test_opencl_add_collider_after_step(piola_test *t) {
  * their own (docs/ARCHITECTURE.md): 712 bytes per surface vertex (its vertex, body and rest
  * position, two lists of PIOLA_MAX_VERTEX_CONTACTS triangles, the corner lists and four
  * corrections per contact slot) and 224 per surface triangle (indices and box, room for its
- * entries in up to 27 grid cells, and up to 8 hash buckets of counts and starts). */
+ * entries in up to 27 grid cells, and up to 8 hash buckets of counts and starts). Edge-edge
+ * contacts add 696 bytes per surface edge (its ends, body and owner, the count and
+ * PIOLA_MAX_EDGE_CONTACTS entries of its contact list, its place in the list of edges with
+ * contacts, four corner entries and four corrections per slot) and 20 per surface triangle (its
+ * edges and owned mask, and at most one cluster's highest owned edge). */
 #define DEVICE_BYTES_PER_TET 100
 #define DEVICE_BYTES_PER_VERTEX 64
 #define DEVICE_BYTES_PER_SURFACE_VERTEX 712
-#define DEVICE_BYTES_PER_SURFACE_TRIANGLE 224
+#define DEVICE_BYTES_PER_SURFACE_TRIANGLE (224 + 20)
+#define DEVICE_BYTES_PER_SURFACE_EDGE                                                              \
+  (16 + 4 + 4 * PIOLA_MAX_EDGE_CONTACTS + 4 + (16 + 64) * PIOLA_MAX_EDGE_CONTACTS)
 #define DEVICE_BYTES_CONSTANT 4096
 
 /* Statistics of an OpenCL world against the CPU reference's: counts, time, energies, device
@@ -966,7 +972,8 @@ void test_opencl_stats(piola_test *t) {
       const int64_t limit =
           (int64_t)DEVICE_BYTES_PER_TET * nt + (int64_t)DEVICE_BYTES_PER_VERTEX * nv +
           (int64_t)DEVICE_BYTES_PER_SURFACE_VERTEX * o->surface_vertices +
-          (int64_t)DEVICE_BYTES_PER_SURFACE_TRIANGLE * o->surface_triangles + DEVICE_BYTES_CONSTANT;
+          (int64_t)DEVICE_BYTES_PER_SURFACE_TRIANGLE * o->surface_triangles +
+          (int64_t)DEVICE_BYTES_PER_SURFACE_EDGE * o->surface_edges + DEVICE_BYTES_CONSTANT;
       printf("  stats phase %d: %lld device bytes for %d tets and %d vertices (%.1f bytes per "
              "tet + vertex share; limit %lld)\n",
              phase, (long long)o->device_bytes, (int)nt, (int)nv,
@@ -1016,6 +1023,7 @@ void test_opencl_plastic_device_bytes(piola_test *t) {
                         DEVICE_BYTES_PER_VERTEX * (int64_t)st.vertex_count +
                         DEVICE_BYTES_PER_SURFACE_VERTEX * (int64_t)st.surface_vertices +
                         DEVICE_BYTES_PER_SURFACE_TRIANGLE * (int64_t)st.surface_triangles +
+                        DEVICE_BYTES_PER_SURFACE_EDGE * (int64_t)st.surface_edges +
                         DEVICE_BYTES_CONSTANT;
   CHECK_MSG(t, st.device_bytes <= limit,
             "a plastic world of %d tets and %d vertices holds %lld device bytes, more than %lld",

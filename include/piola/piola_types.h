@@ -18,6 +18,8 @@ extern "C" {
 
 /** The most triangles one surface vertex is in contact with in a substep (the nearest win). */
 #define PIOLA_MAX_VERTEX_CONTACTS 8
+/** The most edges one surface edge is in contact with in a substep (the nearest win). */
+#define PIOLA_MAX_EDGE_CONTACTS 8
 
 /** m: how far from the origin a body's vertices may start (piola_world_add_tet_body()). Bodies
  * are simulated and read back in float, so a body must be small enough that its volumes,
@@ -170,6 +172,10 @@ typedef struct piola_world_def {
    * default true. Bodies choose partners with piola_body_set_collision_filter() and
    * piola_body_set_self_collision(). */
   bool contacts;
+  /** Edge-edge contacts between surface edges (of two bodies, or of one body with itself),
+   * besides the vertex-triangle ones, so that thin parts cannot cut through each other where no
+   * vertex comes near; default true. Only with contacts on. */
+  bool edge_contacts;
   /** m (> 0): the distance kept between a surface vertex and a surface triangle; default
    * 0.01. Keep it below the smallest feature of the bodies' rest shapes (a pair of one body
    * closer than 2 thickness at rest never collides) and above the motion of a resting body
@@ -424,9 +430,18 @@ typedef struct piola_stats {
    * steps that drop pairs: a read that finds pairs dropped warns unless the previous read that
    * found some was of this step or the one before. */
   int32_t contact_overflow;
+  /** Edge-edge contacts found by the narrow phase in the last substep (each projected in every
+   * iteration; 0 without contacts or with edge_contacts off). Not counted in contact_count. */
+  int32_t edge_contact_count;
+  /** Edge-edge pairs found but not kept in the last substep because an edge had more than
+   * PIOLA_MAX_EDGE_CONTACTS candidates (the nearest ones are kept); 0 normally. */
+  int32_t edge_contact_overflow;
   int32_t surface_triangles; /**< boundary triangles of all bodies (the collision surface) */
   int32_t surface_vertices;  /**< vertices on those triangles */
-  double last_step_ms;       /**< host wall-clock time of the last piola_world_step(), ms */
+  /** Edges of those triangles (each once; the edges of edge-edge contacts), counted from the
+   * solver's arrays: 0 until the first step after bodies are added or removed builds them. */
+  int32_t surface_edges;
+  double last_step_ms; /**< host wall-clock time of the last piola_world_step(), ms */
   /** Device time per stage summed over the last step, ms (OpenCL with profile on; the CPU
    * reference measures host time per stage always); 0 where not measured. */
   double stage_ms[PIOLA_STAGE_COUNT];

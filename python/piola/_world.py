@@ -30,7 +30,7 @@ class World:
     "cpu" or a name substring), gravity, dt, substeps, iterations, damping, iteration_scheme
     ("gauss_seidel", "jacobi"), max_colors, jacobi_omega, profile, fast_math,
     work_group_size, schedule ("auto", "stages", "bodies"), simd_lanes, contacts,
-    contact_thickness, contact_friction, cpu_threads; unset ones take
+    edge_contacts, contact_thickness, contact_friction, cpu_threads; unset ones take
     piola_default_world_def()'s values, and all are readable as attributes (`iterations` and
     `gravity` are also writable). The library's messages go to the "piola" logger. A context
     manager: leaving the block (or close()) destroys the world; using it afterwards raises

@@ -43,6 +43,7 @@ typedef struct bench_run {
   double elastic_min, elastic_median, elastic_p95, elastic_mean; /* contacts off, same state */
   double ratio_median;       /* median over the steps of each step's total over its elastic solve */
   double contact_count_mean; /* vertex-triangle contacts per step */
+  double edge_contact_mean;  /* edge-edge contacts per step */
   int32_t contact_count_max, contact_overflow_max;
   int32_t warmup;
   double tet_solves_per_second;
@@ -235,7 +236,7 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   }
   r->setup_s = now_seconds() - t0;
   double stage_sum[PIOLA_STAGE_COUNT] = {0};
-  double contact_sum = 0.0;
+  double contact_sum = 0.0, edge_sum = 0.0;
   piola_stats st;
   for (int32_t i = 0; i < steps && s == PIOLA_OK; ++i) {
     if (elastic_world) {
@@ -274,6 +275,7 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
       s = piola_world_get_stats(sc.world, &st);
       if (s == PIOLA_OK) {
         contact_sum += st.contact_count;
+        edge_sum += st.edge_contact_count;
         if (st.contact_count > r->contact_count_max) {
           r->contact_count_max = st.contact_count;
         }
@@ -317,6 +319,7 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   summarize(ms, steps, &r->ms_min, &r->ms_median, &r->ms_p95, &r->ms_mean);
   summarize(ems, steps, &r->elastic_min, &r->elastic_median, &r->elastic_p95, &r->elastic_mean);
   r->contact_count_mean = contact_sum / steps;
+  r->edge_contact_mean = edge_sum / steps;
   r->backend = st.backend;
   snprintf(r->device, sizeof r->device, "%s", st.device_name);
   r->bodies = st.body_count;
@@ -362,22 +365,22 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
 
 static void print_header(void) {
   printf("%-12s %6s %8s %9s %6s %5s %4s %-7s %9s %9s %9s %12s %9s %7s %6s %10s %10s %9s %9s "
-         "%8s %7s %7s\n",
+         "%8s %7s %7s %9s\n",
          "scene", "bodies", "vertices", "tets", "colors", "iters", "sub", "backend", "min ms",
          "median ms", "p95 ms", "tet solves/s", "device MB", "active", "inv", "elastic ms",
-         "contact ms", "x elastic", "contacts", "MB/step", "GB/s", "passes");
+         "contact ms", "x elastic", "contacts", "MB/step", "GB/s", "passes", "edge cts");
 }
 
 static void print_row(const bench_run *r) {
   printf("%-12s %6d %8d %9d %6d %5d %4d %-7s %9.3f %9.3f %9.3f %12.3e %9.1f %6.1f%% %6d %10.3f "
-         "%10.3f %9.3f %9.0f %8.1f %7.1f %7d\n",
+         "%10.3f %9.3f %9.0f %8.1f %7.1f %7d %9.0f\n",
          r->scene, (int)r->bodies, (int)r->vertices, (int)r->tets, (int)r->colors,
          (int)r->iterations, (int)r->substeps, piola_backend_name(r->backend), r->ms_min,
          r->ms_median, r->ms_p95, r->tet_solves_per_second, (double)r->device_bytes / 1048576.0,
          r->tets > 0 ? 100.0 * r->active_tets / r->tets : 0.0, (int)r->inverted_tets,
          r->elastic_median, r->ms_median - r->elastic_median, r->ratio_median,
          r->contact_count_mean, bytes_per_step(r) / 1e6, achieved_gb_per_s(r),
-         (int)r->dependent_passes);
+         (int)r->dependent_passes, r->edge_contact_mean);
 }
 
 static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
@@ -410,6 +413,7 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
   fprintf(f, "%s\"contact_count\": {\"mean\": %.3f, \"max\": %d},\n", indent, r->contact_count_mean,
           (int)r->contact_count_max);
   fprintf(f, "%s\"contact_overflow_max\": %d,\n", indent, (int)r->contact_overflow_max);
+  fprintf(f, "%s\"edge_contact_count\": {\"mean\": %.3f},\n", indent, r->edge_contact_mean);
   fprintf(f, "%s\"tet_solves_per_second\": %.6e,\n", indent, r->tet_solves_per_second);
   fprintf(f, "%s\"device_bytes\": %lld,\n", indent, (long long)r->device_bytes);
   fprintf(f, "%s\"bytes_per_step\": %.0f,\n%s\"achieved_gb_per_s\": %.3f,\n", indent,

@@ -43,6 +43,7 @@ typedef struct scene_options {
   float funnel_opening;          /* funnel: bottom opening's diameter in body widths; default 2.5 */
   bool contacts;                 /* body-body contact; default on */
   bool self_collision;           /* contact of a body with itself (with contacts on); default on */
+  bool edge_contacts;            /* edge-edge contacts (with contacts on); default on */
   float contact_thickness;       /* m; 0 = the library's default */
   float contact_friction;        /* < 0 = the library's default */
   piola_iteration_scheme scheme; /* default Gauss-Seidel */

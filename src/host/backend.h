@@ -119,8 +119,8 @@ typedef struct piola_backend_ops {
                              float *vel);
   piola_status (*read_all)(const piola_world *w, double *x, double *v, double *tet_m,
                            double *lambda);
-  /* The contacts kept and dropped in the last substep. */
-  piola_status (*contact_counters)(const piola_world *w, int32_t out[2]);
+  /* The contacts kept and dropped in the last substep: vertex-triangle, then edge-edge. */
+  piola_status (*contact_counters)(const piola_world *w, int32_t out[4]);
 
   /* Attachments: writes w->attach to the backend; releases a set's backend resources. */
   piola_status (*attachments_upload)(piola_world *w);

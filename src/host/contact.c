@@ -313,6 +313,7 @@ void piola_contacts_free(piola_solver_contacts *c) {
   free(c->corner_start);
   free(c->corner_entry);
   free(c->turned);
+  piola_contact_edges_free(c);
   memset(c, 0, sizeof *c);
 }
 
@@ -425,6 +426,10 @@ piola_status piola_contacts_build(piola_world *w) {
   free(order);
   free(centroid);
   c.cluster_first[c.cluster_count] = c.triangle_count;
+  if (!piola_contact_edges_build(&c)) {
+    piola_contacts_free(&c);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
   /* The grid's hash table: at least twice as many buckets as clusters, a power of two. */
   int32_t buckets = 16;
   while (buckets < 2 * c.cluster_count && buckets < (1 << 30)) {
@@ -701,6 +706,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
     c->total += job.kept[k];
     c->overflow += job.dropped[k];
   }
+  piola_cpu_edge_narrow_phase(w);
   /* Per surface vertex, the slots that name it as a triangle corner, ascending. */
   memset(c->corner_start, 0, sizeof *c->corner_start * ((size_t)c->vertex_count + 1));
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
@@ -712,6 +718,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
       }
     }
   }
+  piola_cpu_edge_corner_counts(c, c->corner_start);
   for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
     c->corner_start[sv + 1] += c->corner_start[sv];
   }
@@ -727,6 +734,7 @@ void piola_cpu_narrow_phase(piola_world *w) {
       }
     }
   }
+  piola_cpu_edge_corner_fill(c, cursor);
 }
 
 /* Adds a correction o (x, y, z, length) to sum (x, y, z, length, length^2). */
@@ -844,6 +852,7 @@ static void gather_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
 static void contact_pass(piola_world *w, bool measure) {
   contact_job job = {w, measure};
   piola_pool_for(w->pool, w->contacts.vertex_count, 256, project_range, &job);
+  piola_cpu_edge_contact_pass(w, measure);
   piola_pool_for(w->pool, w->contacts.vertex_count, 256, gather_range, &job);
 }
 

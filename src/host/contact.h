@@ -62,7 +62,34 @@ typedef struct piola_solver_contacts {
    * substep (the narrow phase's marks, piola_contact_self_untangled) */
   unsigned char *turned;
   int32_t total, overflow; /* kept and dropped contacts of the last substep */
+  /* Surface edges (kernels/piola_contact.h, "Edge against edge"), the unique edges of the
+   * triangles, numbered body by body, each body's in ascending order of (lower, higher) surface
+   * vertex: edge e joins surface vertices edge[4 e] < edge[4 e + 1], of dense body edge[4 e + 2];
+   * edge[4 e + 3] is its owner, the lowest-numbered triangle that has it. triangle_edge, 3 per
+   * triangle: the edges of its corners (0, 1), (1, 2), (2, 0). */
+  int32_t edge_count;
+  int32_t *edge;
+  int32_t *triangle_edge;
+  /* per triangle: bit k set where it owns its edge k (triangle_edge[3 t + k]); per cluster of the
+   * grid: the highest edge its triangles own, -1 if none (an edge tests only higher edges, so it
+   * skips the clusters that own none) */
+  uint8_t *triangle_owned;
+  int32_t *cluster_edge_max;
+  /* Per substep, CPU reference: per surface edge its contacts (count, and
+   * PIOLA_CONTACTS_PER_EDGE slots of entries 2 f + side: the other edge f, piola_edge_side), and
+   * the kept and dropped edge-edge contacts of the last substep. Each slot's four corrections
+   * (a's ends, then b's) follow the vertex-triangle slots in delta, at entry
+   * edge_delta_base() + 4 slot + member, and are listed in corner_entry like a triangle's
+   * corners. */
+  int32_t *edge_contact_count, *edge_contact_entry;
+  int32_t edge_total, edge_overflow;
 } piola_solver_contacts;
+
+/* The delta entry (4 reals each) of the first edge-contact slot's first member: after the
+ * PIOLA_CONTACTS_PER_VERTEX slots of 4 entries of every surface vertex. */
+static inline int32_t piola_edge_delta_base(const piola_solver_contacts *c) {
+  return 4 * PIOLA_CONTACTS_PER_VERTEX * (c->vertex_count > 0 ? c->vertex_count : 1);
+}
 
 /* An item (a point, a tet, a triangle) with its Morton key. */
 typedef struct piola_keyed_index {
@@ -93,5 +120,22 @@ bool piola_contacts_any_self(const piola_solver_contacts *c);
 void piola_cpu_broad_phase(piola_world *w);
 void piola_cpu_narrow_phase(piola_world *w);
 void piola_cpu_contact(piola_world *w);
+/* Edge-edge contacts (contact_edges.c). Whether they run: contacts and def.edge_contacts on and
+ * some surface edge. */
+bool piola_edge_contacts_active(const piola_world *w);
+/* The surface edges of c's triangles (called by piola_contacts_build once they are placed), with
+ * the edge contacts' lists and room for their slots in c->delta and c->corner_entry; false when
+ * out of memory (c is then freed by its owner as usual). */
+bool piola_contact_edges_build(piola_solver_contacts *c);
+void piola_contact_edges_free(piola_solver_contacts *c);
+/* The CPU reference's edge stages: each edge's contacts (after the vertex-triangle narrow phase,
+ * whose grid and marks it reads); the members of the edge contacts counted into corner_start
+ * (before its scan: entry sv + 1 per member) and their entries filled into corner_entry through
+ * cursor (after the vertex-triangle ones); one pass of the edge contacts' projection into their
+ * slots (before the gather). */
+void piola_cpu_edge_narrow_phase(piola_world *w);
+void piola_cpu_edge_corner_counts(const piola_solver_contacts *c, int32_t *corner_start);
+void piola_cpu_edge_corner_fill(piola_solver_contacts *c, int32_t *cursor);
+void piola_cpu_edge_contact_pass(piola_world *w, bool measure);
 
 #endif /* PIOLA_HOST_CONTACT_H */

@@ -108,9 +108,11 @@ static piola_status cpu_read_all(const piola_world *w, double *x, double *v, dou
   return PIOLA_OK;
 }
 
-static piola_status cpu_contact_counters(const piola_world *w, int32_t out[2]) {
+static piola_status cpu_contact_counters(const piola_world *w, int32_t out[4]) {
   out[0] = w->contacts.total;
   out[1] = w->contacts.overflow;
+  out[2] = w->contacts.edge_total;
+  out[3] = w->contacts.edge_overflow;
   return PIOLA_OK;
 }
 

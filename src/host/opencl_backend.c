@@ -18,7 +18,7 @@ static bool opencl_host_current(const piola_world *w) {
 }
 
 /* Reads the contact counters from the device where it holds the live state; else the host's. */
-static piola_status opencl_contact_counters(const piola_world *w, int32_t out[2]) {
+static piola_status opencl_contact_counters(const piola_world *w, int32_t out[4]) {
   if (!piola_opencl_live(w)) {
     out[0] = w->contacts.total;
     out[1] = w->contacts.overflow;

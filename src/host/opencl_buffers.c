@@ -182,6 +182,23 @@ static piola_status upload_contacts(piola_world *w) {
     }
     s = piola_ocl_write_buffer(w, BUF_TRIANGLES, 0, 16 * ntr, q);
   }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_EDGES, 0, 16 * (size_t)c->edge_count, c->edge);
+  }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    cl_int *q = (cl_int *)tmp;
+    for (size_t t = 0; t < ntr; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        q[4 * t + (size_t)k] = c->triangle_edge[3 * t + (size_t)k];
+      }
+      q[4 * t + 3] = c->triangle_owned[t];
+    }
+    s = piola_ocl_write_buffer(w, BUF_TRI_EDGES, 0, 16 * ntr, q);
+  }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_CLUSTER_EDGE_MAX, 0, 4 * (size_t)c->cluster_count,
+                               c->cluster_edge_max);
+  }
   if (s == PIOLA_OK && c->cluster_first != NULL) {
     /* NULL where the world has no bodies: no cluster to write, and none read. */
     s = piola_ocl_write_buffer(w, BUF_CLUSTER_FIRST, 0, 4 * ((size_t)c->cluster_count + 1),
@@ -213,6 +230,7 @@ static piola_status upload_contacts(piola_world *w) {
   if (s == PIOLA_OK) {
     piola_ocl(w)->sv_count = c->vertex_count;
     piola_ocl(w)->cluster_count = c->cluster_count;
+    piola_ocl(w)->edge_count = c->edge_count;
   }
   return s;
 }
@@ -302,7 +320,8 @@ piola_status piola_ocl_upload_all(piola_world *w) {
   const piola_solver_contacts *ct = &w->contacts;
   const size_t nsv = (size_t)ct->vertex_count, ntr = (size_t)ct->triangle_count,
                ncl = (size_t)ct->cluster_count, ncb = (size_t)ct->body_count,
-               nbk = (size_t)ct->bucket_mask + 1, K = PIOLA_CONTACTS_PER_VERTEX;
+               nbk = (size_t)ct->bucket_mask + 1, K = PIOLA_CONTACTS_PER_VERTEX,
+               ne = (size_t)ct->edge_count, KE = PIOLA_CONTACTS_PER_EDGE;
   const size_t partials = piola_ocl_box_partials(cl, ncl > nsv ? ncl : nsv);
   const size_t scan_block = cl->wg * SCAN_ITEMS;
   const size_t scan_blocks = ((nbk > nsv ? nbk : nsv) + scan_block - 1) / scan_block;
@@ -353,14 +372,20 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       {BUF_CONTACT_TRI, 4 * K * nsv},
       {BUF_PREVIOUS_COUNT, 4 * nsv},
       {BUF_PREVIOUS_TRI, 4 * K * nsv},
-      {BUF_COUNTERS, 12},
+      {BUF_COUNTERS, 24},
       {BUF_CORNER_COUNT, 4 * nsv},
       {BUF_CORNER_START, 4 * (nsv + 1)},
-      {BUF_CORNER_ENTRY, 12 * K * nsv},
-      {BUF_CONTACT_DELTA, 64 * K * nsv},
+      {BUF_CORNER_ENTRY, 12 * K * nsv + 16 * KE * ne},
+      {BUF_CONTACT_DELTA, 64 * K * nsv + 64 * KE * ne},
       {BUF_CONTACT_SPLIT, 4 * nsv},
       {BUF_CONTACT_ACTIVE, 4 * nsv},
       {BUF_TURNED, nsv > 0 ? 4 * nv : 0},
+      {BUF_EDGES, 16 * ne},
+      {BUF_TRI_EDGES, 16 * ntr},
+      {BUF_CLUSTER_EDGE_MAX, ne > 0 ? 4 * ncl : 0},
+      {BUF_EDGE_CONTACT_COUNT, 4 * ne},
+      {BUF_EDGE_CONTACT_ENTRY, 4 * KE * ne},
+      {BUF_EDGE_ACTIVE, 4 * ne},
       {BUF_CLOTH_TRIS, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_DM, 16 * (size_t)w->cloth.tri_count},
       {BUF_CLOTH_TRI_AREA, 4 * (size_t)w->cloth.tri_count},
@@ -523,13 +548,17 @@ void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end) 
   cl->colliders_dirty_end = end > cl->colliders_dirty_end ? end : cl->colliders_dirty_end;
 }
 
-piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]) {
-  cl_int tmp[2] = {0, 0};
+piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[4]) {
+  /* counters: vertex-triangle kept, dropped, the listed vertices; edge-edge kept, dropped, the
+   * listed edges (piola_contact.cl) */
+  cl_int tmp[5] = {0, 0, 0, 0, 0};
   piola_status s = piola_ocl(w)->buffers[BUF_COUNTERS] != NULL
                        ? piola_ocl_read_buffer(w, BUF_COUNTERS, 0, sizeof tmp, tmp)
                        : PIOLA_OK;
   out[0] = tmp[0];
   out[1] = tmp[1];
+  out[2] = tmp[3];
+  out[3] = tmp[4];
   return s;
 }
 

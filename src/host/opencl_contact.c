@@ -108,6 +108,87 @@ piola_status piola_ocl_broad_phase(piola_world *w, piola_stage stage) {
   return s;
 }
 
+/* NARROW_PHASE, edges (after the vertices' kernel, before the scan of the corner counts): each
+ * surface edge's contacts, their members counted, the edges with contacts listed. */
+static piola_status edge_narrow_phase(piola_world *w, piola_stage stage) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  cl_int ne = cl->edge_count, mask = w->contacts.bucket_mask;
+  cl_float thickness = w->def.contact_thickness;
+  const int k = KERNEL_EDGE_CONTACT_NARROW;
+  SET_ARG(k, 0, b[BUF_SV_X]);
+  SET_ARG(k, 1, b[BUF_SV_P]);
+  SET_ARG(k, 2, b[BUF_SV_REST]);
+  SET_ARG(k, 3, b[BUF_EDGES]);
+  SET_ARG(k, 4, b[BUF_TRI_EDGES]);
+  SET_ARG(k, 5, b[BUF_SV_VERTEX]);
+  SET_ARG(k, 6, b[BUF_TURNED]);
+  SET_ARG(k, 7, b[BUF_TRI_BOX]);
+  SET_ARG(k, 8, b[BUF_CLUSTER_BOX]);
+  SET_ARG(k, 9, b[BUF_BODY_FILTER]);
+  SET_ARG(k, 10, b[BUF_GRID]);
+  SET_ARG(k, 11, b[BUF_BUCKET_START]);
+  SET_ARG(k, 12, b[BUF_BUCKET_CLUSTERS]);
+  SET_ARG(k, 13, mask);
+  SET_ARG(k, 14, thickness);
+  SET_ARG(k, 15, ne);
+  SET_ARG(k, 16, b[BUF_EDGE_CONTACT_COUNT]);
+  SET_ARG(k, 17, b[BUF_EDGE_CONTACT_ENTRY]);
+  SET_ARG(k, 18, b[BUF_COUNTERS]);
+  SET_ARG(k, 19, b[BUF_CORNER_COUNT]);
+  SET_ARG(k, 20, b[BUF_EDGE_ACTIVE]);
+  SET_ARG(k, 21, b[BUF_SV_NEAR]);
+  SET_ARG(k, 22, b[BUF_SV_NEAR_MASK]);
+  SET_ARG(k, 23, b[BUF_CLUSTER_EDGE_MAX]);
+  return piola_ocl_enqueue(w, k, ne, stage);
+}
+
+/* NARROW_PHASE, edges (after the vertices' corner entries, before the sort): the listed edges'
+ * contact entries into their members' lists. */
+static piola_status edge_corners(piola_world *w, piola_stage stage) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  cl_int base = piola_edge_delta_base(&w->contacts);
+  cl_int items = (cl_int)piola_ocl_stride_items(cl, (size_t)cl->edge_count);
+  const int k = KERNEL_EDGE_CONTACT_CORNERS;
+  SET_ARG(k, 0, b[BUF_EDGE_CONTACT_COUNT]);
+  SET_ARG(k, 1, b[BUF_EDGE_CONTACT_ENTRY]);
+  SET_ARG(k, 2, b[BUF_EDGES]);
+  SET_ARG(k, 3, b[BUF_CORNER_START]);
+  SET_ARG(k, 4, b[BUF_CORNER_COUNT]);
+  SET_ARG(k, 5, b[BUF_CORNER_ENTRY]);
+  SET_ARG(k, 6, base);
+  SET_ARG(k, 7, b[BUF_EDGE_ACTIVE]);
+  SET_ARG(k, 8, b[BUF_COUNTERS]);
+  return piola_ocl_enqueue(w, k, items, stage);
+}
+
+/* CONTACT, edges: one pass (measuring or projecting) of the listed edges' contacts into their
+ * slots, between the vertices' pass and the gather. */
+static piola_status edge_solve(piola_world *w, cl_int measure, piola_stage stage) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  cl_int base = piola_edge_delta_base(&w->contacts);
+  cl_int items = (cl_int)piola_ocl_stride_items(cl, (size_t)cl->edge_count);
+  cl_float thickness = w->def.contact_thickness, friction = w->def.contact_friction;
+  const int k = KERNEL_EDGE_CONTACT_SOLVE;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_D]);
+  SET_ARG(k, 2, b[BUF_SV_VERTEX]);
+  SET_ARG(k, 3, b[BUF_EDGES]);
+  SET_ARG(k, 4, b[BUF_EDGE_CONTACT_COUNT]);
+  SET_ARG(k, 5, b[BUF_EDGE_CONTACT_ENTRY]);
+  SET_ARG(k, 6, b[BUF_CONTACT_SPLIT]);
+  SET_ARG(k, 7, measure);
+  SET_ARG(k, 8, thickness);
+  SET_ARG(k, 9, friction);
+  SET_ARG(k, 10, b[BUF_CONTACT_DELTA]);
+  SET_ARG(k, 11, base);
+  SET_ARG(k, 12, b[BUF_EDGE_ACTIVE]);
+  SET_ARG(k, 13, b[BUF_COUNTERS]);
+  return piola_ocl_enqueue(w, k, items, stage);
+}
+
 /* NARROW_PHASE: each surface vertex's contacts, and the sorted lists of corner entries. */
 piola_status piola_ocl_narrow_phase(piola_world *w, piola_stage stage) {
   piola_opencl *cl = piola_ocl(w);
@@ -125,7 +206,7 @@ piola_status piola_ocl_narrow_phase(piola_world *w, piola_stage stage) {
     b[prev] = m;
     cl->buffer_bytes[prev] = bytes;
   }
-  piola_status s = piola_ocl_zero_buffer(w, BUF_COUNTERS, 12);
+  piola_status s = piola_ocl_zero_buffer(w, BUF_COUNTERS, 24);
   if (s == PIOLA_OK) {
     s = piola_ocl_zero_buffer(w, BUF_CORNER_COUNT, 4 * (size_t)nsv);
   }
@@ -176,6 +257,10 @@ piola_status piola_ocl_narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(k, 22, b[BUF_SV_NEAR]);
   SET_ARG(k, 23, b[BUF_SV_NEAR_MASK]);
   s = piola_ocl_enqueue(w, k, nsv, stage);
+  const bool edges = piola_edge_contacts_active(w);
+  if (s == PIOLA_OK && edges) {
+    s = edge_narrow_phase(w, stage);
+  }
   if (s == PIOLA_OK) {
     s = scan(w, BUF_CORNER_COUNT, BUF_CORNER_START, nsv, stage);
   }
@@ -193,6 +278,9 @@ piola_status piola_ocl_narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(KERNEL_CONTACT_CORNERS, 5, b[BUF_CORNER_ENTRY]);
   SET_ARG(KERNEL_CONTACT_CORNERS, 6, nsv);
   s = piola_ocl_enqueue(w, KERNEL_CONTACT_CORNERS, nsv, stage);
+  if (s == PIOLA_OK && edges) {
+    s = edge_corners(w, stage);
+  }
   if (s != PIOLA_OK) {
     return s;
   }
@@ -236,10 +324,14 @@ piola_status piola_ocl_contact_solve(piola_world *w, piola_stage stage) {
   SET_ARG(KERNEL_CONTACT_APPLY, 8, b[BUF_CONTACT_ACTIVE]);
   SET_ARG(KERNEL_CONTACT_APPLY, 9, b[BUF_COUNTERS]);
   piola_status s = PIOLA_OK;
+  const bool edges = piola_edge_contacts_active(w);
   for (cl_int measure = 1; measure >= 0 && s == PIOLA_OK; --measure) {
     SET_ARG(KERNEL_CONTACT_SOLVE, 7, measure);
     SET_ARG(KERNEL_CONTACT_APPLY, 7, measure);
     s = piola_ocl_enqueue(w, KERNEL_CONTACT_SOLVE, items, stage);
+    if (s == PIOLA_OK && edges) {
+      s = edge_solve(w, measure, stage);
+    }
     if (s == PIOLA_OK) {
       s = piola_ocl_enqueue(w, KERNEL_CONTACT_APPLY, items, stage);
     }

@@ -45,6 +45,9 @@ enum {
   KERNEL_CONTACT_SORT_CORNERS,
   KERNEL_CONTACT_SOLVE,
   KERNEL_CONTACT_APPLY,
+  KERNEL_EDGE_CONTACT_NARROW, /* edge-edge contacts (piola_contact_edges.cl) */
+  KERNEL_EDGE_CONTACT_CORNERS,
+  KERNEL_EDGE_CONTACT_SOLVE,
   KERNEL_CLOTH_TRIS,
   KERNEL_CLOTH_BENDS,
   KERNEL_CLOTH_COLOR,
@@ -122,6 +125,13 @@ enum {
   BUF_CONTACT_SPLIT,  /* per surface vertex: its mass split (piola_contact_split) */
   BUF_CONTACT_ACTIVE, /* the surface vertices with contacts or corner entries this substep */
   BUF_TURNED, /* per vertex: whether a tet at it is inverted (piola_contact_mark_inverted) */
+  /* edge-edge contacts (piola_contact_edges.cl) */
+  BUF_EDGES,     /* per surface edge: its two surface vertices, body, owner triangle (int4) */
+  BUF_TRI_EDGES, /* per triangle: its three edges, the mask of those it owns (int4) */
+  BUF_CLUSTER_EDGE_MAX, /* per cluster: the highest edge its triangles own */
+  BUF_EDGE_CONTACT_COUNT,
+  BUF_EDGE_CONTACT_ENTRY,
+  BUF_EDGE_ACTIVE, /* the surface edges with contacts this substep */
   /* cloth kinds */
   BUF_CLOTH_TRIS,
   BUF_CLOTH_TRI_DM,
@@ -169,6 +179,7 @@ struct piola_opencl {
   int32_t tet_count;
   int32_t plastic_count;
   int32_t sv_count, cluster_count;           /* contact surfaces uploaded */
+  int32_t edge_count;                        /* surface edges uploaded */
   int32_t cloth_tri_count, cloth_bend_count; /* cloth constraints uploaded */
   /* Profiling: the events of the step in flight and the stage times of the last step. */
   event_record *events;
@@ -265,7 +276,7 @@ bool piola_opencl_live(const piola_world *w);
 piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count);
 void piola_opencl_invalidate(piola_world *w);
 void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end);
-piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[2]);
+piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[4]);
 int64_t piola_opencl_device_bytes(const piola_world *w);
 const char *piola_opencl_device_name(const piola_world *w);
 int32_t piola_opencl_simd_lanes(const piola_world *w);

@@ -512,13 +512,15 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
     }
   }
   if (piola_contacts_active(w) && w->step_count > 0) {
-    int32_t counters[2];
+    int32_t counters[4];
     s = w->ops->contact_counters(w, counters);
     if (s != PIOLA_OK) {
       return s;
     }
     st.contact_count = counters[0];
     st.contact_overflow = counters[1];
+    st.edge_contact_count = counters[2];
+    st.edge_contact_overflow = counters[3];
     if (counters[1] > 0) {
       /* Logged once per run of consecutive steps that drop pairs, so that a caller reading the
        * stats every step is told when it starts, not at every step; the count is in the stats
@@ -536,6 +538,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
       ((piola_world *)w)->overflow_logged_step = w->step_count;
     }
   }
+  st.surface_edges = w->tets_dirty ? 0 : w->contacts.edge_count;
   st.dependent_passes = dependent_passes(w, &st);
   w->ops->describe(w, &st);
   *out = st;

@@ -1,0 +1,411 @@
+/* Piola edge-edge contacts on the host: the surface edges of the collision surfaces (built with
+ * them, piola_contacts_build), and the CPU reference's edge stages in double precision through
+ * the functions of kernels/piola_contact.h ("Edge against edge") that the OpenCL kernels call
+ * too (Bridson, Fedkiw, Anderson 2002, Sec. 6-7, for the thickness-based edge-edge proximity over
+ * the step; Ericson 2004, Sec. 5.1.9, for the closest points of two segments).
+ *
+ * The edges are the unique edges of the surface triangles, sorted by (lower, higher) surface
+ * vertex, so body by body and in the spatial order of their lower vertex; each remembers its
+ * owner, the lowest-numbered triangle that has it. The narrow phase runs after the
+ * vertex-triangle one, per edge: it looks into the grid of triangle clusters with its box, as a
+ * vertex does, tests the edges of the triangles there whose owner the triangle is and whose index
+ * is higher than its own (so each pair once), and keeps its nearest PIOLA_CONTACTS_PER_EDGE,
+ * ties by index: the same contacts in any visiting order. The projection writes an edge contact's
+ * four corrections to its slot after the vertex-triangle slots in the same delta array, and the
+ * slot's entries join the per-vertex lists of triangle-corner entries (corner_start,
+ * corner_entry), after the vertex-triangle ones, so that the gather sums a vertex's corrections
+ * of both kinds in one fixed order and splits its mass once (piola_contact_split).
+ */
+#include "world.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KE PIOLA_CONTACTS_PER_EDGE
+
+static piola_v3 edge_at3(const double *a, int32_t i) {
+  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
+}
+
+/* One triangle side while the edges are built: its surface vertices (lower first), the triangle
+ * and which side of it. */
+typedef struct edge_side {
+  int32_t lo, hi, triangle, side;
+} edge_side;
+
+static int compare_sides(const void *pa, const void *pb) {
+  const edge_side *a = pa, *b = pb;
+  if (a->lo != b->lo) {
+    return a->lo < b->lo ? -1 : 1;
+  }
+  if (a->hi != b->hi) {
+    return a->hi < b->hi ? -1 : 1;
+  }
+  if (a->triangle != b->triangle) {
+    return a->triangle < b->triangle ? -1 : 1;
+  }
+  return (a->side > b->side) - (a->side < b->side);
+}
+
+bool piola_contact_edges_build(piola_solver_contacts *c) {
+  const size_t nt = (size_t)(c->triangle_count > 0 ? c->triangle_count : 1);
+  edge_side *sides = malloc(sizeof *sides * 3 * nt);
+  c->edge = malloc(sizeof *c->edge * 4 * 3 * nt);
+  c->triangle_edge = malloc(sizeof *c->triangle_edge * 3 * nt);
+  if (!sides || !c->edge || !c->triangle_edge) {
+    free(sides);
+    return false;
+  }
+  for (int32_t t = 0; t < c->triangle_count; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      const int32_t a = c->triangle[3 * (size_t)t + (size_t)k],
+                    b = c->triangle[3 * (size_t)t + (size_t)((k + 1) % 3)];
+      edge_side *e = sides + 3 * (size_t)t + (size_t)k;
+      e->lo = a < b ? a : b;
+      e->hi = a < b ? b : a;
+      e->triangle = t;
+      e->side = k;
+    }
+  }
+  qsort(sides, 3 * (size_t)c->triangle_count, sizeof *sides, compare_sides);
+  int32_t n = 0;
+  for (size_t i = 0; i < 3 * (size_t)c->triangle_count; ++i) {
+    const edge_side *e = sides + i;
+    if (i == 0 || e->lo != sides[i - 1].lo || e->hi != sides[i - 1].hi) {
+      int32_t *q = c->edge + 4 * (size_t)n++;
+      q[0] = e->lo;
+      q[1] = e->hi;
+      q[2] = c->vertex_body[e->lo];
+      q[3] = e->triangle; /* the first of its sides in the order: the lowest triangle */
+    }
+    c->triangle_edge[3 * (size_t)e->triangle + (size_t)e->side] = n - 1;
+  }
+  free(sides);
+  c->edge_count = n;
+  c->triangle_owned = calloc(nt, sizeof *c->triangle_owned);
+  c->cluster_edge_max =
+      malloc(sizeof *c->cluster_edge_max * (size_t)(c->cluster_count > 0 ? c->cluster_count : 1));
+  if (!c->triangle_owned || !c->cluster_edge_max) {
+    return false;
+  }
+  for (int32_t i = 0; i < c->cluster_count; ++i) {
+    int32_t most = -1;
+    for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
+        if (c->edge[4 * (size_t)f + 3] == t) {
+          c->triangle_owned[t] |= (uint8_t)(1u << k);
+          most = f > most ? f : most;
+        }
+      }
+    }
+    c->cluster_edge_max[i] = most;
+  }
+  const size_t ne = (size_t)(n > 0 ? n : 1);
+  c->edge_contact_count = calloc(ne, sizeof *c->edge_contact_count);
+  c->edge_contact_entry = calloc(KE * ne, sizeof *c->edge_contact_entry);
+  /* The edge slots' corrections after the vertex-triangle ones, and their entries in the
+   * per-vertex lists. */
+  const size_t base = (size_t)piola_edge_delta_base(c);
+  double *delta = realloc(c->delta, sizeof *c->delta * 4 * (base + 4 * KE * ne));
+  if (delta != NULL) {
+    c->delta = delta;
+  }
+  const size_t nv = (size_t)(c->vertex_count > 0 ? c->vertex_count : 1);
+  int32_t *corner =
+      realloc(c->corner_entry,
+              sizeof *c->corner_entry * (3 * PIOLA_CONTACTS_PER_VERTEX * nv + 4 * KE * ne));
+  if (corner != NULL) {
+    c->corner_entry = corner;
+  }
+  return c->edge_contact_count && c->edge_contact_entry && delta && corner;
+}
+
+void piola_contact_edges_free(piola_solver_contacts *c) {
+  free(c->edge);
+  free(c->triangle_edge);
+  free(c->triangle_owned);
+  free(c->cluster_edge_max);
+  free(c->edge_contact_count);
+  free(c->edge_contact_entry);
+}
+
+bool piola_edge_contacts_active(const piola_world *w) {
+  return w->def.contacts && w->def.edge_contacts && w->contacts.edge_count > 0;
+}
+
+/* ---- Narrow phase -------------------------------------------------------------------- */
+
+/* The ends of surface edge e as world vertices. */
+static void edge_ends(const piola_solver_contacts *c, int32_t e, int32_t sv[2], int32_t v[2]) {
+  sv[0] = c->edge[4 * (size_t)e];
+  sv[1] = c->edge[4 * (size_t)e + 1];
+  v[0] = c->vertex[sv[0]];
+  v[1] = c->vertex[sv[1]];
+}
+
+static piola_box edge_box(const piola_world *w, const int32_t v[2]) {
+  return piola_edge_box(edge_at3(w->x, v[0]), edge_at3(w->x, v[1]), edge_at3(w->p, v[0]),
+                        edge_at3(w->p, v[1]), (double)w->def.contact_thickness);
+}
+
+/* The narrow phase's test of edge e (ends sa, world vertices va, box box) against edge f > e:
+ * a contact found is counted in *found and kept among e's nearest. */
+static void edge_pair(const piola_world *w, int32_t e, const int32_t sa[2], const int32_t va[2],
+                      piola_box box, int32_t f, double *keys, piola_int *entries, piola_int *kept,
+                      int32_t *found) {
+  const piola_solver_contacts *c = &w->contacts;
+  const double thickness = (double)w->def.contact_thickness;
+  int32_t sb[2], vb[2];
+  edge_ends(c, f, sb, vb);
+  if (sb[0] == sa[0] || sb[0] == sa[1] || sb[1] == sa[0] || sb[1] == sa[1]) {
+    return;
+  }
+  const int32_t ba = c->edge[4 * (size_t)e + 2], bb = c->edge[4 * (size_t)f + 2];
+  const bool same_body = ba == bb;
+  const double *r = c->vertex_rest;
+  const double reach = fmax(fmax(c->vertex_reach[sa[0]], c->vertex_reach[sa[1]]),
+                            fmax(c->vertex_reach[sb[0]], c->vertex_reach[sb[1]]));
+  if (!same_body) {
+    const uint32_t *fa = c->body_filter + 4 * (size_t)ba, *fb = c->body_filter + 4 * (size_t)bb;
+    if (!piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1])) {
+      return;
+    }
+  } else if (c->body_filter[4 * (size_t)ba + 2] == 0u ||
+             piola_edge_self_near(edge_at3(r, sa[0]), edge_at3(r, sa[1]), edge_at3(r, sb[0]),
+                                  edge_at3(r, sb[1]), reach, thickness)) {
+    return;
+  }
+  if (!piola_boxes_overlap(box, edge_box(w, vb))) {
+    return;
+  }
+  const piola_v3 xa0 = edge_at3(w->x, va[0]), xa1 = edge_at3(w->x, va[1]),
+                 xb0 = edge_at3(w->x, vb[0]), xb1 = edge_at3(w->x, vb[1]);
+  const int side = piola_edge_side(xa0, xa1, xb0, xb1);
+  double key;
+  if (side < 0 ||
+      !piola_edge_candidate(xa0, xa1, xb0, xb1, edge_at3(w->p, va[0]), edge_at3(w->p, va[1]),
+                            edge_at3(w->p, vb[0]), edge_at3(w->p, vb[1]), side, thickness, &key)) {
+    return;
+  }
+  if (same_body &&
+      !(piola_edge_self_allowed(edge_at3(r, sa[0]), edge_at3(r, sa[1]), edge_at3(r, sb[0]),
+                                edge_at3(r, sb[1]), reach, thickness) &&
+        piola_contact_self_untangled(c->turned[va[0]], c->turned[va[1]], c->turned[vb[0]],
+                                     c->turned[vb[1]]))) {
+    return;
+  }
+  (*found)++;
+  piola_edge_contact_keep(keys, entries, kept, key, 2 * f + side);
+}
+
+typedef struct edge_narrow_job {
+  piola_world *w;
+  int32_t kept[PIOLA_MAX_CPU_THREADS], dropped[PIOLA_MAX_CPU_THREADS];
+} edge_narrow_job;
+
+static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  edge_narrow_job *job = ctx;
+  piola_world *w = job->w;
+  piola_solver_contacts *c = &w->contacts;
+  const double inv_cell = 1.0 / c->cell;
+  int32_t total = 0, overflow = 0;
+  for (int32_t e = begin; e < end; ++e) {
+    int32_t sa[2], va[2];
+    edge_ends(c, e, sa, va);
+    const piola_box box = edge_box(w, va);
+    const piola_box query = piola_grid_vertex(box, c->margin);
+    const int32_t *n0 = c->vertex_near + 2 * (size_t)sa[0],
+                  *n1 = c->vertex_near + 2 * (size_t)sa[1];
+    const uint64_t *m0 = c->vertex_near_mask + 2 * (size_t)sa[0],
+                   *m1 = c->vertex_near_mask + 2 * (size_t)sa[1];
+    double keys[KE];
+    piola_int entries[KE], kept = 0;
+    int32_t found = 0;
+    piola_int lo[3], hi[3];
+    piola_cell_range(query, inv_cell, 3, lo, hi);
+    for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
+      for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
+        for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
+          const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
+          for (int32_t b = c->bucket_start[bucket]; b < c->bucket_start[bucket + 1]; ++b) {
+            const int32_t i = c->bucket_clusters[b];
+            const int32_t first = c->cluster_first[i], last = c->cluster_first[i + 1];
+            if (c->cluster_edge_max[i] <= e ||
+                piola_edge_near_cluster(first, last - first, n0[0], m0[0], n0[1], m0[1], n1[0],
+                                        m1[0], n1[1], m1[1])) {
+              continue;
+            }
+            const double *cb = c->cluster_box + 6 * (size_t)i;
+            piola_box cbox;
+            cbox.lo = piola_v3_make(cb[0], cb[1], cb[2]);
+            cbox.hi = piola_v3_make(cb[3], cb[4], cb[5]);
+            if (!piola_boxes_overlap(box, cbox) ||
+                !piola_pair_cell(query, piola_grid_cluster(cbox, c->margin), inv_cell, ci, cj,
+                                 ck)) {
+              continue;
+            }
+            for (int32_t t = first; t < last; ++t) {
+              const double *tb = c->triangle_box + 6 * (size_t)t;
+              piola_box tbox;
+              tbox.lo = piola_v3_make(tb[0], tb[1], tb[2]);
+              tbox.hi = piola_v3_make(tb[3], tb[4], tb[5]);
+              if (piola_edge_near_cluster(t, 1, n0[0], m0[0], n0[1], m0[1], n1[0], m1[0], n1[1],
+                                          m1[1]) ||
+                  !piola_boxes_overlap(box, tbox)) {
+                continue;
+              }
+              for (int k = 0; k < 3; ++k) {
+                const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
+                if (((c->triangle_owned[t] >> k) & 1u) && f > e) {
+                  edge_pair(w, e, sa, va, box, f, keys, entries, &kept, &found);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    c->edge_contact_count[e] = kept;
+    memcpy(c->edge_contact_entry + KE * (size_t)e, entries, sizeof(int32_t) * (size_t)kept);
+    total += kept;
+    overflow += found - kept;
+  }
+  job->kept[chunk] = total;
+  job->dropped[chunk] = overflow;
+}
+
+void piola_cpu_edge_narrow_phase(piola_world *w) {
+  piola_solver_contacts *c = &w->contacts;
+  c->edge_total = 0;
+  c->edge_overflow = 0;
+  if (!piola_edge_contacts_active(w)) {
+    if (c->edge_contact_count != NULL) {
+      memset(c->edge_contact_count, 0,
+             sizeof *c->edge_contact_count * (size_t)(c->edge_count > 0 ? c->edge_count : 1));
+    }
+    return;
+  }
+  edge_narrow_job job = {.w = w};
+  piola_pool_for(w->pool, c->edge_count, 64, edge_narrow_range, &job);
+  for (int32_t k = 0; k < piola_pool_threads(w->pool); ++k) {
+    c->edge_total += job.kept[k];
+    c->edge_overflow += job.dropped[k];
+  }
+}
+
+/* The four members (surface vertices) of edge contact slot `slot` of edge e: e's ends, then the
+ * other edge's. */
+static void edge_members(const piola_solver_contacts *c, int32_t e, int32_t slot, int32_t m[4]) {
+  const int32_t f = c->edge_contact_entry[slot] >> 1;
+  m[0] = c->edge[4 * (size_t)e];
+  m[1] = c->edge[4 * (size_t)e + 1];
+  m[2] = c->edge[4 * (size_t)f];
+  m[3] = c->edge[4 * (size_t)f + 1];
+}
+
+void piola_cpu_edge_corner_counts(const piola_solver_contacts *c, int32_t *corner_start) {
+  for (int32_t e = 0; e < c->edge_count; ++e) {
+    for (int32_t k = 0; k < c->edge_contact_count[e]; ++k) {
+      int32_t m[4];
+      edge_members(c, e, KE * e + k, m);
+      for (int j = 0; j < 4; ++j) {
+        corner_start[m[j] + 1]++;
+      }
+    }
+  }
+}
+
+void piola_cpu_edge_corner_fill(piola_solver_contacts *c, int32_t *cursor) {
+  const int32_t base = piola_edge_delta_base(c);
+  for (int32_t e = 0; e < c->edge_count; ++e) {
+    for (int32_t k = 0; k < c->edge_contact_count[e]; ++k) {
+      const int32_t slot = KE * e + k;
+      int32_t m[4];
+      edge_members(c, e, slot, m);
+      for (int j = 0; j < 4; ++j) {
+        c->corner_entry[cursor[m[j]]++] = base + 4 * slot + j;
+      }
+    }
+  }
+}
+
+/* ---- Projection ---------------------------------------------------------------------- */
+
+typedef struct edge_contact_job {
+  piola_world *w;
+  bool measure;
+} edge_contact_job;
+
+/* The projections of the contacts of surface edges [begin, end) into their slots, as the
+ * vertex-triangle ones (contact.c, project_range): measuring, the frame and the lengths; else the
+ * corrections with the split masses. */
+static void edge_project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const edge_contact_job *job = ctx;
+  piola_world *w = job->w;
+  const bool measure = job->measure;
+  piola_solver_contacts *c = &w->contacts;
+  const double thickness = (double)w->def.contact_thickness;
+  const double friction = (double)w->def.contact_friction;
+  const size_t base = (size_t)piola_edge_delta_base(c);
+  for (int32_t e = begin; e < end; ++e) {
+    for (int32_t k = 0; k < c->edge_contact_count[e]; ++k) {
+      const int32_t slot = KE * e + k;
+      int32_t m[4], v[4];
+      edge_members(c, e, slot, m);
+      double wm[4];
+      for (int j = 0; j < 4; ++j) {
+        v[j] = c->vertex[m[j]];
+        wm[j] = w->w[v[j]] * (measure ? 1.0 : c->mass_split[m[j]]);
+      }
+      double *out = c->delta + 4 * (base + 4 * (size_t)slot);
+      piola_contact_frame_data f;
+      if (measure) {
+        piola_edge_contact_prepare(edge_at3(w->x, v[0]), edge_at3(w->x, v[1]), edge_at3(w->x, v[2]),
+                                   edge_at3(w->x, v[3]), edge_at3(w->p, v[0]), edge_at3(w->p, v[1]),
+                                   edge_at3(w->p, v[2]), edge_at3(w->p, v[3]),
+                                   c->edge_contact_entry[slot] & 1, thickness, friction, &f);
+      } else {
+        f.n = piola_v3_make(out[0], out[1], out[2]);
+        f.b = piola_v3_make(out[4], out[5], out[6]);
+        f.tangent = piola_v3_make(out[8], out[9], out[10]);
+        f.depth = out[12];
+        f.removed = out[13];
+      }
+      piola_v3 dx[4];
+      piola_real length[4];
+      piola_edge_contact_respond(&f, wm[0], wm[1], wm[2], wm[3], dx, length);
+      if (measure) {
+        const piola_v3 frame[3] = {f.n, f.b, f.tangent};
+        for (int i = 0; i < 3; ++i) {
+          out[4 * i] = frame[i].x;
+          out[4 * i + 1] = frame[i].y;
+          out[4 * i + 2] = frame[i].z;
+        }
+        out[12] = f.depth;
+        out[13] = f.removed;
+        out[14] = 0.0;
+        for (int j = 0; j < 4; ++j) {
+          out[4 * j + 3] = length[j];
+        }
+      } else {
+        for (int j = 0; j < 4; ++j) {
+          out[4 * j] = dx[j].x;
+          out[4 * j + 1] = dx[j].y;
+          out[4 * j + 2] = dx[j].z;
+          out[4 * j + 3] = length[j];
+        }
+      }
+    }
+  }
+}
+
+void piola_cpu_edge_contact_pass(piola_world *w, bool measure) {
+  if (w->contacts.edge_total == 0) {
+    return;
+  }
+  edge_contact_job job = {w, measure};
+  piola_pool_for(w->pool, w->contacts.edge_count, 256, edge_project_range, &job);
+}

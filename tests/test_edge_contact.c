@@ -1,0 +1,393 @@
+/* Tests of edge-edge contacts (kernels/piola_contact.h, "Edge against edge"; src/host/
+ * contact_edges.c; the edge kernels of kernels/piola_contact.cl): the segment math, two thin bars
+ * dropped crossed onto each other and a thin bar dropped across a cloth's edge, on the CPU
+ * reference and on OpenCL, each run twice (bitwise the same) and once with edge contacts off.
+ *
+ * Crossings are counted geometrically, independent of the library's detection: at every frame,
+ * every edge of a surface triangle of one body against every surface triangle of the other, by
+ * the signs of tetrahedral volumes (a segment crosses a triangle when its ends lie strictly on
+ * both sides of the triangle's plane and the segment passes strictly inside the three sides). */
+#include "piola_contact.h"
+#include "test_opencl_common.h"
+#include "world_helpers.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- The crossing count ------------------------------------------------------------------- */
+
+/* Six times the signed volume of tet (a, b, c, d). */
+static double ee_orient(const float *a, const float *b, const float *c, const float *d) {
+  const double u[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
+  const double v[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
+  const double w[3] = {(double)d[0] - a[0], (double)d[1] - a[1], (double)d[2] - a[2]};
+  return u[0] * (v[1] * w[2] - v[2] * w[1]) - u[1] * (v[0] * w[2] - v[2] * w[0]) +
+         u[2] * (v[0] * w[1] - v[1] * w[0]);
+}
+
+/* Whether segment pq crosses triangle abc (strictly). */
+static bool ee_segment_crosses(const float *p, const float *q, const float *a, const float *b,
+                               const float *c) {
+  const double dp = ee_orient(a, b, c, p), dq = ee_orient(a, b, c, q);
+  if (!((dp > 0.0 && dq < 0.0) || (dp < 0.0 && dq > 0.0))) {
+    return false;
+  }
+  const double u = ee_orient(p, q, a, b), v = ee_orient(p, q, b, c), w = ee_orient(p, q, c, a);
+  return (u > 0.0 && v > 0.0 && w > 0.0) || (u < 0.0 && v < 0.0 && w < 0.0);
+}
+
+/* A body's collision surface (body-local indices) and current positions. */
+typedef struct ee_surface {
+  int32_t *tri;
+  int32_t count;
+  float *x;
+} ee_surface;
+
+static bool ee_surface_get(const piola_world *w, piola_body_id b, ee_surface *s) {
+  s->count = 0;
+  s->tri = NULL;
+  s->x = wt_get_positions(w, b);
+  if (piola_body_get_surface(w, b, NULL, 0, &s->count) != PIOLA_OK || s->count <= 0) {
+    return false;
+  }
+  s->tri = malloc(sizeof *s->tri * 3 * (size_t)s->count);
+  int32_t again = 0;
+  return s->tri != NULL && s->x != NULL &&
+         piola_body_get_surface(w, b, s->tri, s->count, &again) == PIOLA_OK;
+}
+
+static void ee_surface_free(ee_surface *s) {
+  free(s->tri);
+  free(s->x);
+}
+
+/* The crossings of the edges of a's surface triangles with b's surface triangles (an edge shared
+ * by two triangles counts once per triangle). */
+static int32_t ee_crossings_of(const ee_surface *a, const ee_surface *b) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < a->count; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const float *p = a->x + 3 * (size_t)a->tri[3 * i + k];
+      const float *q = a->x + 3 * (size_t)a->tri[3 * i + (k + 1) % 3];
+      for (int32_t j = 0; j < b->count; ++j) {
+        const int32_t *t = b->tri + 3 * (size_t)j;
+        n += ee_segment_crosses(p, q, b->x + 3 * (size_t)t[0], b->x + 3 * (size_t)t[1],
+                                b->x + 3 * (size_t)t[2]);
+      }
+    }
+  }
+  return n;
+}
+
+/* Crossings between bodies a and b both ways; -1 when a surface cannot be read. */
+static int32_t ee_crossings(const piola_world *w, piola_body_id a, piola_body_id b) {
+  ee_surface sa, sb;
+  memset(&sa, 0, sizeof sa);
+  memset(&sb, 0, sizeof sb);
+  int32_t n = -1;
+  if (ee_surface_get(w, a, &sa) && ee_surface_get(w, b, &sb)) {
+    n = ee_crossings_of(&sa, &sb) + ee_crossings_of(&sb, &sa);
+  }
+  ee_surface_free(&sa);
+  ee_surface_free(&sb);
+  return n;
+}
+
+/* ---- The math ----------------------------------------------------------------------------- */
+
+/* piola_segments_closest against a fine search over both parameters; piola_edge_side flips when
+ * one edge passes through the other; piola_edge_candidate catches an edge that passes through
+ * another within the substep, and not one that stays far; parallel pairs are skipped. */
+void test_contact_edges_math(piola_test *t) {
+  uint64_t seed = 12345;
+  double worst = 0.0;
+  for (int trial = 0; trial < 200; ++trial) {
+    piola_v3 q[4];
+    for (int k = 0; k < 4; ++k) {
+      double r[3];
+      for (int j = 0; j < 3; ++j) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        r[j] = (double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+      }
+      q[k] = piola_v3_make(r[0], r[1], r[2]);
+    }
+    double s, u;
+    piola_segments_closest(q[0], q[1], q[2], q[3], &s, &u);
+    const double d =
+        piola_v3_length(piola_v3_sub(piola_lerp3(q[0], q[1], s), piola_lerp3(q[2], q[3], u)));
+    double best = INFINITY;
+    for (int i = 0; i <= 200; ++i) {
+      for (int j = 0; j <= 200; ++j) {
+        best = fmin(best, piola_v3_length(piola_v3_sub(piola_lerp3(q[0], q[1], i / 200.0),
+                                                       piola_lerp3(q[2], q[3], j / 200.0))));
+      }
+    }
+    CHECK_MSG(t, d <= best + 1e-12, "trial %d: closest distance %.9g, a search finds %.9g", trial,
+              d, best);
+    worst = fmax(worst, best - d);
+  }
+  /* Edge a along x at height y = h over edge b along z at the origin. */
+  const double th = 0.01;
+  const piola_v3 b0 = piola_v3_make(0.0, 0.0, -0.5), b1 = piola_v3_make(0.0, 0.0, 0.5);
+  const piola_v3 a0 = piola_v3_make(-0.5, 0.05, 0.0), a1 = piola_v3_make(0.5, 0.05, 0.0);
+  const piola_v3 down = piola_v3_make(0.0, -0.1, 0.0); /* to y = -0.05: through b */
+  const int side = piola_edge_side(a0, a1, b0, b1);
+  CHECK(t, side == 0 || side == 1);
+  CHECK(t, piola_edge_side(piola_v3_add(a0, down), piola_v3_add(a1, down), b0, b1) == 1 - side);
+  double key = -1.0;
+  CHECK(t, piola_edge_candidate(a0, a1, b0, b1, piola_v3_add(a0, down), piola_v3_add(a1, down), b0,
+                                b1, side, th, &key));
+  CHECK_MSG(t, fabs(key + 0.05) < 1e-12, "key %.9g, expected -0.05 (crossed)", key);
+  /* Staying 5 cm above: no contact; 1.5 cm above: a contact that does not push; 5 mm: pushes. */
+  CHECK(t, !piola_edge_candidate(a0, a1, b0, b1, a0, a1, b0, b1, side, th, &key));
+  const piola_v3 near = piola_v3_make(0.0, -0.035, 0.0), close = piola_v3_make(0.0, -0.045, 0.0);
+  CHECK(t, piola_edge_candidate(a0, a1, b0, b1, piola_v3_add(a0, near), piola_v3_add(a1, near), b0,
+                                b1, side, th, &key));
+  piola_contact_frame_data f;
+  piola_edge_contact_prepare(a0, a1, b0, b1, piola_v3_add(a0, near), piola_v3_add(a1, near), b0, b1,
+                             side, th, 0.5, &f);
+  CHECK_MSG(t, f.depth == 0.0, "a pair 1.5 cm apart pushes by %.9g m", f.depth);
+  piola_edge_contact_prepare(a0, a1, b0, b1, piola_v3_add(a0, close), piola_v3_add(a1, close), b0,
+                             b1, side, th, 0.5, &f);
+  CHECK_MSG(t, fabs(f.depth - 0.005) < 1e-12, "a pair 5 mm apart pushes by %.9g m (5 mm)", f.depth);
+  /* Passed through to 5 cm under b: pushed back up, by inverse masses and weights (a's ends
+   * weigh 1/2 each, so do b's); b pinned, a alone moves, by the whole depth of 6 cm. */
+  piola_edge_contact_prepare(a0, a1, b0, b1, piola_v3_add(a0, down), piola_v3_add(a1, down), b0, b1,
+                             side, th, 0.0, &f);
+  CHECK_MSG(t,
+            fabs(f.depth - 0.06) < 1e-12 && fabs(f.b.x - 0.5) < 1e-12 && fabs(f.b.y - 0.5) < 1e-12,
+            "depth %.9g (0.06), s %.9g, t %.9g (0.5)", f.depth, f.b.x, f.b.y);
+  piola_v3 dx[4];
+  double length[4];
+  piola_edge_contact_respond(&f, 1.0, 1.0, 0.0, 0.0, dx, length);
+  const double moved = 0.5 * (dx[0].y + dx[1].y); /* a's midpoint */
+  CHECK_MSG(t, fabs(moved - 0.06) < 1e-12 && dx[2].y == 0.0 && dx[3].y == 0.0,
+            "a's midpoint moved by %.9g (0.06), b's ends by %.9g, %.9g", moved, dx[2].y, dx[3].y);
+  /* Equal masses: a and b share the push, momentum conserved. */
+  piola_edge_contact_respond(&f, 1.0, 1.0, 1.0, 1.0, dx, length);
+  CHECK_MSG(t, fabs(dx[0].y + dx[1].y + dx[2].y + dx[3].y) < 1e-12,
+            "the corrections sum to %.3g (momentum)", dx[0].y + dx[1].y + dx[2].y + dx[3].y);
+  /* Passing through b near an end of a (its closest point 0.5 mm from a0, under 1% of its length):
+   * no new pair, the vertex-triangle contacts act there. */
+  const piola_v3 shift = piola_v3_make(0.4995, 0.0, 0.0);
+  CHECK(t,
+        !piola_edge_candidate(piola_v3_add(a0, shift), piola_v3_add(a1, shift), b0, b1,
+                              piola_v3_add(piola_v3_add(a0, shift), down),
+                              piola_v3_add(piola_v3_add(a1, shift), down), b0, b1, side, th, &key));
+  /* Parallel: no side, no contact. */
+  const piola_v3 c0 = piola_v3_make(-0.5, 0.0, 0.0), c1 = piola_v3_make(0.5, 0.0, 0.0);
+  CHECK(t, piola_edge_side(a0, a1, c0, c1) == -1);
+  CHECK(t, !piola_edge_candidate(a0, a1, c0, c1, a0, a1, c0, c1, 0, th, &key));
+  printf("  closest points of 200 random segment pairs within %.3g m of a 201 x 201 search\n",
+         worst);
+}
+
+/* ---- Scenes ------------------------------------------------------------------------------- */
+
+typedef struct ee_run {
+  int32_t worst_crossings, worst_step; /* the most crossings at one frame, and when */
+  int32_t edge_steps;                  /* frames with edge contacts in the stats */
+  int32_t most_edge_contacts;
+  uint64_t hash;
+  bool ok;
+} ee_run;
+
+/* A bar of `cells` cells of 0.1 m along x (or z with along_z), 0.05 x 0.05 m across: one cell
+ * thick. */
+static piola_tet_mesh ee_bar(bool along_z) {
+  return along_z ? wt_box(1, 1, 10, 0.05f, 0.05f, 1.0f) : wt_box(10, 1, 1, 1.0f, 0.05f, 0.05f);
+}
+
+static piola_status ee_throw(piola_world *w, piola_body_id b, float vy) {
+  const int32_t n = piola_body_get_vertex_count(w, b);
+  float *v = calloc(3 * (size_t)n, sizeof *v);
+  if (v == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    v[3 * i + 1] = vy;
+  }
+  piola_status s = piola_body_set_velocities(w, b, v, n);
+  free(v);
+  return s;
+}
+
+/* Steps the world `steps` times, counting crossings between bodies a and b at every frame. */
+static ee_run ee_steps(piola_test *t, piola_world *w, piola_body_id a, piola_body_id b,
+                       int32_t steps) {
+  ee_run r = {0, -1, 0, 0, 0, true};
+  for (int32_t step = 0; step < steps && r.ok; ++step) {
+    r.ok = piola_world_step(w) == PIOLA_OK;
+    const int32_t n = ee_crossings(w, a, b);
+    r.ok = r.ok && n >= 0;
+    if (n > r.worst_crossings) {
+      r.worst_crossings = n;
+      r.worst_step = step;
+    }
+    piola_stats st;
+    if (piola_world_get_stats(w, &st) == PIOLA_OK && st.edge_contact_count > 0) {
+      r.edge_steps++;
+      r.most_edge_contacts = st.edge_contact_count > r.most_edge_contacts ? st.edge_contact_count
+                                                                          : r.most_edge_contacts;
+    }
+  }
+  CHECK_MSG(t, r.ok, "a step or a read failed");
+  const piola_body_id ids[2] = {a, b};
+  r.hash = wt_state_hash(w, ids, 2);
+  return r;
+}
+
+/* Two thin bars crossed: A (along x) on the ground, B (along z) 2 cm above it, thrown down at
+ * 10 m/s (5 cm, a bar's thickness, per step): dt 5 ms, 1 substep, 5 iterations, 100 steps. The
+ * bars' vertices lie 0.1 m apart along them, placed so that none comes within 2.5 cm (2.5
+ * thicknesses) of the other bar's faces: the bars meet edge on edge, and only edge-edge contacts
+ * can hold them apart. */
+static ee_run ee_crossed_bars(piola_test *t, piola_backend backend, bool edges) {
+  piola_test_log log;
+  int misuse = 0;
+  piola_world_def def = piola_test_world_def(&log, &misuse);
+  def.backend = backend;
+  def.damping = 2.0f;
+  def.edge_contacts = edges;
+  ee_run r = {0, -1, 0, 0, 0, false};
+  piola_world *w = NULL;
+  piola_tet_mesh a = ee_bar(false), b = ee_bar(true);
+  const piola_material mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1.0e6f);
+  piola_body_id ia, ib;
+  piola_status s = piola_world_create(&def, &w);
+  if (s == PIOLA_OK) {
+    s = piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &a, &mat, (const float[3]){-0.55f, 0.0f, -0.025f}, &ia);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &b, &mat, (const float[3]){-0.025f, 0.07f, -0.55f}, &ib);
+  }
+  if (s == PIOLA_OK) {
+    s = ee_throw(w, ib, -10.0f);
+  }
+  CHECK_STATUS(t, s, PIOLA_OK);
+  if (s == PIOLA_OK) {
+    r = ee_steps(t, w, ia, ib, 100);
+  }
+  /* Closed surfaces: every edge is shared by two triangles. */
+  piola_stats st;
+  if (s == PIOLA_OK && piola_world_get_stats(w, &st) == PIOLA_OK) {
+    CHECK_MSG(t, 2 * st.surface_edges == 3 * st.surface_triangles && st.surface_edges > 0,
+              "%d surface edges for %d triangles of closed surfaces", (int)st.surface_edges,
+              (int)st.surface_triangles);
+  }
+  piola_world_destroy(w);
+  piola_mesh_free(&a);
+  piola_mesh_free(&b);
+  return r;
+}
+
+/* A thin bar (along x, one cell of 5 cm across, 0.25 kg) dropped at 10 m/s across the edge of a
+ * cloth of 1 x 1 m (10 x 10 squares, 0.2 kg) held at its two borders along z, the one under the
+ * bar among them; 2 cm above it, dt 5 ms, 1 substep, 5 iterations, 100 steps. The bar lies between
+ * two of the cloth's border vertices and its own vertices 5 cm on either side of the border: the
+ * border edge meets the bar's bottom face where no vertex is. */
+static ee_run ee_bar_on_cloth(piola_test *t, piola_backend backend, bool edges) {
+  piola_test_log log;
+  int misuse = 0;
+  piola_world_def def = piola_test_world_def(&log, &misuse);
+  def.backend = backend;
+  def.damping = 2.0f;
+  def.edge_contacts = edges;
+  ee_run r = {0, -1, 0, 0, 0, false};
+  piola_world *w = NULL;
+  piola_tet_mesh bar = ee_bar(false);
+  piola_tri_mesh sheet;
+  memset(&sheet, 0, sizeof sheet);
+  piola_material mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1.0e6f);
+  mat.density = 100.0f; /* 0.25 kg: about the cloth's own mass (0.2 kg) */
+  const piola_cloth_material cm = piola_default_cloth_material();
+  piola_body_id ic, ib;
+  piola_status s =
+      piola_mesh_make_grid((const int32_t[2]){10, 10}, (const float[2]){1.0f, 1.0f}, &sheet);
+  if (s == PIOLA_OK) {
+    s = piola_world_create(&def, &w);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_cloth(w, &sheet, &cm, (const float[3]){-1.0f, 0.5f, -0.5f}, &ic);
+  }
+  float *inv = NULL;
+  if (s == PIOLA_OK) {
+    inv = malloc(sizeof *inv * (size_t)sheet.vertex_count);
+    s = inv != NULL ? piola_body_get_inverse_masses(w, ic, inv, sheet.vertex_count)
+                    : PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  if (s == PIOLA_OK) {
+    for (int32_t i = 0; i < sheet.vertex_count; ++i) {
+      const float x = sheet.positions[3 * i];
+      if (x < 0.01f || x > 0.99f) {
+        inv[i] = 0.0f; /* the borders along z */
+      }
+    }
+    s = piola_body_set_inverse_masses(w, ic, inv, sheet.vertex_count);
+  }
+  free(inv);
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &bar, &mat, (const float[3]){-0.45f, 0.52f, 0.025f}, &ib);
+  }
+  if (s == PIOLA_OK) {
+    s = ee_throw(w, ib, -10.0f);
+  }
+  CHECK_STATUS(t, s, PIOLA_OK);
+  if (s == PIOLA_OK) {
+    r = ee_steps(t, w, ic, ib, 100);
+  }
+  piola_world_destroy(w);
+  piola_mesh_free(&bar);
+  piola_tri_mesh_free(&sheet);
+  return r;
+}
+
+typedef ee_run (*ee_scene_fn)(piola_test *t, piola_backend backend, bool edges);
+
+/* The scene twice with edge contacts (no crossing at any frame, edge contacts found, bitwise
+ * the same both times) and once without (it does cross: the count has teeth). */
+static void ee_check_scene(piola_test *t, const char *name, ee_scene_fn scene,
+                           piola_backend backend) {
+  const ee_run on = scene(t, backend, true), again = scene(t, backend, true);
+  const ee_run off = scene(t, backend, false);
+  printf("  %s, %s: with edge contacts at most %d crossings (step %d), edge contacts in %d "
+         "steps (at most %d); without them at most %d crossings (step %d)\n",
+         piola_backend_name(backend), name, (int)on.worst_crossings, (int)on.worst_step,
+         (int)on.edge_steps, (int)on.most_edge_contacts, (int)off.worst_crossings,
+         (int)off.worst_step);
+  CHECK_MSG(t, on.ok && on.worst_crossings == 0,
+            "%s: %d edge-triangle crossings at step %d with edge contacts", name,
+            (int)on.worst_crossings, (int)on.worst_step);
+  CHECK_MSG(t, on.edge_steps > 0, "%s: no edge contact in the stats", name);
+  CHECK_MSG(t, on.hash == again.hash, "%s: two runs differ (%016llx, %016llx)", name,
+            (unsigned long long)on.hash, (unsigned long long)again.hash);
+  CHECK_MSG(t, off.ok && off.worst_crossings > 0,
+            "%s: without edge contacts nothing crosses either (the test has no teeth)", name);
+  CHECK_MSG(t, off.edge_steps == 0, "%s: edge contacts counted with edge_contacts off", name);
+}
+
+void test_contact_edges_crossed_bars(piola_test *t) {
+  ee_check_scene(t, "crossed bars", ee_crossed_bars, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_contact_edges_crossed_bars(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  ee_check_scene(t, "crossed bars", ee_crossed_bars, PIOLA_BACKEND_OPENCL);
+}
+
+void test_contact_edges_bar_across_cloth_edge(piola_test *t) {
+  ee_check_scene(t, "bar across a cloth edge", ee_bar_on_cloth, PIOLA_BACKEND_CPU_REFERENCE);
+}
+
+void test_opencl_contact_edges_bar_across_cloth_edge(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  ee_check_scene(t, "bar across a cloth edge", ee_bar_on_cloth, PIOLA_BACKEND_OPENCL);
+}
