@@ -38,7 +38,7 @@ scene_options scene_default_options(void) {
   o.funnel_opening = 2.5f;
   o.contacts = true;
   o.self_collision = true;
-  o.edge_contacts = true;
+  o.edge_contacts = false;
   o.cpu_threads = 1;
   o.contact_thickness = 0.0f;
   o.contact_friction = -1.0f;
@@ -148,7 +148,8 @@ void scene_print_help(void) {
          "                      turns in)\n"
          "  --no-contacts       bodies pass through each other (static colliders still act)\n"
          "  --no-self-collision a body passes through itself (contacts between bodies stay)\n"
-         "  --no-edge-contacts  only vertices meet triangles (no edge-edge contacts)\n"
+         "  --edge-contacts     edges meet edges too (edge-edge contacts; off by default)\n"
+         "  --no-edge-contacts  only vertices meet triangles (the default)\n"
          "  --contact-thickness M  distance kept between touching bodies (default 0.01)\n"
          "  --contact-friction MU  friction between bodies (default 0.5)\n");
   printf("  --scheme S          gauss-seidel (default: colored) or jacobi\n"
@@ -294,6 +295,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
       o->self_collision = false;
     } else if (strcmp(a, "--no-edge-contacts") == 0) {
       o->edge_contacts = false;
+    } else if (strcmp(a, "--edge-contacts") == 0) {
+      o->edge_contacts = true;
     } else if (strcmp(a, "--profile") == 0) {
       o->profile = true;
     } else if (strcmp(a, "--verbose") == 0) {

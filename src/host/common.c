@@ -133,7 +133,7 @@ piola_world_def piola_default_world_def(void) {
   d.iteration_scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
   d.max_colors = 0;
   d.contacts = true;
-  d.edge_contacts = true;
+  d.edge_contacts = false;
   d.contact_thickness = 0.01f;
   d.contact_friction = 0.5f;
   d.jacobi_omega = 1.0f;
