@@ -373,6 +373,14 @@ PIOLA_FN int piola_collider_correction_exact(PIOLA_COLLIDER_RECORD const piola_c
   return 1;
 }
 
+/* The origin of collider c's frame t seconds after the start of the step (m): the point the
+ * torque it receives is taken about (piola_world_get_collider_force). An unposed collider's
+ * origin is the world's. */
+PIOLA_FN piola_v3 piola_collider_origin_at(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                           piola_real t) {
+  return piola_v3_add(piola_f32x3(c->position), piola_v3_scale(piola_f32x3(c->velocity), t));
+}
+
 /* piola_collider_correction_exact() where p may touch c (piola_collider_may_touch()); else no
  * contact (0, zero correction), which is what the exact test would give there. */
 PIOLA_FN int piola_collider_correction_at(PIOLA_COLLIDER_RECORD const piola_collider_data *c,

@@ -200,6 +200,7 @@ piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *
   w->colliders[w->collider_count] = c;
   w->collider_slot[w->collider_count] = slot;
   w->collider_count++;
+  w->collider_force_scale = 0.0; /* the records are of the colliders before it */
   colliders_changed(w, w->collider_count - 1, w->collider_count);
   if (out != NULL) {
     out->index1 = slot + 1;
@@ -245,6 +246,7 @@ piola_status piola_world_remove_collider(piola_world *w, piola_collider_id id) {
     w->collider_slots[w->collider_slot[i]].dense = i;
   }
   cs->dense = -1;
+  w->collider_force_scale = 0.0; /* the records of the colliders after it moved */
   piola_id_pool_free(&w->collider_ids, (int32_t)(cs - w->collider_slots));
   colliders_changed(w, d, w->collider_count);
   return PIOLA_OK;
@@ -357,4 +359,34 @@ void piola_world_advance_colliders(piola_world *w) {
     end = i + 1;
   }
   colliders_changed(w, first, end);
+}
+
+piola_status piola_world_get_collider_force(const piola_world *w, piola_collider_id id,
+                                            float force[3], float torque[3]) {
+  PIOLA_RETURN_IF_LOST(w);
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const piola_collider_slot *cs = collider_slot(w, id);
+  if (cs == NULL) {
+    return PIOLA_ERROR_INVALID_COLLIDER;
+  }
+  double sums[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  if (w->collider_force_scale > 0.0) {
+    const piola_status s = w->ops->collider_impulse(w, cs->dense, sums);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+  }
+  /* The particles push the collider back: -sum(m dx) / (h dt) */
+  const double scale = w->collider_force_scale > 0.0 ? -1.0 / w->collider_force_scale : 0.0;
+  for (int k = 0; k < 3; ++k) {
+    if (force != NULL) {
+      force[k] = (float)(sums[k] * scale);
+    }
+    if (torque != NULL) {
+      torque[k] = (float)(sums[3 + k] * scale);
+    }
+  }
+  return PIOLA_OK;
 }

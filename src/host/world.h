@@ -53,6 +53,14 @@ struct piola_world {
   /* Time from the start of the step to the end of the current substep (s): where the colliders
    * stand for the COLLIDE stage. */
   double collider_time;
+  /* h dt of the last step (s^2), by which the sums of the colliders' impulse records divide
+   * into forces (piola_world_get_collider_force); 0 before a step, and after a collider was
+   * added or removed or a state loaded, until the next step. */
+  double collider_force_scale;
+  /* CPU reference: per collider and vertex, the sums over the step of m dx and of
+   * m (p - o) x dx (6 doubles, at (c vertex_count + i) 6; see piola_record_impulse). */
+  double *collider_impulse;
+  size_t collider_impulse_capacity; /* doubles */
 
   /* Vertices (double): x, p, v are 3 per vertex. */
   int32_t vertex_count, vertex_capacity;
