@@ -29,6 +29,7 @@
 #include "piola_cloth.h"
 #include "piola_collide.h"
 #include "piola_contact.h"
+#include "piola_mesh.h"
 #include "piola_tet.h"
 #endif
 
@@ -290,7 +291,8 @@ PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
                                             __constant piola_collider_data *colliders,
                                             int collider_count, float t_end, float h,
                                             __global float4 *support, int i,
-                                            __global float4 *impulse, int stride) {
+                                            __global float4 *impulse, int stride,
+                                            __global const float4 *shapes) {
   if (!(xi.w > 0.0f)) {
     return di;
   }
@@ -311,9 +313,13 @@ PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
       continue;
     }
     piola_v3 correction;
-    if (piola_collider_correction_exact(k, xs, piola_position(xi, di), t_end, h, &correction, &n)) {
+    if (piola_collider_correction_shapes(k, shapes, xs, piola_position(xi, di), t_end, h,
+                                         &correction, &n)) {
       di = piola_displace(di, correction);
       pushed = 1;
+      if (k->kind >= PIOLA_COLLIDER_KIND_MESH) {
+        n = piola_v3_make(0.0f, 0.0f, 0.0f); /* no support normal (piola_mesh_supports) */
+      }
       piola_record_impulse(impulse, stride, c, i, xi, di, k, t_end, correction);
     }
   }
@@ -327,9 +333,10 @@ PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
 PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
                                    __constant piola_collider_data *colliders, int collider_count,
                                    float t_end, float h, __global float4 *support, int i,
-                                   __global float4 *impulse, int stride) {
+                                   __global float4 *impulse, int stride,
+                                   __global const float4 *shapes) {
   d[i] = piola_collided_displacement(x[i], d[i], colliders, collider_count, t_end, h, support, i,
-                                     impulse, stride);
+                                     impulse, stride, shapes);
 }
 
 /* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
@@ -528,10 +535,11 @@ PIOLA_KERNEL void piola_solve_cloth_bends(__global const float4 *x, __global flo
 PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
                                 __constant piola_collider_data *colliders, int collider_count,
                                 int count, float t_end, float h, __global float4 *support,
-                                __global float4 *impulse) {
+                                __global float4 *impulse, __global const float4 *shapes) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_collide_vertex(x, d, colliders, collider_count, t_end, h, support, i, impulse, count);
+    piola_collide_vertex(x, d, colliders, collider_count, t_end, h, support, i, impulse, count,
+                         shapes);
   }
 }
 
@@ -643,7 +651,7 @@ PIOLA_KERNEL void piola_substep_bodies(
     int color_count, int iterations, int stride, int jacobi_first, float4 h_gravity, float h,
     float inv_h, float inv_h2, float damp, float omega, int part, float collider_t_end,
     __local float4 *on_chip, int on_chip_vertices, __global float4 *support,
-    __global float4 *impulse, int vertex_count) {
+    __global float4 *impulse, int vertex_count, __global const float4 *shapes) {
   __local float4 *lx = on_chip, *ld = on_chip + on_chip_vertices;
   const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
@@ -735,7 +743,7 @@ PIOLA_KERNEL void piola_substep_bodies(
     if (collider_count > 0 && part == 0) {
       for (int i = lid; i < nv; i += nl) {
         ld[i] = piola_collided_displacement(lx[i], ld[i], colliders, collider_count, collider_t_end,
-                                            h, support, v0 + i, impulse, vertex_count);
+                                            h, support, v0 + i, impulse, vertex_count, shapes);
       }
       /* the supports are read by the next iteration's tets */
       barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);

@@ -388,6 +388,21 @@ PIOLA_API piola_status piola_world_get_collider_force(const piola_world *world,
                                                       piola_collider_id id, float force[3],
                                                       float torque[3]);
 
+/** Makes a signed distance field (for a PIOLA_COLLIDER_SDF) from a closed, outward-oriented
+ * triangle mesh (as piola_mesh_shape describes it): the grid covers the mesh's bounding box grown
+ * by `padding` (m, >= 0) on every side with points `cell` (m, > 0) apart, each holding its
+ * distance to the surface (negative inside; exact at the points, Baerentzen and Aanaes 2005's
+ * sign). On success *out describes the grid and its distances, which the library allocated:
+ * free them with piola_sdf_free() (after the collider is added, which copies them, or when done).
+ * PIOLA_ERROR_INVALID_MESH for a bad or open mesh, PIOLA_ERROR_NON_FINITE for non-finite
+ * values, PIOLA_ERROR_INVALID_ARGUMENT for NULL pointers, a bad cell or padding or a grid of more
+ * than 2^26 points; *out is untouched on failure. Costs a nearest-triangle query per point. */
+PIOLA_API piola_status piola_sdf_from_mesh(const piola_mesh_shape *mesh, float cell, float padding,
+                                           piola_sdf_shape *out);
+
+/** Frees the distances piola_sdf_from_mesh() allocated and zeroes *sdf (NULL: nothing). */
+PIOLA_API void piola_sdf_free(piola_sdf_shape *sdf);
+
 /* ---- Meshes ------------------------------------------------------------------------- */
 
 /** Loads a TetGen .node/.ele pair (0- or 1-based; attributes and boundary markers ignored;

@@ -334,10 +334,16 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
     int pushed = 0;
     for (int32_t c = 0; c < w->collider_count; ++c) {
       piola_v3 d;
+      const piola_collider_data *k = &w->colliders[c];
+      d = piola_v3_make(0.0, 0.0, 0.0);
       const int hit =
-          piola_collider_correction_at(&w->colliders[c], x, p, w->collider_time, h, &d, &n);
+          piola_collider_may_touch(k, p, w->collider_time) &&
+          piola_collider_correction_shapes(k, w->shapes, x, p, w->collider_time, h, &d, &n);
       pushed |= hit;
       p = piola_v3_add(p, d);
+      if (hit && k->kind >= PIOLA_COLLIDER_KIND_MESH) {
+        n = piola_v3_make(0.0, 0.0, 0.0); /* no support normal (piola_mesh_supports) */
+      }
       if (hit) {
         /* the impulse record (piola_record_impulse) */
         const double m = 1.0 / w->w[i];

@@ -96,6 +96,7 @@ enum {
    * (piola_record_impulse), and one collider's sums of them (piola_collider_impulse_sum) */
   BUF_COLLIDER_IMPULSE,
   BUF_COLLIDER_IMPULSE_SUM,
+  BUF_COLLIDER_SHAPES, /* the mesh and SDF colliders' data (world shapes) */
   /* contacts (piola_contact.cl) */
   BUF_SV_VERTEX,
   BUF_SV_BODY,
@@ -170,6 +171,8 @@ struct piola_opencl {
   bool live;            /* the device holds the current vertex and tet state */
   /* Collider records [first, end) changed since the upload (empty when first >= end). */
   int32_t colliders_dirty_first, colliders_dirty_end;
+  uint64_t shapes_version; /* of the world's shape data uploaded (the world's + 1 forces one) */
+  bool shapes_uploaded;
   int32_t vertex_count; /* sizes of the uploaded state */
   int32_t tet_count;
   int32_t plastic_count;

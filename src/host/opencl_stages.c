@@ -18,6 +18,19 @@ piola_status piola_opencl_begin_step(piola_world *w) {
   } else if (cl->colliders_dirty_first < cl->colliders_dirty_end) {
     s = piola_ocl_upload_colliders(w);
   }
+  /* The mesh and SDF colliders' data, when it changed (never on a pose change); a buffer of one
+   * entry stands for none. */
+  if (s == PIOLA_OK && (!cl->shapes_uploaded || cl->shapes_version != w->shapes_version)) {
+    const size_t bytes = 16 * (size_t)w->shape_count;
+    s = piola_ocl_ensure_buffer(w, BUF_COLLIDER_SHAPES, bytes, CL_MEM_READ_ONLY);
+    if (s == PIOLA_OK) {
+      s = piola_ocl_write_buffer(w, BUF_COLLIDER_SHAPES, 0, bytes, w->shapes);
+    }
+    if (s == PIOLA_OK) {
+      cl->shapes_uploaded = true;
+      cl->shapes_version = w->shapes_version;
+    }
+  }
   /* The colliders' impulse records start the step at zero (piola_record_impulse). */
   const size_t impulse_bytes = 32 * (size_t)w->collider_count * (size_t)cl->vertex_count;
   if (s == PIOLA_OK && impulse_bytes > 0) {
@@ -342,6 +355,7 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(KERNEL_COLLIDE, 6, hf);
     SET_ARG(KERNEL_COLLIDE, 7, b[BUF_SUPPORT]);
     SET_ARG(KERNEL_COLLIDE, 8, b[BUF_COLLIDER_IMPULSE]);
+    SET_ARG(KERNEL_COLLIDE, 9, b[BUF_COLLIDER_SHAPES]);
     return piola_ocl_enqueue(w, KERNEL_COLLIDE, nv, stage);
   }
   case PIOLA_STAGE_UPDATE_VELOCITIES: {
@@ -462,6 +476,7 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   SET_ARG(k, 35, impulse);
   cl_int vertex_count = cl->vertex_count;
   SET_ARG(k, 36, vertex_count);
+  SET_ARG(k, 37, b[BUF_COLLIDER_SHAPES]);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(piola_ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));

@@ -175,6 +175,7 @@ void piola_world_destroy(piola_world *w) {
   free(w->cloth_materials);
   free(w->colliders);
   free(w->collider_impulse);
+  free(w->shapes);
   free(w->collider_slot);
   piola_id_pool_destroy(&w->collider_ids);
   free(w->collider_slots);

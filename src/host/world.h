@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "body.h"
 #include "collider.h"
+#include "collider_mesh.h"
 #include "common.h"
 #include "contact.h"
 #include "id_pool.h"
@@ -53,6 +54,12 @@ struct piola_world {
   /* Time from the start of the step to the end of the current substep (s): where the colliders
    * stand for the COLLIDE stage. */
   double collider_time;
+  /* The mesh and SDF colliders' data (kernels/piola_mesh.h): shape_count float4 entries (4
+   * floats each), every such collider's range named by its record; shapes_version changes with
+   * them (the device uploads them again). */
+  float *shapes;
+  int32_t shape_count, shape_capacity;
+  uint64_t shapes_version;
   /* h dt of the last step (s^2), by which the sums of the colliders' impulse records divide
    * into forces (piola_world_get_collider_force); 0 before a step, and after a collider was
    * added or removed or a state loaded, until the next step. */
