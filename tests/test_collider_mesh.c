@@ -690,3 +690,191 @@ void test_opencl_mesh_collider_conveyor(piola_test *t) {
     conveyor(t, true);
   }
 }
+
+/* ---- Bad input, removal, size ---------------------------------------------------------- */
+
+/* Each bad mesh or grid is refused with its status and one logged error, and the world is left
+ * as it was (no collider, no shape data, the same state). */
+void test_mesh_collider_bad_input(piola_test *t) {
+  piola_test_log log;
+  int misuse = 0;
+  piola_world *w = wt_world(t, &log, &misuse, 0.005f, 1, 5, 0.0f, true);
+  REQUIRE(t, w != NULL);
+  gen_mesh cube = gen_cube(0.5f);
+  piola_collider_def ok = piola_default_collider_def();
+  ok.type = PIOLA_COLLIDER_MESH;
+  ok.shape.mesh = gen_shape(&cube);
+  piola_collider_id first;
+  REQUIRE_OK(t, piola_world_add_collider(w, &ok, &first)); /* one mesh already in */
+  const int32_t entries = w->shape_count;
+  const wt_snapshot before = wt_snapshot_take(w, NULL, 0);
+  float nan_positions[24];
+  memcpy(nan_positions, cube.positions, sizeof nan_positions);
+  nan_positions[7] = NAN;
+  int32_t bad_index[36], negative[36];
+  memcpy(bad_index, cube.triangles, sizeof bad_index);
+  memcpy(negative, cube.triangles, sizeof negative);
+  bad_index[17] = 8;
+  negative[4] = -1;
+  int32_t inward[36];
+  for (int k = 0; k < 12; ++k) {
+    inward[3 * k] = cube.triangles[3 * k];
+    inward[3 * k + 1] = cube.triangles[3 * k + 2];
+    inward[3 * k + 2] = cube.triangles[3 * k + 1];
+  }
+  const int32_t flat[6] = {0, 0, 1, 2, 2, 2};
+  struct {
+    const char *what;
+    piola_mesh_shape shape;
+    piola_status expected;
+  } meshes[] = {
+      {"NULL positions", {NULL, 8, cube.triangles, 12}, PIOLA_ERROR_INVALID_ARGUMENT},
+      {"NULL triangles", {cube.positions, 8, NULL, 12}, PIOLA_ERROR_INVALID_ARGUMENT},
+      {"zero triangles", {cube.positions, 8, cube.triangles, 0}, PIOLA_ERROR_INVALID_MESH},
+      {"negative count", {cube.positions, 8, cube.triangles, -3}, PIOLA_ERROR_INVALID_MESH},
+      {"two vertices", {cube.positions, 2, cube.triangles, 12}, PIOLA_ERROR_INVALID_MESH},
+      {"index out of range", {cube.positions, 8, bad_index, 12}, PIOLA_ERROR_INVALID_MESH},
+      {"negative index", {cube.positions, 8, negative, 12}, PIOLA_ERROR_INVALID_MESH},
+      {"NaN position", {nan_positions, 8, cube.triangles, 12}, PIOLA_ERROR_NON_FINITE},
+      {"inward closed mesh", {cube.positions, 8, inward, 12}, PIOLA_ERROR_INVALID_MESH},
+      {"only zero-area triangles", {cube.positions, 8, flat, 2}, PIOLA_ERROR_INVALID_MESH},
+      {"too many triangles",
+       {cube.positions, 8, cube.triangles, 1 << 30},
+       PIOLA_ERROR_INVALID_ARGUMENT},
+  };
+  for (size_t i = 0; i < sizeof meshes / sizeof meshes[0]; ++i) {
+    piola_collider_def d = piola_default_collider_def();
+    d.type = PIOLA_COLLIDER_MESH;
+    d.shape.mesh = meshes[i].shape;
+    const int errors = log.count[PIOLA_LOG_ERROR];
+    piola_collider_id id = {0, 0};
+    CHECK_MSG(t, piola_world_add_collider(w, &d, &id) == meshes[i].expected, "%s: not %s",
+              meshes[i].what, piola_status_string(meshes[i].expected));
+    CHECK_MSG(t, log.count[PIOLA_LOG_ERROR] == errors + 1 && strstr(log.last, "mesh") != NULL,
+              "%s: logged '%s'", meshes[i].what, log.last);
+    CHECK(t, id.index1 == 0);
+  }
+  float good[8] = {-1, -1, -1, -1, 1, 1, 1, 1}, with_nan[8] = {-1, -1, -1, -1, 1, 1, NAN, 1};
+  struct {
+    const char *what;
+    piola_sdf_shape shape;
+    piola_status expected;
+  } grids[] = {
+      {"NULL distances", {NULL, {2, 2, 2}, {0, 0, 0}, 0.1f}, PIOLA_ERROR_INVALID_ARGUMENT},
+      {"one point along y", {good, {2, 1, 4}, {0, 0, 0}, 0.1f}, PIOLA_ERROR_INVALID_ARGUMENT},
+      {"zero cell", {good, {2, 2, 2}, {0, 0, 0}, 0.0f}, PIOLA_ERROR_INVALID_ARGUMENT},
+      {"negative cell", {good, {2, 2, 2}, {0, 0, 0}, -0.1f}, PIOLA_ERROR_INVALID_ARGUMENT},
+      {"NaN cell", {good, {2, 2, 2}, {0, 0, 0}, NAN}, PIOLA_ERROR_NON_FINITE},
+      {"infinite origin", {good, {2, 2, 2}, {0, INFINITY, 0}, 0.1f}, PIOLA_ERROR_NON_FINITE},
+      {"NaN distance", {with_nan, {2, 2, 2}, {0, 0, 0}, 0.1f}, PIOLA_ERROR_NON_FINITE},
+      {"too many points",
+       {good, {1 << 20, 1 << 20, 2}, {0, 0, 0}, 0.1f},
+       PIOLA_ERROR_INVALID_ARGUMENT},
+  };
+  for (size_t i = 0; i < sizeof grids / sizeof grids[0]; ++i) {
+    piola_collider_def d = piola_default_collider_def();
+    d.type = PIOLA_COLLIDER_SDF;
+    d.shape.sdf = grids[i].shape;
+    const int errors = log.count[PIOLA_LOG_ERROR];
+    CHECK_MSG(t, piola_world_add_collider(w, &d, NULL) == grids[i].expected, "%s: not %s",
+              grids[i].what, piola_status_string(grids[i].expected));
+    CHECK_MSG(t, log.count[PIOLA_LOG_ERROR] == errors + 1 && strstr(log.last, "SDF") != NULL,
+              "%s: logged '%s'", grids[i].what, log.last);
+  }
+  const wt_snapshot after = wt_snapshot_take(w, NULL, 0);
+  CHECK(t, wt_snapshot_equal(&before, &after));
+  CHECK(t, w->shape_count == entries && w->collider_count == 1);
+  CHECK(t, misuse == 0);
+  /* piola_sdf_from_mesh: an open mesh, bad sizes and NULLs are refused and leave *out alone. */
+  piola_sdf_shape out;
+  memset(&out, 0x5a, sizeof out);
+  const piola_sdf_shape untouched = out;
+  gen_mesh quad = gen_terrain(1.0f, 1);
+  piola_mesh_shape open_shape = gen_shape(&quad), closed = gen_shape(&cube);
+  CHECK_STATUS(t, piola_sdf_from_mesh(&open_shape, 0.1f, 0.0f, &out), PIOLA_ERROR_INVALID_MESH);
+  CHECK_STATUS(t, piola_sdf_from_mesh(&closed, 0.0f, 0.0f, &out), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_sdf_from_mesh(&closed, 0.1f, -1.0f, &out), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_sdf_from_mesh(&closed, NAN, 0.0f, &out), PIOLA_ERROR_NON_FINITE);
+  CHECK_STATUS(t, piola_sdf_from_mesh(&closed, 1e-6f, 0.0f, &out), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_sdf_from_mesh(NULL, 0.1f, 0.0f, &out), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t, piola_sdf_from_mesh(&closed, 0.1f, 0.0f, NULL), PIOLA_ERROR_INVALID_ARGUMENT);
+  CHECK(t, memcmp(&out, &untouched, sizeof out) == 0);
+  /* A good one: the cube's field is its distance at the points (-0.5 at the centre). */
+  REQUIRE_OK(t, piola_sdf_from_mesh(&closed, 0.25f, 0.25f, &out));
+  CHECK(t, out.dims[0] == 7 && out.dims[1] == 7 && out.dims[2] == 7);
+  CHECK(t, fabsf(out.distances[3 + 7 * (3 + 7 * 3)] + 0.5f) < 1e-6f);
+  CHECK(t, fabsf(out.distances[0] - sqrtf(3.0f) * 0.25f) < 1e-6f);
+  piola_sdf_free(&out);
+  CHECK(t, out.distances == NULL);
+  piola_sdf_free(NULL);
+  gen_free(&quad);
+  gen_free(&cube);
+  piola_world_destroy(w);
+}
+
+/* Removing a mesh collider drops its data; a mesh and an SDF added after it move down and act as
+ * before; moving one writes no shape data again. */
+void test_mesh_collider_remove_compacts(piola_test *t) {
+  piola_world *w = wt_world(t, NULL, NULL, 0.005f, 1, 5, 0.0f, true);
+  REQUIRE(t, w != NULL);
+  gen_mesh cube = gen_cube(0.5f), big = gen_cube(1.0f);
+  piola_collider_def d = piola_default_collider_def();
+  d.type = PIOLA_COLLIDER_MESH;
+  d.shape.mesh = gen_shape(&cube);
+  piola_collider_id a, b, c;
+  REQUIRE_OK(t, piola_world_add_collider(w, &d, &a));
+  d.shape.mesh = gen_shape(&big);
+  REQUIRE_OK(t, piola_world_add_collider(w, &d, &b));
+  piola_mesh_shape closed = gen_shape(&big);
+  piola_sdf_shape grid;
+  REQUIRE_OK(t, piola_sdf_from_mesh(&closed, 0.25f, 0.25f, &grid));
+  d.type = PIOLA_COLLIDER_SDF;
+  d.shape.sdf = grid;
+  REQUIRE_OK(t, piola_world_add_collider(w, &d, &c));
+  piola_sdf_free(&grid);
+  const piola_v3 p = piola_v3_make(0.2, 0.8, 0.1);
+  piola_v3 n1, n2, corr_b, corr_c, again_b, again_c;
+  REQUIRE(t, piola_collider_correction_shapes(&w->colliders[1], w->shapes, p, p, 0.0, 0.005,
+                                              &corr_b, &n1) == 1);
+  REQUIRE(t, piola_collider_correction_shapes(&w->colliders[2], w->shapes, p, p, 0.0, 0.005,
+                                              &corr_c, &n2) == 1);
+  const int32_t before = w->shape_count;
+  const uint64_t version = w->shapes_version;
+  REQUIRE_OK(t, piola_world_set_collider_pose(w, b, (const float[3]){0, 0, 0}, mesh_identity,
+                                              mesh_zero, mesh_zero));
+  CHECK(t, w->shapes_version == version); /* a pose change uploads no shape data */
+  REQUIRE_OK(t, piola_world_remove_collider(w, a));
+  CHECK(t, w->collider_count == 2 && w->shape_count < before);
+  CHECK(t, w->colliders[0].c[0] == 0.0f);
+  CHECK(t, piola_collider_correction_shapes(&w->colliders[0], w->shapes, p, p, 0.0, 0.005, &again_b,
+                                            &n1) == 1);
+  CHECK(t, piola_collider_correction_shapes(&w->colliders[1], w->shapes, p, p, 0.0, 0.005, &again_c,
+                                            &n2) == 1);
+  CHECK(t, again_b.x == corr_b.x && again_b.y == corr_b.y && again_b.z == corr_b.z);
+  CHECK(t, again_c.x == corr_c.x && again_c.y == corr_c.y && again_c.z == corr_c.z);
+  CHECK(t, fabs(corr_b.y - 0.2) < 1e-6); /* 0.2 m under the big cube's top */
+  REQUIRE_OK(t, piola_world_remove_collider(w, b));
+  REQUIRE_OK(t, piola_world_remove_collider(w, c));
+  CHECK(t, w->shape_count == 0);
+  gen_free(&cube);
+  gen_free(&big);
+  piola_world_destroy(w);
+}
+
+/* A mesh of 100k triangles (a 224 x 224 heightfield) is added in well under a second. */
+void test_mesh_collider_load_100k(piola_test *t) {
+  gen_mesh g = gen_terrain(10.0f, 224);
+  REQUIRE(t, g.triangle_count == 100352);
+  piola_world *w = wt_world(t, NULL, NULL, 0.005f, 1, 5, 0.0f, true);
+  REQUIRE(t, w != NULL);
+  piola_collider_def d = piola_default_collider_def();
+  d.type = PIOLA_COLLIDER_MESH;
+  d.shape.mesh = gen_shape(&g);
+  const double t0 = piola_now_ms();
+  REQUIRE_OK(t, piola_world_add_collider(w, &d, NULL));
+  const double ms = piola_now_ms() - t0;
+  printf("  100352 triangles added in %.1f ms (%d nodes)\n", ms, (int)w->colliders[0].c[2]);
+  CHECK_MSG(t, ms < 1000.0, "adding took %.0f ms", ms);
+  piola_world_destroy(w);
+  gen_free(&g);
+}

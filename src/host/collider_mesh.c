@@ -491,11 +491,19 @@ piola_status piola_sdf_from_mesh(const piola_mesh_shape *mesh, float cell, float
     piola_shape_data_free(&d);
     return PIOLA_ERROR_INVALID_MESH;
   }
+  /* the grid over the vertices' box (the hierarchy's is rounded outwards) */
+  double box_lo[3] = {INFINITY, INFINITY, INFINITY}, box_hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int32_t i = 0; i < mesh->vertex_count; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      box_lo[k] = fmin(box_lo[k], mesh->positions[3 * (size_t)i + (size_t)k]);
+      box_hi[k] = fmax(box_hi[k], mesh->positions[3 * (size_t)i + (size_t)k]);
+    }
+  }
   int32_t dims[3];
   float origin[3];
   int64_t n = 1;
   for (int k = 0; k < 3; ++k) {
-    const double lo = (double)d.lo[k] - padding, hi = (double)d.hi[k] + padding;
+    const double lo = box_lo[k] - padding, hi = box_hi[k] + padding;
     const double cells = ceil((hi - lo) / cell);
     if (!(cells < MAX_SDF_POINTS)) {
       piola_shape_data_free(&d);
