@@ -285,50 +285,66 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
 /* COLLIDE: the displacement di of vertex i starting the substep at xi, projected out of every
  * collider, in order, each at its pose at the end of the substep (t_end seconds into the step;
  * h the substep), from where it would be without its support; the vertex is supported by the
- * last collider that pushed it (its normal into support[i]) or free (piola_tet_support). Each
- * correction is recorded in impulse (piola_record_impulse; stride: the world's vertex count). */
-PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
-                                            __constant piola_collider_data *colliders,
-                                            int collider_count, float t_end, float h,
-                                            __global float4 *support, int i,
-                                            __global float4 *impulse, int stride,
-                                            __global const float4 *shapes) {
-  if (!(xi.w > 0.0f)) {
-    return di;
+ * last collider that pushed it (its normal into support[i]; none for a mesh or SDF,
+ * piola_mesh_supports) or free (piola_tet_support). Each correction is recorded in impulse
+ * (piola_record_impulse; stride: the world's vertex count). Written once as a macro over the
+ * correction it calls: piola_collided_displacement for colliders of any kind (the shapes' data
+ * in `shapes`), piola_collided_displacement_analytic for the analytic kinds only, the collide
+ * stage's kernel in worlds without mesh or SDF colliders: PoCL vectorises that one across
+ * work-items as it did before meshes existed, which the mesh queries' loops keep it from doing
+ * (2.4x slower in the funnel scene, bench/LOG.md). */
+#define PIOLA_COLLIDED_DISPLACEMENT(NAME, CORRECTION)                                              \
+  PIOLA_FN float4 NAME(float4 xi, float4 di, __constant piola_collider_data *colliders,            \
+                       int collider_count, float t_end, float h, __global float4 *support, int i,  \
+                       __global float4 *impulse, int stride, __global const float4 *shapes) {      \
+    if (!(xi.w > 0.0f)) {                                                                          \
+      return di;                                                                                   \
+    }                                                                                              \
+    piola_v3 xs = piola_v3_from4(xi);                                                              \
+    piola_v3 n = piola_v3_make(0.0f, 0.0f, 0.0f);                                                  \
+    if (di.w >= 0.0f) {                                                                            \
+      n = piola_v3_from4(support[i]);                                                              \
+      const piola_v3 u = piola_unsupported_position(piola_v3_from4(di), n, di.w);                  \
+      di = (float4)(u.x, u.y, u.z, di.w);                                                          \
+    }                                                                                              \
+    int pushed = 0;                                                                                \
+    for (int c = 0; c < collider_count; ++c) {                                                     \
+      /* The bound first, on the record in constant memory: most colliders are far away (the       \
+       * two steps of piola_collider_correction_at written out: through the call, PoCL's           \
+       * collide kernel is slower, bench/LOG.md). */                                               \
+      __constant piola_collider_data *k = &colliders[c];                                           \
+      if (!piola_collider_may_touch(k, piola_position(xi, di), t_end)) {                           \
+        continue;                                                                                  \
+      }                                                                                            \
+      piola_v3 correction;                                                                         \
+      if (CORRECTION(k, shapes, xs, piola_position(xi, di), t_end, h, &correction, &n)) {          \
+        di = piola_displace(di, correction);                                                       \
+        pushed = 1;                                                                                \
+        if (k->kind >= PIOLA_COLLIDER_KIND_MESH) {                                                 \
+          n = piola_v3_make(0.0f, 0.0f, 0.0f);                                                     \
+        }                                                                                          \
+        piola_record_impulse(impulse, stride, c, i, xi, di, k, t_end, correction);                 \
+      }                                                                                            \
+    }                                                                                              \
+    if (pushed) {                                                                                  \
+      support[i] = (float4)(n.x, n.y, n.z, 0.0f);                                                  \
+    }                                                                                              \
+    di.w = pushed ? 0.0f : PIOLA_FREE;                                                             \
+    return di;                                                                                     \
   }
-  piola_v3 xs = piola_v3_from4(xi);
-  piola_v3 n = piola_v3_make(0.0f, 0.0f, 0.0f);
-  if (di.w >= 0.0f) {
-    n = piola_v3_from4(support[i]);
-    const piola_v3 u = piola_unsupported_position(piola_v3_from4(di), n, di.w);
-    di = (float4)(u.x, u.y, u.z, di.w);
-  }
-  int pushed = 0;
-  for (int c = 0; c < collider_count; ++c) {
-    /* The bound first, on the record in constant memory: most colliders are far away. These
-     * are piola_collider_correction_at's two steps written out: through the call, PoCL's
-     * collide kernel is slower (bench/LOG.md). */
-    __constant piola_collider_data *k = &colliders[c];
-    if (!piola_collider_may_touch(k, piola_position(xi, di), t_end)) {
-      continue;
-    }
-    piola_v3 correction;
-    if (piola_collider_correction_shapes(k, shapes, xs, piola_position(xi, di), t_end, h,
-                                         &correction, &n)) {
-      di = piola_displace(di, correction);
-      pushed = 1;
-      if (k->kind >= PIOLA_COLLIDER_KIND_MESH) {
-        n = piola_v3_make(0.0f, 0.0f, 0.0f); /* no support normal (piola_mesh_supports) */
-      }
-      piola_record_impulse(impulse, stride, c, i, xi, di, k, t_end, correction);
-    }
-  }
-  if (pushed) {
-    support[i] = (float4)(n.x, n.y, n.z, 0.0f);
-  }
-  di.w = pushed ? 0.0f : PIOLA_FREE;
-  return di;
+
+/* piola_collider_correction_exact() in the signature of piola_collider_correction_shapes(). */
+PIOLA_FN int piola_collider_correction_analytic(__constant piola_collider_data *c,
+                                                __global const float4 *shapes, piola_v3 x_start,
+                                                piola_v3 p, float t_end, float h,
+                                                piola_v3 *correction, piola_v3 *normal) {
+  (void)shapes;
+  return piola_collider_correction_exact(c, x_start, p, t_end, h, correction, normal);
 }
+
+PIOLA_COLLIDED_DISPLACEMENT(piola_collided_displacement, piola_collider_correction_shapes)
+PIOLA_COLLIDED_DISPLACEMENT(piola_collided_displacement_analytic,
+                            piola_collider_correction_analytic)
 
 PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
                                    __constant piola_collider_data *colliders, int collider_count,
@@ -536,6 +552,19 @@ PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
                                 __constant piola_collider_data *colliders, int collider_count,
                                 int count, float t_end, float h, __global float4 *support,
                                 __global float4 *impulse, __global const float4 *shapes) {
+  int i = get_global_id(0);
+  if (i < count) {
+    d[i] = piola_collided_displacement_analytic(x[i], d[i], colliders, collider_count, t_end, h,
+                                                support, i, impulse, count, shapes);
+  }
+}
+
+/* piola_collide for worlds with mesh or SDF colliders. */
+PIOLA_KERNEL void piola_collide_shapes(__global const float4 *x, __global float4 *d,
+                                       __constant piola_collider_data *colliders,
+                                       int collider_count, int count, float t_end, float h,
+                                       __global float4 *support, __global float4 *impulse,
+                                       __global const float4 *shapes) {
   int i = get_global_id(0);
   if (i < count) {
     piola_collide_vertex(x, d, colliders, collider_count, t_end, h, support, i, impulse, count,

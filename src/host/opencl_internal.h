@@ -52,6 +52,7 @@ enum {
   KERNEL_RENDER_POINTS,
   KERNEL_ATTACHMENTS,
   KERNEL_COLLIDER_IMPULSE_SUM,
+  KERNEL_COLLIDE_SHAPES,
   KERNEL_SOLVE_PACKETS, /* these two from the packet program (piola_packet.cl), where built */
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_COUNT

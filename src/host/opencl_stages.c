@@ -344,19 +344,21 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     return s == PIOLA_OK && !w->tets_inverted_only ? solve_cloth(w, h) : s;
   }
   case PIOLA_STAGE_COLLIDE: {
+    /* the analytic kinds' kernel unless a mesh or SDF collider is in the world */
+    const int kc = w->shape_count > 0 ? KERNEL_COLLIDE_SHAPES : KERNEL_COLLIDE;
     cl_int nc = w->collider_count;
-    SET_ARG(KERNEL_COLLIDE, 0, b[BUF_X]);
-    SET_ARG(KERNEL_COLLIDE, 1, b[BUF_D]);
-    SET_ARG(KERNEL_COLLIDE, 2, b[BUF_COLLIDERS]);
-    SET_ARG(KERNEL_COLLIDE, 3, nc);
-    SET_ARG(KERNEL_COLLIDE, 4, nv);
+    SET_ARG(kc, 0, b[BUF_X]);
+    SET_ARG(kc, 1, b[BUF_D]);
+    SET_ARG(kc, 2, b[BUF_COLLIDERS]);
+    SET_ARG(kc, 3, nc);
+    SET_ARG(kc, 4, nv);
     cl_float t_end = (cl_float)w->collider_time, hf = (cl_float)h;
-    SET_ARG(KERNEL_COLLIDE, 5, t_end);
-    SET_ARG(KERNEL_COLLIDE, 6, hf);
-    SET_ARG(KERNEL_COLLIDE, 7, b[BUF_SUPPORT]);
-    SET_ARG(KERNEL_COLLIDE, 8, b[BUF_COLLIDER_IMPULSE]);
-    SET_ARG(KERNEL_COLLIDE, 9, b[BUF_COLLIDER_SHAPES]);
-    return piola_ocl_enqueue(w, KERNEL_COLLIDE, nv, stage);
+    SET_ARG(kc, 5, t_end);
+    SET_ARG(kc, 6, hf);
+    SET_ARG(kc, 7, b[BUF_SUPPORT]);
+    SET_ARG(kc, 8, b[BUF_COLLIDER_IMPULSE]);
+    SET_ARG(kc, 9, b[BUF_COLLIDER_SHAPES]);
+    return piola_ocl_enqueue(w, kc, nv, stage);
   }
   case PIOLA_STAGE_UPDATE_VELOCITIES: {
     cl_float inv_h = (cl_float)(1.0 / h);
