@@ -162,63 +162,6 @@ PIOLA_FN int piola_mesh_nearest(PIOLA_COLLIDER_RECORD const piola_collider_data 
   return best;
 }
 
-/* The first triangle the segment x0 -> x1 crosses (the smallest parameter along it; Moeller and
- * Trumbore 1997, with the edges taken inclusively, so that a segment through an edge or vertex
- * meets a triangle there): returns it (numbered from the mesh's first) or -1. */
-PIOLA_FN int piola_mesh_crossing(PIOLA_COLLIDER_RECORD const piola_collider_data *c, PIOLA_SHAPES s,
-                                 piola_v3 x0, piola_v3 x1) {
-  const int node0 = (int)c->c[0], tri0 = (int)c->c[1];
-  const piola_box motion = piola_box_make(piola_v3_min(x0, x1), piola_v3_max(x0, x1));
-  const piola_v3 dir = piola_v3_sub(x1, x0);
-  const piola_real tol = PIOLA_R(1e-5);
-  int stack[PIOLA_MESH_STACK];
-  int top = 0, best = -1;
-  piola_real best_t = PIOLA_R(2.0);
-  stack[top++] = 0;
-  while (top > 0) {
-    const int k = stack[--top];
-    const int e = node0 + 2 * k;
-    if (!piola_boxes_overlap(motion,
-                             piola_box_make(piola_shape_v3(s, e), piola_shape_v3(s, e + 1)))) {
-      continue;
-    }
-    const int first = (int)piola_shape_w(s, e), count = (int)piola_shape_w(s, e + 1);
-    if (count > 0) {
-      for (int j = first; j < first + count; ++j) {
-        const int t = tri0 + PIOLA_MESH_TRI_ENTRIES * j;
-        const piola_v3 a = piola_shape_v3(s, t);
-        const piola_v3 e1 = piola_v3_sub(piola_shape_v3(s, t + 1), a);
-        const piola_v3 e2 = piola_v3_sub(piola_shape_v3(s, t + 2), a);
-        const piola_v3 pv = piola_v3_cross(dir, e2);
-        const piola_real det = piola_v3_dot(e1, pv);
-        if (det == PIOLA_R(0.0)) {
-          continue; /* the motion is parallel to the triangle's plane */
-        }
-        const piola_real inv = PIOLA_R(1.0) / det;
-        const piola_v3 tv = piola_v3_sub(x0, a);
-        const piola_real u = piola_v3_dot(tv, pv) * inv;
-        if (u < -tol || u > PIOLA_R(1.0) + tol) {
-          continue;
-        }
-        const piola_v3 qv = piola_v3_cross(tv, e1);
-        const piola_real v = piola_v3_dot(dir, qv) * inv;
-        if (v < -tol || u + v > PIOLA_R(1.0) + tol) {
-          continue;
-        }
-        const piola_real tt = piola_v3_dot(e2, qv) * inv;
-        if (tt >= PIOLA_R(0.0) && tt <= PIOLA_R(1.0) && tt < best_t) {
-          best_t = tt;
-          best = j;
-        }
-      }
-    } else if (top + 2 <= PIOLA_MESH_STACK) {
-      stack[top++] = first + 1;
-      stack[top++] = first;
-    }
-  }
-  return best;
-}
-
 /* Whether p is inside closed mesh c by the parity of the triangles a ray from p crosses
  * (Jordan's theorem; the ray's direction is skewed to every axis, so that it seldom meets an edge
  * of a mesh laid out on a grid exactly). Walks only the nodes the ray passes through: for a
@@ -278,6 +221,74 @@ PIOLA_FN int piola_mesh_ray_parity(PIOLA_COLLIDER_RECORD const piola_collider_da
   return crossings & 1;
 }
 
+/* An open mesh's two queries in one walk of the nodes within `thickness` of the motion x0 -> p:
+ * the first triangle the motion crosses (the smallest parameter along it; Moeller and Trumbore
+ * 1997, the edges taken inclusively, so that a motion through an edge or a vertex meets a
+ * triangle there; *crossed, -1 for none) and the point of the mesh closest to p within the
+ * thickness (*near, -1 for none; the point in *q). Visits each node once where the two walks
+ * visited most nodes twice. */
+PIOLA_FN void piola_mesh_wall(PIOLA_COLLIDER_RECORD const piola_collider_data *c, PIOLA_SHAPES s,
+                              piola_v3 x0, piola_v3 p, piola_real thickness, int *crossed,
+                              int *near, piola_v3 *q) {
+  const int node0 = (int)c->c[0], tri0 = (int)c->c[1];
+  const piola_v3 grow = piola_v3_make(thickness, thickness, thickness);
+  const piola_box reach = piola_box_make(piola_v3_sub(piola_v3_min(x0, p), grow),
+                                         piola_v3_add(piola_v3_max(x0, p), grow));
+  const piola_v3 dir = piola_v3_sub(p, x0);
+  const piola_real tol = PIOLA_R(1e-5);
+  int stack[PIOLA_MESH_STACK];
+  int top = 0;
+  piola_real best_t = PIOLA_R(2.0), best_d2 = thickness * thickness;
+  *crossed = -1;
+  *near = -1;
+  stack[top++] = 0;
+  while (top > 0) {
+    const int k = stack[--top];
+    const int e = node0 + 2 * k;
+    if (!piola_boxes_overlap(reach,
+                             piola_box_make(piola_shape_v3(s, e), piola_shape_v3(s, e + 1)))) {
+      continue;
+    }
+    const int first = (int)piola_shape_w(s, e), count = (int)piola_shape_w(s, e + 1);
+    if (count > 0) {
+      for (int j = first; j < first + count; ++j) {
+        const int t = tri0 + PIOLA_MESH_TRI_ENTRIES * j;
+        const piola_v3 a = piola_shape_v3(s, t), b = piola_shape_v3(s, t + 1),
+                       cc = piola_shape_v3(s, t + 2);
+        const piola_v3 bary = piola_closest_on_triangle(p, a, b, cc);
+        const piola_v3 pq = piola_barycentric_point(bary, a, b, cc);
+        const piola_v3 d = piola_v3_sub(p, pq);
+        const piola_real d2 = piola_v3_dot(d, d);
+        if (d2 < best_d2) {
+          best_d2 = d2;
+          *near = j;
+          *q = pq;
+        }
+        const piola_v3 e1 = piola_v3_sub(b, a), e2 = piola_v3_sub(cc, a);
+        const piola_v3 pv = piola_v3_cross(dir, e2);
+        const piola_real det = piola_v3_dot(e1, pv);
+        if (det == PIOLA_R(0.0)) {
+          continue;
+        }
+        const piola_real inv = PIOLA_R(1.0) / det;
+        const piola_v3 tv = piola_v3_sub(x0, a);
+        const piola_real u = piola_v3_dot(tv, pv) * inv;
+        const piola_v3 qv = piola_v3_cross(tv, e1);
+        const piola_real v = piola_v3_dot(dir, qv) * inv;
+        const piola_real tt = piola_v3_dot(e2, qv) * inv;
+        if (u >= -tol && u <= PIOLA_R(1.0) + tol && v >= -tol && u + v <= PIOLA_R(1.0) + tol &&
+            tt >= PIOLA_R(0.0) && tt <= PIOLA_R(1.0) && tt < best_t) {
+          best_t = tt;
+          *crossed = j;
+        }
+      }
+    } else if (top + 2 <= PIOLA_MESH_STACK) {
+      stack[top++] = first + 1;
+      stack[top++] = first;
+    }
+  }
+}
+
 /* Penetration depth (> 0 on contact) of p into mesh collider c and the outward normal, in the
  * collider's frame; x_start: the particle at the start of the substep (an open mesh keeps its
  * side). */
@@ -286,7 +297,7 @@ PIOLA_FN piola_real piola_mesh_contact(PIOLA_COLLIDER_RECORD const piola_collide
                                        piola_v3 *normal) {
   const piola_v3 lo = piola_f32x3(c->a), hi = piola_f32x3(c->b);
   const piola_real thickness = (piola_real)c->a[3];
-  piola_v3 q, pn;
+  piola_v3 q = p, pn = p;
   if (c->b[3] > PIOLA_R(0.5)) {
     /* closed: solid inside its box only */
     if (piola_box_distance2(p, lo, hi) > PIOLA_R(0.0) || !piola_mesh_ray_parity(c, s, p)) {
@@ -311,7 +322,8 @@ PIOLA_FN piola_real piola_mesh_contact(PIOLA_COLLIDER_RECORD const piola_collide
                            piola_box_make(piola_v3_sub(lo, grow), piola_v3_add(hi, grow)))) {
     return PIOLA_R(0.0);
   }
-  const int crossed = piola_mesh_crossing(c, s, x_start, p);
+  int crossed, near;
+  piola_mesh_wall(c, s, x_start, p, thickness, &crossed, &near, &q);
   if (crossed >= 0) {
     const int t = (int)c->c[1] + PIOLA_MESH_TRI_ENTRIES * crossed;
     const piola_v3 a = piola_shape_v3(s, t), n = piola_shape_v3(s, t + 3);
@@ -323,7 +335,6 @@ PIOLA_FN piola_real piola_mesh_contact(PIOLA_COLLIDER_RECORD const piola_collide
     *normal = piola_v3_scale(n, side);
     return thickness - side * piola_v3_dot(n, piola_v3_sub(p, a));
   }
-  const int near = piola_mesh_nearest(c, s, p, thickness * thickness, &q, &pn);
   if (near < 0) {
     return PIOLA_R(0.0);
   }
