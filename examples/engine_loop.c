@@ -3,8 +3,13 @@
  * paddle (a box collider with a velocity) sweeping through them, the head of one grabbed and
  * dragged in a circle (an attachment whose target moves every frame), and a render mesh (a
  * detail mesh over a body's surface: here its surface vertices pushed 1 cm outward) read back
- * every frame. Prints, every 30 frames, where things are and how long the frame waited for the
- * device; exits with status 1 on any failure.
+ * every frame; and a crate that the engine simulates itself (a rigid body on a vertical spring,
+ * a few lines below), on which a fourth creature lands: each frame the engine reads the force
+ * the creature exerts on the crate's collider (piola_world_get_collider_force), adds it to the
+ * crate's forces, advances the crate and moves the collider to its new pose
+ * (piola_world_set_collider_pose): the two couple both ways, and the crate sinks on its spring
+ * under the creature's weight. Prints, every 30 frames, where things are and how long the frame
+ * waited for the device; exits with status 1 on any failure.
  *
  *   engine_loop [frames]        (default 120 frames of 1/60 s)
  */
@@ -72,11 +77,14 @@ int main(int argc, char **argv) {
   rubber.model = PIOLA_MODEL_NEOHOOKEAN;
   rubber.youngs_modulus = 3.0e5f;
   rubber.density = 1000.0f;
-  piola_body_id bodies[3];
+  piola_body_id bodies[4];
   for (int i = 0; i < 3; ++i) {
     const float at[3] = {-0.8f + 0.8f * (float)i, 0.05f, 0.0f};
     CHECK(piola_world_add_tet_body(world, &mesh, &rubber, at, &bodies[i]));
   }
+  /* The fourth creature falls onto the crate. */
+  CHECK(piola_world_add_tet_body(world, &mesh, &rubber, (const float[3]){0.0f, 0.7f, 2.0f},
+                                 &bodies[3]));
   CHECK(piola_world_add_plane(world, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.6f, NULL));
 
   /* The paddle: a box 0.1 x 0.6 x 1.2 m, entering from the left at 1 m/s. */
@@ -92,6 +100,36 @@ int main(int argc, char **argv) {
   const float identity[4] = {0.0f, 0.0f, 0.0f, 1.0f}, no_spin[3] = {0.0f, 0.0f, 0.0f};
   CHECK(piola_world_set_collider_pose(world, paddle, (const float[3]){-1.6f, 0.3f, 0.0f}, identity,
                                       (const float[3]){1.0f, 0.0f, 0.0f}, no_spin));
+
+  /* The engine's crate: 1 m x 0.6 m x 1 m, 10 kg, on a vertical spring (k = 3000 N/m, damped at
+   * 150 N s/m) whose rest puts its top at y = 0.6 m; the engine integrates it (semi-implicit
+   * Euler) and Piola sees it as a box collider at its pose. */
+  const float crate_mass = 10.0f, spring_k = 3000.0f, spring_c = 150.0f, rest_y = 0.3f;
+  float crate_y = rest_y - crate_mass * 9.81f / spring_k, crate_vy = 0.0f; /* at rest, unloaded */
+  const float crate_rest_unloaded = crate_y;
+  piola_collider_def crate_def = piola_default_collider_def();
+  crate_def.type = PIOLA_COLLIDER_BOX;
+  crate_def.shape.box.center[0] = crate_def.shape.box.center[1] = 0.0f;
+  crate_def.shape.box.center[2] = 0.0f;
+  crate_def.shape.box.half_extents[0] = crate_def.shape.box.half_extents[2] = 0.5f;
+  crate_def.shape.box.half_extents[1] = 0.3f;
+  piola_collider_id crate;
+  CHECK(piola_world_add_collider(world, &crate_def, &crate));
+  CHECK(piola_world_set_collider_pose(world, crate, (const float[3]){0.0f, crate_y, 2.0f}, identity,
+                                      no_spin, no_spin));
+
+  /* The falling creature's weight, to compare with the push the crate feels at rest. */
+  const int32_t n3 = piola_body_get_vertex_count(world, bodies[3]);
+  float *inverse_mass = malloc(sizeof *inverse_mass * (size_t)n3);
+  if (inverse_mass == NULL) {
+    return 1;
+  }
+  CHECK(piola_body_get_inverse_masses(world, bodies[3], inverse_mass, n3));
+  double creature_weight = 0.0;
+  for (int32_t i = 0; i < n3; ++i) {
+    creature_weight += 9.81 / inverse_mass[i];
+  }
+  free(inverse_mass);
 
   /* Grab the highest vertex of the last creature. */
   const int32_t n = piola_body_get_vertex_count(world, bodies[2]);
@@ -148,7 +186,22 @@ int main(int argc, char **argv) {
     CHECK(piola_body_get_positions(world, bodies[2], xyz, n));
     waited += now_ms() - t0;
 
+    /* The crate, two-way: the creature's push over the last step, gravity and the spring move
+     * it; the collider follows with the crate's velocity over the next step. */
+    float push[3];
+    CHECK(piola_world_get_collider_force(world, crate, push, NULL));
+    const float force_y =
+        push[1] - crate_mass * 9.81f - spring_k * (crate_y - rest_y) - spring_c * crate_vy;
+    crate_vy += force_y / crate_mass * def.dt;
+    crate_y += crate_vy * def.dt;
+    CHECK(piola_world_set_collider_pose(world, crate, (const float[3]){0.0f, crate_y, 2.0f},
+                                        identity, (const float[3]){0.0f, crate_vy, 0.0f}, no_spin));
+
     if (frame % 30 == 0 || frame == frames) {
+      printf("frame %3d: crate %.1f mm below its unloaded rest, pushed down with %.1f N (the "
+             "creature weighs %.1f N: at rest %.1f mm)\n",
+             frame, (crate_rest_unloaded - crate_y) * 1e3f, -push[1], creature_weight,
+             creature_weight / spring_k * 1e3);
       float paddle_at[3];
       CHECK(piola_world_get_collider_pose(world, paddle, paddle_at, NULL, NULL, NULL));
       const double dx = xyz[3 * top] - target[0], dz = xyz[3 * top + 2] - target[2];

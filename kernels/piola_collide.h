@@ -22,6 +22,8 @@
 #define PIOLA_COLLIDER_KIND_BOX 2
 #define PIOLA_COLLIDER_KIND_CAPSULE 3
 #define PIOLA_COLLIDER_KIND_FUNNEL 4
+#define PIOLA_COLLIDER_KIND_MESH 5 /* the shape's data: kernels/piola_mesh.h */
+#define PIOLA_COLLIDER_KIND_SDF 6
 
 /* Half the thickness of a funnel's wall, as a fraction of the funnel's height. */
 #define PIOLA_FUNNEL_SKIN PIOLA_R(1e-4)
@@ -259,7 +261,12 @@ PIOLA_FN piola_real piola_collider_contact(PIOLA_COLLIDER_RECORD const piola_col
  * between a and b). */
 PIOLA_FN piola_v3 piola_collider_shape_center(PIOLA_COLLIDER_RECORD const piola_collider_data *c) {
   const piola_v3 a = piola_f32x3(c->a);
-  return c->kind == PIOLA_COLLIDER_KIND_CAPSULE
+  if (c->kind == PIOLA_COLLIDER_KIND_SDF) { /* a: the grid's origin, b: its point counts */
+    const piola_v3 span =
+        piola_v3_sub(piola_f32x3(c->b), piola_v3_make(PIOLA_R(1.0), PIOLA_R(1.0), PIOLA_R(1.0)));
+    return piola_v3_add(a, piola_v3_scale(span, PIOLA_R(0.5) * (piola_real)c->a[3]));
+  }
+  return c->kind == PIOLA_COLLIDER_KIND_CAPSULE || c->kind == PIOLA_COLLIDER_KIND_MESH
              ? piola_v3_scale(piola_v3_add(a, piola_f32x3(c->b)), PIOLA_R(0.5))
              : a;
 }
@@ -282,6 +289,14 @@ PIOLA_FN piola_real piola_collider_reach(PIOLA_COLLIDER_RECORD const piola_colli
              (piola_real)c->a[3];
   } else if (c->kind == PIOLA_COLLIDER_KIND_BOX) {
     radius = piola_v3_length(piola_f32x3(c->b)); /* b: the half extents */
+  } else if (c->kind == PIOLA_COLLIDER_KIND_MESH && c->b[3] > PIOLA_R(0.5)) {
+    /* a closed mesh: solid within its box (a, b); an open one keeps a particle on its side
+     * however far it went, as the funnel */
+    radius = PIOLA_R(0.5) * piola_v3_length(piola_v3_sub(piola_f32x3(c->b), piola_f32x3(c->a)));
+  } else if (c->kind == PIOLA_COLLIDER_KIND_SDF) {
+    const piola_v3 span =
+        piola_v3_sub(piola_f32x3(c->b), piola_v3_make(PIOLA_R(1.0), PIOLA_R(1.0), PIOLA_R(1.0)));
+    radius = PIOLA_R(0.5) * (piola_real)c->a[3] * piola_v3_length(span);
   } else {
     return PIOLA_R(-1.0);
   }
@@ -331,41 +346,37 @@ PIOLA_FN piola_real piola_friction_removed(piola_real mu_s, piola_real mu_k, pio
   return fmin(removed / lt, PIOLA_R(1.0));
 }
 
-/* The correction that projects p out of collider c, with friction (zero without contact);
- * returns 1 on contact. A correction, not a new position, so that a float caller can add it to
- * a small displacement and keep its precision.
- *
- * The substep of h seconds ends t_end seconds after the start of the step: p (where the
- * particle is predicted at the end of the substep) meets the collider at its pose at t_end,
- * x_start (where the particle started the substep) is compared with it at t_end - h (the
- * funnel's side), and friction acts on the tangential motion of the particle over the substep
- * relative to the surface point under it, which moved by (v + w x (q - origin)) h. An unposed
- * collider (identity pose at rest) skips the transforms, so it computes exactly what a static
- * collider in world coordinates does. On contact *normal is the collider's outward unit normal
- * there (world axes); else it is left as it was. The exact test alone:
- * piola_collider_correction_at() checks the bound first. */
-PIOLA_FN int piola_collider_correction_exact(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
-                                             piola_v3 x_start, piola_v3 p, piola_real t_end,
-                                             piola_real h, piola_v3 *correction, piola_v3 *normal) {
-  piola_v3 n;
-  piola_real depth;
-  piola_rigid_pose end;
-  *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+/* The first half of piola_collider_correction_exact(): the collider's pose at t_end (*end; for
+ * an unposed collider, the identity, unused) and x_start and p in its frame (*xl, *pl: the
+ * world positions themselves for an unposed collider). */
+PIOLA_FN void piola_collider_frames(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                    piola_v3 x_start, piola_v3 p, piola_real t_end, piola_real h,
+                                    piola_rigid_pose *end, piola_v3 *xl, piola_v3 *pl) {
   if (c->posed) {
-    end = piola_collider_pose_at(c, t_end);
-    piola_v3 xl = piola_pose_to_local(piola_collider_pose_at(c, t_end - h), x_start);
-    piola_v3 nl;
-    depth = piola_collider_contact(c, xl, piola_pose_to_local(end, p), &nl);
-    n = piola_quat_rotate(end.q, end.qw, nl);
+    *end = piola_collider_pose_at(c, t_end);
+    *xl = piola_pose_to_local(piola_collider_pose_at(c, t_end - h), x_start);
+    *pl = piola_pose_to_local(*end, p);
   } else {
-    end.position = x_start; /* unused */
-    end.q = x_start;
-    end.qw = PIOLA_R(1.0);
-    depth = piola_collider_contact(c, x_start, p, &n);
+    end->position = x_start; /* unused */
+    end->q = x_start;
+    end->qw = PIOLA_R(1.0);
+    *xl = x_start;
+    *pl = p;
   }
+}
+
+/* The second half of piola_collider_correction_exact(): from the depth and the normal nl the
+ * shape's contact gave in the collider's frame, the correction with friction (returns 1), or no
+ * contact where depth <= 0 (returns 0, *correction zero, *normal untouched). */
+PIOLA_FN int piola_collider_respond(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                    piola_rigid_pose end, piola_v3 x_start, piola_v3 p,
+                                    piola_real h, piola_real depth, piola_v3 nl,
+                                    piola_v3 *correction, piola_v3 *normal) {
+  *correction = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   if (!(depth > PIOLA_R(0.0))) {
     return 0;
   }
+  piola_v3 n = c->posed ? piola_quat_rotate(end.q, end.qw, nl) : nl;
   *normal = n;
   piola_v3 push = piola_v3_scale(n, depth);
   /* Tangential motion since the start of the substep, after the push, relative to the
@@ -383,6 +394,37 @@ PIOLA_FN int piola_collider_correction_exact(PIOLA_COLLIDER_RECORD const piola_c
       push, piola_v3_scale(dt, piola_friction_removed((piola_real)c->static_friction,
                                                       (piola_real)c->dynamic_friction, depth, lt)));
   return 1;
+}
+
+/* The correction that projects p out of collider c, with friction (zero without contact);
+ * returns 1 on contact. A correction, not a new position, so that a float caller can add it to
+ * a small displacement and keep its precision.
+ *
+ * The substep of h seconds ends t_end seconds after the start of the step: p (where the
+ * particle is predicted at the end of the substep) meets the collider at its pose at t_end,
+ * x_start (where the particle started the substep) is compared with it at t_end - h (the
+ * funnel's side), and friction acts on the tangential motion of the particle over the substep
+ * relative to the surface point under it, which moved by (v + w x (q - origin)) h. An unposed
+ * collider (identity pose at rest) skips the transforms, so it computes exactly what a static
+ * collider in world coordinates does. On contact *normal is the collider's outward unit normal
+ * there (world axes); else it is left as it was. The exact test alone:
+ * piola_collider_correction_at() checks the bound first. */
+PIOLA_FN int piola_collider_correction_exact(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                             piola_v3 x_start, piola_v3 p, piola_real t_end,
+                                             piola_real h, piola_v3 *correction, piola_v3 *normal) {
+  piola_rigid_pose end;
+  piola_v3 xl, pl, nl = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  piola_collider_frames(c, x_start, p, t_end, h, &end, &xl, &pl);
+  const piola_real depth = piola_collider_contact(c, xl, pl, &nl);
+  return piola_collider_respond(c, end, x_start, p, h, depth, nl, correction, normal);
+}
+
+/* The origin of collider c's frame t seconds after the start of the step (m): the point the
+ * torque it receives is taken about (piola_world_get_collider_force). An unposed collider's
+ * origin is the world's. */
+PIOLA_FN piola_v3 piola_collider_origin_at(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                           piola_real t) {
+  return piola_v3_add(piola_f32x3(c->position), piola_v3_scale(piola_f32x3(c->velocity), t));
 }
 
 /* piola_collider_correction_exact() where p may touch c (piola_collider_may_touch()); else no

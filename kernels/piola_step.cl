@@ -29,6 +29,7 @@
 #include "piola_cloth.h"
 #include "piola_collide.h"
 #include "piola_contact.h"
+#include "piola_mesh.h"
 #include "piola_tet.h"
 #endif
 
@@ -272,50 +273,94 @@ PIOLA_FN void piola_jacobi_vertex(__global float4 *d, __global const int *vertic
   }
 }
 
+/* The record of what collider c did to vertex i in the step (piola_world_get_collider_force):
+ * impulse[2 c stride + i] sums m times the corrections, impulse[(2 c + 1) stride + i] their
+ * moments m (p - o) x correction about the collider's origin o at the end of the substep, p the
+ * vertex after the correction (kg m and kg m^2). Each slot is written by its vertex's work-item
+ * only, and the sums over the vertices are made in a fixed order (piola_collider_impulse_sum):
+ * no atomics, the same figures in every run. */
+PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, int i, float4 xi,
+                                   float4 di, __constant piola_collider_data *k, float t_end,
+                                   piola_v3 correction) {
+  const float m = 1.0f / xi.w;
+  const piola_v3 arm = piola_v3_sub(piola_position(xi, di), piola_collider_origin_at(k, t_end));
+  const piola_v3 moment = piola_v3_cross(arm, correction);
+  __global float4 *f = impulse + 2 * (size_t)c * (size_t)stride + (size_t)i;
+  f[0] += (float4)(m * correction.x, m * correction.y, m * correction.z, 0.0f);
+  f[stride] += (float4)(m * moment.x, m * moment.y, m * moment.z, 0.0f);
+}
+
 /* COLLIDE: the displacement di of vertex i starting the substep at xi, projected out of every
  * collider, in order, each at its pose at the end of the substep (t_end seconds into the step;
  * h the substep), from where it would be without its support; the vertex is supported by the
- * last collider that pushed it (its normal into support[i]) or free (piola_tet_support). */
-PIOLA_FN float4 piola_collided_displacement(float4 xi, float4 di,
-                                            __constant piola_collider_data *colliders,
-                                            int collider_count, float t_end, float h,
-                                            __global float4 *support, int i) {
-  if (!(xi.w > 0.0f)) {
-    return di;
+ * last collider that pushed it (its normal into support[i]; none for a mesh or SDF,
+ * piola_mesh_supports) or free (piola_tet_support). Each correction is recorded in impulse
+ * (piola_record_impulse; stride: the world's vertex count). Written once as a macro over the
+ * correction it calls: piola_collided_displacement for colliders of any kind (the shapes' data
+ * in `shapes`), piola_collided_displacement_analytic for the analytic kinds only, the collide
+ * stage's kernel in worlds without mesh or SDF colliders: PoCL vectorises that one across
+ * work-items as it did before meshes existed, which the mesh queries' loops keep it from doing
+ * (2.4x slower in the funnel scene, bench/LOG.md). */
+#define PIOLA_COLLIDED_DISPLACEMENT(NAME, CORRECTION)                                              \
+  PIOLA_FN float4 NAME(float4 xi, float4 di, __constant piola_collider_data *colliders,            \
+                       int collider_count, float t_end, float h, __global float4 *support, int i,  \
+                       __global float4 *impulse, int stride, __global const float4 *shapes) {      \
+    if (!(xi.w > 0.0f)) {                                                                          \
+      return di;                                                                                   \
+    }                                                                                              \
+    piola_v3 xs = piola_v3_from4(xi);                                                              \
+    piola_v3 n = piola_v3_make(0.0f, 0.0f, 0.0f);                                                  \
+    if (di.w >= 0.0f) {                                                                            \
+      n = piola_v3_from4(support[i]);                                                              \
+      const piola_v3 u = piola_unsupported_position(piola_v3_from4(di), n, di.w);                  \
+      di = (float4)(u.x, u.y, u.z, di.w);                                                          \
+    }                                                                                              \
+    int pushed = 0;                                                                                \
+    for (int c = 0; c < collider_count; ++c) {                                                     \
+      /* The bound first, on the record in constant memory: most colliders are far away (the       \
+       * two steps of piola_collider_correction_at written out: through the call, PoCL's           \
+       * collide kernel is slower, bench/LOG.md). */                                               \
+      __constant piola_collider_data *k = &colliders[c];                                           \
+      if (!piola_collider_may_touch(k, piola_position(xi, di), t_end)) {                           \
+        continue;                                                                                  \
+      }                                                                                            \
+      piola_v3 correction;                                                                         \
+      if (CORRECTION(k, shapes, xs, piola_position(xi, di), t_end, h, &correction, &n)) {          \
+        di = piola_displace(di, correction);                                                       \
+        pushed = 1;                                                                                \
+        if (k->kind >= PIOLA_COLLIDER_KIND_MESH) {                                                 \
+          n = piola_v3_make(0.0f, 0.0f, 0.0f);                                                     \
+        }                                                                                          \
+        piola_record_impulse(impulse, stride, c, i, xi, di, k, t_end, correction);                 \
+      }                                                                                            \
+    }                                                                                              \
+    if (pushed) {                                                                                  \
+      support[i] = (float4)(n.x, n.y, n.z, 0.0f);                                                  \
+    }                                                                                              \
+    di.w = pushed ? 0.0f : PIOLA_FREE;                                                             \
+    return di;                                                                                     \
   }
-  piola_v3 xs = piola_v3_from4(xi);
-  piola_v3 n = piola_v3_make(0.0f, 0.0f, 0.0f);
-  if (di.w >= 0.0f) {
-    n = piola_v3_from4(support[i]);
-    const piola_v3 u = piola_unsupported_position(piola_v3_from4(di), n, di.w);
-    di = (float4)(u.x, u.y, u.z, di.w);
-  }
-  int pushed = 0;
-  for (int c = 0; c < collider_count; ++c) {
-    /* The bound first, on the record in constant memory: most colliders are far away. These
-     * are piola_collider_correction_at's two steps written out: through the call, PoCL's
-     * collide kernel is slower (bench/LOG.md). */
-    __constant piola_collider_data *k = &colliders[c];
-    if (!piola_collider_may_touch(k, piola_position(xi, di), t_end)) {
-      continue;
-    }
-    piola_v3 correction;
-    if (piola_collider_correction_exact(k, xs, piola_position(xi, di), t_end, h, &correction, &n)) {
-      di = piola_displace(di, correction);
-      pushed = 1;
-    }
-  }
-  if (pushed) {
-    support[i] = (float4)(n.x, n.y, n.z, 0.0f);
-  }
-  di.w = pushed ? 0.0f : PIOLA_FREE;
-  return di;
+
+/* piola_collider_correction_exact() in the signature of piola_collider_correction_shapes(). */
+PIOLA_FN int piola_collider_correction_analytic(__constant piola_collider_data *c,
+                                                __global const float4 *shapes, piola_v3 x_start,
+                                                piola_v3 p, float t_end, float h,
+                                                piola_v3 *correction, piola_v3 *normal) {
+  (void)shapes;
+  return piola_collider_correction_exact(c, x_start, p, t_end, h, correction, normal);
 }
+
+PIOLA_COLLIDED_DISPLACEMENT(piola_collided_displacement, piola_collider_correction_shapes)
+PIOLA_COLLIDED_DISPLACEMENT(piola_collided_displacement_analytic,
+                            piola_collider_correction_analytic)
 
 PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
                                    __constant piola_collider_data *colliders, int collider_count,
-                                   float t_end, float h, __global float4 *support, int i) {
-  d[i] = piola_collided_displacement(x[i], d[i], colliders, collider_count, t_end, h, support, i);
+                                   float t_end, float h, __global float4 *support, int i,
+                                   __global float4 *impulse, int stride,
+                                   __global const float4 *shapes) {
+  d[i] = piola_collided_displacement(x[i], d[i], colliders, collider_count, t_end, h, support, i,
+                                     impulse, stride, shapes);
 }
 
 /* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
@@ -513,10 +558,54 @@ PIOLA_KERNEL void piola_solve_cloth_bends(__global const float4 *x, __global flo
 
 PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
                                 __constant piola_collider_data *colliders, int collider_count,
-                                int count, float t_end, float h, __global float4 *support) {
+                                int count, float t_end, float h, __global float4 *support,
+                                __global float4 *impulse, __global const float4 *shapes) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_collide_vertex(x, d, colliders, collider_count, t_end, h, support, i);
+    d[i] = piola_collided_displacement_analytic(x[i], d[i], colliders, collider_count, t_end, h,
+                                                support, i, impulse, count, shapes);
+  }
+}
+
+/* piola_collide for worlds with mesh or SDF colliders. */
+PIOLA_KERNEL void piola_collide_shapes(__global const float4 *x, __global float4 *d,
+                                       __constant piola_collider_data *colliders,
+                                       int collider_count, int count, float t_end, float h,
+                                       __global float4 *support, __global float4 *impulse,
+                                       __global const float4 *shapes) {
+  int i = get_global_id(0);
+  if (i < count) {
+    piola_collide_vertex(x, d, colliders, collider_count, t_end, h, support, i, impulse, count,
+                         shapes);
+  }
+}
+
+/* The sums over the vertices of collider c's impulse records (piola_record_impulse): out[0] the
+ * impulse's, out[1] the moment's. One work-group of a power-of-two size nl: work-item l sums
+ * vertices l, l + nl, ... in order, then the partial sums are added pairwise in a fixed tree:
+ * the same result every run on a device. */
+PIOLA_KERNEL void piola_collider_impulse_sum(__global const float4 *impulse, int count, int c,
+                                             __global float4 *out, __local float4 *scratch) {
+  const int lid = get_local_id(0), nl = get_local_size(0);
+  float4 f = (float4)(0.0f), t = (float4)(0.0f);
+  __global const float4 *rf = impulse + 2 * (size_t)c * (size_t)count;
+  for (int i = lid; i < count; i += nl) {
+    f += rf[i];
+    t += rf[count + i];
+  }
+  scratch[lid] = f;
+  scratch[nl + lid] = t;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int span = nl / 2; span > 0; span /= 2) {
+    if (lid < span) {
+      scratch[lid] += scratch[lid + span];
+      scratch[nl + lid] += scratch[nl + lid + span];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    out[0] = scratch[0];
+    out[1] = scratch[nl];
   }
 }
 
@@ -598,7 +687,8 @@ PIOLA_KERNEL void piola_substep_bodies(
     __global const int *jacobi_start, __global const int *jacobi_incidence, __global float4 *delta,
     int color_count, int iterations, int stride, int jacobi_first, float4 h_gravity, float h,
     float inv_h, float inv_h2, float damp, float omega, int part, float collider_t_end,
-    __local float4 *on_chip, int on_chip_vertices, __global float4 *support) {
+    __local float4 *on_chip, int on_chip_vertices, __global float4 *support,
+    __global float4 *impulse, int vertex_count, __global const float4 *shapes) {
   __local float4 *lx = on_chip, *ld = on_chip + on_chip_vertices;
   const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
@@ -690,7 +780,7 @@ PIOLA_KERNEL void piola_substep_bodies(
     if (collider_count > 0 && part == 0) {
       for (int i = lid; i < nv; i += nl) {
         ld[i] = piola_collided_displacement(lx[i], ld[i], colliders, collider_count, collider_t_end,
-                                            h, support, v0 + i);
+                                            h, support, v0 + i, impulse, vertex_count, shapes);
       }
       /* the supports are read by the next iteration's tets */
       barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);

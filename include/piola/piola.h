@@ -386,6 +386,37 @@ PIOLA_API piola_status piola_world_get_collider_pose(const piola_world *world, p
                                                      float linear_velocity[3],
                                                      float angular_velocity[3]);
 
+/** Reads what the particles did to a collider in the last step: `force` (N, world axes) and
+ * `torque` (N m, world axes, about the collider's position, the origin of its frame), both
+ * averaged over the step. They are the normal and friction impulses the collider applied to the
+ * particles (the mass times each position correction it made, over the substep h), with the
+ * opposite sign, summed over the step's substeps and divided by dt; a moment is taken about
+ * where the origin stood at the end of its substep. A body resting on a collider weighs on it
+ * with m g. With it an engine couples its rigid bodies both ways: it applies the force and
+ * torque to its body and moves the collider to the body's new pose each frame
+ * (piola_world_set_collider_pose()). Zeros before the first step, and after a collider was
+ * added or removed or a state loaded, until the next step. Either output may be NULL. On
+ * OpenCL the sums are made on the device in a fixed order (no atomics) and 32 bytes are read
+ * back: the same figures in every run. */
+PIOLA_API piola_status piola_world_get_collider_force(const piola_world *world,
+                                                      piola_collider_id id, float force[3],
+                                                      float torque[3]);
+
+/** Makes a signed distance field (for a PIOLA_COLLIDER_SDF) from a closed, outward-oriented
+ * triangle mesh (as piola_mesh_shape describes it): the grid covers the mesh's bounding box grown
+ * by `padding` (m, >= 0) on every side with points `cell` (m, > 0) apart, each holding its
+ * distance to the surface (negative inside; exact at the points, Baerentzen and Aanaes 2005's
+ * sign). On success *out describes the grid and its distances, which the library allocated:
+ * free them with piola_sdf_free() (after the collider is added, which copies them, or when done).
+ * PIOLA_ERROR_INVALID_MESH for a bad or open mesh, PIOLA_ERROR_NON_FINITE for non-finite
+ * values, PIOLA_ERROR_INVALID_ARGUMENT for NULL pointers, a bad cell or padding or a grid of more
+ * than 2^26 points; *out is untouched on failure. Costs a nearest-triangle query per point. */
+PIOLA_API piola_status piola_sdf_from_mesh(const piola_mesh_shape *mesh, float cell, float padding,
+                                           piola_sdf_shape *out);
+
+/** Frees the distances piola_sdf_from_mesh() allocated and zeroes *sdf (NULL: nothing). */
+PIOLA_API void piola_sdf_free(piola_sdf_shape *sdf);
+
 /* ---- Meshes ------------------------------------------------------------------------- */
 
 /** Loads a TetGen .node/.ele pair (0- or 1-based; attributes and boundary markers ignored;

@@ -341,7 +341,16 @@ typedef enum piola_collider_type {
    * the wall it started the substep on (inside or outside) where its motion in the substep
    * crosses the wall, within the funnel's height; past the openings' edges it is free (it may go
    * around an edge, but not through the wall just beside it). */
-  PIOLA_COLLIDER_FUNNEL = 4
+  PIOLA_COLLIDER_FUNNEL = 4,
+  /** Triangle mesh (piola_mesh_shape). A closed mesh (every edge shared by two triangles of
+   * opposite winding) that is oriented outward (counter-clockwise seen from outside, positive
+   * volume) is solid: a particle inside is pushed out to the nearest point of its surface. An
+   * open mesh is a two-sided wall: a particle is kept world_def.contact_thickness away from it,
+   * on the side it started the substep on, however far it moved in the substep. */
+  PIOLA_COLLIDER_MESH = 5,
+  /** Signed distance field on a grid (piola_sdf_shape): solid where the trilinear distance is
+   * negative, pushed out along its gradient. */
+  PIOLA_COLLIDER_SDF = 6
 } piola_collider_type;
 
 typedef struct piola_plane_shape {
@@ -373,6 +382,31 @@ typedef struct piola_funnel_shape {
   float height;      /**< m, > 0; distance between the openings along axis */
 } piola_funnel_shape;
 
+/** A triangle mesh collider's shape, in the collider's own frame. The arrays are copied when
+ * the collider is added (the caller keeps ownership); the mesh's acceleration structure (a
+ * bounding volume hierarchy) is built then, once, and a pose change moves it without copying
+ * anything again. Triangles of zero area are left out. */
+typedef struct piola_mesh_shape {
+  const float *positions; /**< m; 3 per vertex (x, y, z) */
+  int32_t vertex_count;   /**< vertices (>= 3) */
+  /** 3 vertex indices per triangle, 0-based, counter-clockwise seen from outside (the normal
+   * (x1 - x0) x (x2 - x0) points out of a closed mesh) */
+  const int32_t *triangles;
+  int32_t triangle_count; /**< triangles (>= 1) */
+} piola_mesh_shape;
+
+/** A signed distance field collider's shape, in the collider's own frame: distances (m,
+ * negative inside the solid) at the points origin + cell (i, j, k) of a grid of
+ * dims[0] x dims[1] x dims[2] points, x fastest (index i + dims[0] (j + dims[1] k)). Between
+ * the points the distance is trilinear and its gradient is the contact normal; outside the grid
+ * there is no solid. The array is copied when the collider is added. */
+typedef struct piola_sdf_shape {
+  const float *distances; /**< m; dims[0] dims[1] dims[2] values, each finite */
+  int32_t dims[3];        /**< grid points along x, y, z (each >= 2) */
+  float origin[3];        /**< m; the grid point (0, 0, 0) */
+  float cell;             /**< m (> 0); spacing of the grid points */
+} piola_sdf_shape;
+
 /** A collider: a kinematic rigid shape that pushes particles out (it is never pushed back).
  * Make it with piola_default_collider_def(), then set `type` and that type's shape (the other
  * shapes are ignored); the shape's coordinates are in the collider's own frame, which is the
@@ -388,6 +422,8 @@ typedef struct piola_collider_def {
     piola_box_shape box;
     piola_capsule_shape capsule;
     piola_funnel_shape funnel;
+    piola_mesh_shape mesh; /**< PIOLA_COLLIDER_MESH; default: no mesh (NULL arrays) */
+    piola_sdf_shape sdf;   /**< PIOLA_COLLIDER_SDF; default: no grid (NULL distances) */
   } shape;
   /** Coulomb coefficients (dimensionless, >= 0) of position-based friction: a contact whose
    * tangential motion this iteration is below static_friction times the penetration depth

@@ -146,6 +146,8 @@ void scene_print_help(void) {
          "  --funnel-opening F  diameter of the funnel's bottom opening in body widths (default\n"
          "                      2.5; a body's width: the diameter of the vertical cylinder it\n"
          "                      turns in)\n"
+         "  --funnel-mesh N     the funnel as an open triangle mesh of about N triangles (a\n"
+         "                      PIOLA_COLLIDER_MESH) instead of the analytic funnel\n"
          "  --no-contacts       bodies pass through each other (static colliders still act)\n"
          "  --no-self-collision a body passes through itself (contacts between bodies stay)\n"
          "  --edge-contacts     edges meet edges too (edge-edge contacts; off by default)\n"
@@ -261,6 +263,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     ok = parse_float_min(a, v, 0.0f, false, &o->funnel_friction);
   } else if (strcmp(a, "--funnel-opening") == 0) {
     ok = parse_float_min(a, v, 0.0f, true, &o->funnel_opening);
+  } else if (strcmp(a, "--funnel-mesh") == 0) {
+    ok = parse_int(a, v, 2, &o->funnel_mesh);
   } else if (strcmp(a, "--contact-thickness") == 0) {
     ok = parse_float_min(a, v, 0.0f, true, &o->contact_thickness);
   } else if (strcmp(a, "--contact-friction") == 0) {
@@ -511,6 +515,53 @@ static piola_status build_grid(const scene_options *o, const piola_tet_mesh *mes
   return s;
 }
 
+/* The funnel u as an open triangle mesh of about `triangles` triangles (rings of quads around
+ * the axis, as many around as sqrt(triangles), each split in two), added with def's friction as a
+ * PIOLA_COLLIDER_MESH. */
+static piola_status add_funnel_mesh(const piola_funnel_shape *u, int32_t triangles,
+                                    const piola_collider_def *def, piola_world *world) {
+  const int32_t around = (int32_t)fmax(3.0, floor(sqrt((double)triangles) + 0.5));
+  const int32_t rings = (int32_t)fmax(1.0, floor((double)triangles / (2.0 * around) + 0.5));
+  const int32_t nv = around * (rings + 1), nt = 2 * around * rings;
+  float *positions = malloc(sizeof *positions * 3 * (size_t)nv);
+  int32_t *tris = malloc(sizeof *tris * 3 * (size_t)nt);
+  if (positions == NULL || tris == NULL) {
+    free(positions);
+    free(tris);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int32_t r = 0; r <= rings; ++r) {
+    const double f = (double)r / rings;
+    const double radius = u->base_radius + f * (u->top_radius - u->base_radius);
+    for (int32_t a = 0; a < around; ++a) {
+      const double phi = 2.0 * pi * a / around;
+      float *p = positions + 3 * (size_t)(r * around + a);
+      p[0] = (float)(u->base[0] + radius * cos(phi));
+      p[1] = (float)(u->base[1] + f * u->height);
+      p[2] = (float)(u->base[2] + radius * sin(phi));
+    }
+  }
+  int32_t *t = tris;
+  for (int32_t r = 0; r < rings; ++r) {
+    for (int32_t a = 0; a < around; ++a) {
+      const int32_t b = (a + 1) % around, v0 = r * around + a, v1 = r * around + b;
+      const int32_t v2 = v0 + around, v3 = v1 + around;
+      *t++ = v0, *t++ = v2, *t++ = v1;
+      *t++ = v1, *t++ = v2, *t++ = v3;
+    }
+  }
+  piola_collider_def m = *def;
+  m.type = PIOLA_COLLIDER_MESH;
+  m.shape.mesh.positions = positions;
+  m.shape.mesh.vertex_count = nv;
+  m.shape.mesh.triangles = tris;
+  m.shape.mesh.triangle_count = nt;
+  const piola_status s = piola_world_add_collider(world, &m, NULL);
+  free(positions);
+  free(tris);
+  return s;
+}
+
 /* The funnel scene (Bender et al. 2014, Sec. 6). Bodies of height H (not squashed unless
  * asked) stand in layers of up to 3 x 3, each turned about the vertical axis by the golden
  * angle times its index, a tenth of H apart across and a fifth of H apart up, layer above
@@ -556,7 +607,8 @@ static piola_status build_funnel(const scene_options *o, const piola_tet_mesh *m
   def.shape.funnel = g->funnel;
   def.static_friction = o->funnel_friction;
   def.dynamic_friction = o->funnel_friction;
-  piola_status s = piola_world_add_collider(sc->world, &def, NULL);
+  piola_status s = o->funnel_mesh > 0 ? add_funnel_mesh(&g->funnel, o->funnel_mesh, &def, sc->world)
+                                      : piola_world_add_collider(sc->world, &def, NULL);
 
   const float squash = o->squash > 0.0f ? o->squash : 1.0f;
   const double golden_angle = pi * (3.0 - sqrt(5.0));

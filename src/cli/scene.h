@@ -41,6 +41,8 @@ typedef struct scene_options {
   float friction;                /* ground friction; default 0.5 */
   float funnel_friction;         /* friction of the funnel's wall; default 0.2 */
   float funnel_opening;          /* funnel: bottom opening's diameter in body widths; default 2.5 */
+  int32_t funnel_mesh;           /* funnel: > 0 a triangle-mesh collider of about this many
+                                    triangles in place of the analytic funnel; default 0 */
   bool contacts;                 /* body-body contact; default on */
   bool self_collision;           /* contact of a body with itself (with contacts on); default on */
   bool edge_contacts;            /* edge-edge contacts (with contacts on); default on */

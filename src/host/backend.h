@@ -111,6 +111,11 @@ typedef struct piola_backend_ops {
   piola_status (*push_forces)(piola_world *w, int32_t first, int32_t count);
   /* Collider records [first, end) changed (added, moved or shifted by a removal). */
   void (*colliders_changed)(piola_world *w, int32_t first, int32_t end);
+  /* The impulses collider `collider` (its place in w->colliders) applied in the last step, as
+   * sums over the vertices of m times its corrections (out[0..2], kg m) and of their moments
+   * m (p - o) x dx about its origin o at the end of each substep (out[3..5], kg m^2); zeros
+   * before a step. The records start each step at zero (begin_step). */
+  piola_status (*collider_impulse)(const piola_world *w, int32_t collider, double out[6]);
 
   /* Reads of the live state (used where host_current() is false). read_range: positions
    * and/or velocities of a vertex range as 3 floats each (NULL to skip); read_all: the whole

@@ -122,6 +122,13 @@ piola_status piola_collider_pack(const piola_collider_def *def, piola_collider_d
     c.c[0] = s->top_radius;
     break;
   }
+  case PIOLA_COLLIDER_MESH:
+    /* the shape's data and the fields that name it: piola_world_add_collider */
+    c.kind = PIOLA_COLLIDER_KIND_MESH;
+    break;
+  case PIOLA_COLLIDER_SDF:
+    c.kind = PIOLA_COLLIDER_KIND_SDF;
+    break;
   default:
     snprintf(reason, n, "unknown collider type %d", (int)def->type);
     return PIOLA_ERROR_INVALID_ARGUMENT;
@@ -179,10 +186,45 @@ piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *
   piola_collider_data c;
   char reason[256];
   piola_status s = piola_collider_pack(def, &c, reason, sizeof reason);
+  /* A mesh or a distance field: its data built once and appended to the world's. */
+  piola_shape_data data;
+  memset(&data, 0, sizeof data);
+  int32_t first = 0;
+  if (s == PIOLA_OK && c.kind == PIOLA_COLLIDER_KIND_MESH) {
+    s = piola_mesh_data_build(&def->shape.mesh, w->def.contact_thickness, &data, reason,
+                              sizeof reason);
+  } else if (s == PIOLA_OK && c.kind == PIOLA_COLLIDER_KIND_SDF) {
+    s = piola_sdf_data_build(&def->shape.sdf, &data, reason, sizeof reason);
+  }
+  if (s == PIOLA_OK && data.count > 0) {
+    s = piola_world_shapes_append(w, &data, &first, reason, sizeof reason);
+  }
   if (s != PIOLA_OK) {
+    piola_shape_data_free(&data);
     piola_log(&w->def.logger, PIOLA_LOG_ERROR, "piola_world_add_collider: %s", reason);
     return s;
   }
+  if (c.kind == PIOLA_COLLIDER_KIND_MESH) {
+    memcpy(c.a, data.lo, sizeof data.lo);
+    memcpy(c.b, data.hi, sizeof data.hi);
+    c.a[3] = data.thickness;
+    c.b[3] = data.closed ? 1.0f : 0.0f;
+    c.c[0] = (float)first;
+    c.c[1] = (float)(first + 2 * data.node_count);
+    c.c[2] = (float)data.node_count;
+    c.c[3] = (float)data.triangle_count;
+  } else if (c.kind == PIOLA_COLLIDER_KIND_SDF) {
+    const piola_sdf_shape *g = &def->shape.sdf;
+    memcpy(c.a, g->origin, sizeof g->origin);
+    c.a[3] = g->cell;
+    for (int k = 0; k < 3; ++k) {
+      c.b[k] = (float)g->dims[k];
+    }
+    c.b[3] = (float)first;
+  }
+  c.position[3] = (float)piola_collider_reach(&c);
+  const int32_t added_entries = data.count;
+  piola_shape_data_free(&data);
   const int32_t slot = piola_id_pool_next(&w->collider_ids);
   int32_t cap = w->collider_capacity, n = w->collider_count + 1;
   if (slot < 0 ||
@@ -190,6 +232,10 @@ piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *
                   &w->collider_slot_capacity) ||
       !piola_grow((void **)&w->colliders, sizeof *w->colliders, n, &cap) ||
       !piola_grow((void **)&w->collider_slot, sizeof *w->collider_slot, n, &w->collider_capacity)) {
+    if (added_entries > 0) { /* the world as it was */
+      w->shape_count -= added_entries;
+      w->shapes_version++;
+    }
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
   const uint32_t generation = piola_id_pool_take(&w->collider_ids, slot);
@@ -200,6 +246,7 @@ piola_status piola_world_add_collider(piola_world *w, const piola_collider_def *
   w->colliders[w->collider_count] = c;
   w->collider_slot[w->collider_count] = slot;
   w->collider_count++;
+  w->collider_force_scale = 0.0; /* the records are of the colliders before it */
   colliders_changed(w, w->collider_count - 1, w->collider_count);
   if (out != NULL) {
     out->index1 = slot + 1;
@@ -238,13 +285,16 @@ piola_status piola_world_remove_collider(piola_world *w, piola_collider_id id) {
   }
   /* The records after it move down one place: the colliders keep their order. */
   const int32_t d = cs->dense, tail = w->collider_count - d - 1;
+  const piola_collider_data removed = w->colliders[d];
   memmove(w->colliders + d, w->colliders + d + 1, sizeof *w->colliders * (size_t)tail);
   memmove(w->collider_slot + d, w->collider_slot + d + 1, sizeof *w->collider_slot * (size_t)tail);
   w->collider_count--;
   for (int32_t i = d; i < w->collider_count; ++i) {
     w->collider_slots[w->collider_slot[i]].dense = i;
   }
+  piola_world_shapes_remove(w, &removed); /* its mesh or grid, if any */
   cs->dense = -1;
+  w->collider_force_scale = 0.0; /* the records of the colliders after it moved */
   piola_id_pool_free(&w->collider_ids, (int32_t)(cs - w->collider_slots));
   colliders_changed(w, d, w->collider_count);
   return PIOLA_OK;
@@ -357,4 +407,34 @@ void piola_world_advance_colliders(piola_world *w) {
     end = i + 1;
   }
   colliders_changed(w, first, end);
+}
+
+piola_status piola_world_get_collider_force(const piola_world *w, piola_collider_id id,
+                                            float force[3], float torque[3]) {
+  PIOLA_RETURN_IF_LOST(w);
+  if (w == NULL) {
+    return PIOLA_ERROR_INVALID_ARGUMENT;
+  }
+  const piola_collider_slot *cs = collider_slot(w, id);
+  if (cs == NULL) {
+    return PIOLA_ERROR_INVALID_COLLIDER;
+  }
+  double sums[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+  if (w->collider_force_scale > 0.0) {
+    const piola_status s = w->ops->collider_impulse(w, cs->dense, sums);
+    if (s != PIOLA_OK) {
+      return s;
+    }
+  }
+  /* The particles push the collider back: -sum(m dx) / (h dt) */
+  const double scale = w->collider_force_scale > 0.0 ? -1.0 / w->collider_force_scale : 0.0;
+  for (int k = 0; k < 3; ++k) {
+    if (force != NULL) {
+      force[k] = (float)(sums[k] * scale);
+    }
+    if (torque != NULL) {
+      torque[k] = (float)(sums[3 + k] * scale);
+    }
+  }
+  return PIOLA_OK;
 }

@@ -41,6 +41,44 @@ static piola_status cpu_ok(piola_world *w) {
   return PIOLA_OK;
 }
 
+/* The colliders' impulse records start the step at zero; growing them is the only way the
+ * CPU reference's step fails (before its stages). */
+static piola_status cpu_begin_step(piola_world *w) {
+  const size_t n = 6 * (size_t)w->collider_count * (size_t)w->vertex_count;
+  if (n > w->collider_impulse_capacity) {
+    double *r = realloc(w->collider_impulse, sizeof *r * n);
+    if (r == NULL) {
+      piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+                "piola_world_step: no memory for the colliders' impulse records (%zu bytes)",
+                sizeof *r * n);
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    w->collider_impulse = r;
+    w->collider_impulse_capacity = n;
+  }
+  if (n > 0) {
+    memset(w->collider_impulse, 0, sizeof *w->collider_impulse * n);
+  }
+  return PIOLA_OK;
+}
+
+/* The sums of a collider's impulse records over the vertices, in vertex order. */
+static piola_status cpu_collider_impulse(const piola_world *w, int32_t collider, double out[6]) {
+  memset(out, 0, 6 * sizeof *out);
+  const size_t nv = (size_t)w->vertex_count;
+  if (w->collider_impulse == NULL ||
+      6 * (size_t)(collider + 1) * nv > w->collider_impulse_capacity) {
+    return PIOLA_OK;
+  }
+  const double *r = w->collider_impulse + 6 * (size_t)collider * nv;
+  for (size_t i = 0; i < nv; ++i) {
+    for (int k = 0; k < 6; ++k) {
+      out[k] += r[6 * i + (size_t)k];
+    }
+  }
+  return PIOLA_OK;
+}
+
 /* Runs one stage on the host, timing it. The solve pass times its cloth kinds itself (into
  * PIOLA_STAGE_SOLVE_CLOTH and _BENDING); the rest is the stage's. */
 static piola_status cpu_stage(piola_world *w, piola_stage stage, double h) {
@@ -157,7 +195,7 @@ const piola_backend_ops piola_cpu_backend = {
     .create = cpu_create,
     .destroy = cpu_destroy,
     .lost = cpu_false,
-    .begin_step = cpu_ok,
+    .begin_step = cpu_begin_step,
     .stage = cpu_stage,
     .end_step = cpu_ok,
     .abort_step = cpu_abort_step,
@@ -171,6 +209,7 @@ const piola_backend_ops piola_cpu_backend = {
     .push_range = cpu_push_range,
     .push_forces = cpu_range,
     .colliders_changed = cpu_colliders_changed,
+    .collider_impulse = cpu_collider_impulse,
     .read_range = cpu_read_range,
     .read_all = cpu_read_all,
     .contact_counters = cpu_contact_counters,

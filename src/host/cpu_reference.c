@@ -343,8 +343,30 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
     int pushed = 0;
     for (int32_t c = 0; c < w->collider_count; ++c) {
       piola_v3 d;
-      pushed |= piola_collider_correction_at(&w->colliders[c], x, p, w->collider_time, h, &d, &n);
+      const piola_collider_data *k = &w->colliders[c];
+      d = piola_v3_make(0.0, 0.0, 0.0);
+      const int hit =
+          piola_collider_may_touch(k, p, w->collider_time) &&
+          piola_collider_correction_shapes(k, w->shapes, x, p, w->collider_time, h, &d, &n);
+      pushed |= hit;
       p = piola_v3_add(p, d);
+      if (hit && k->kind >= PIOLA_COLLIDER_KIND_MESH) {
+        n = piola_v3_make(0.0, 0.0, 0.0); /* no support normal (piola_mesh_supports) */
+      }
+      if (hit) {
+        /* the impulse record (piola_record_impulse) */
+        const double m = 1.0 / w->w[i];
+        const piola_v3 arm =
+            piola_v3_sub(p, piola_collider_origin_at(&w->colliders[c], w->collider_time));
+        const piola_v3 moment = piola_v3_cross(arm, d);
+        double *r = w->collider_impulse + 6 * ((size_t)c * (size_t)w->vertex_count + (size_t)i);
+        r[0] += m * d.x;
+        r[1] += m * d.y;
+        r[2] += m * d.z;
+        r[3] += m * moment.x;
+        r[4] += m * moment.y;
+        r[5] += m * moment.z;
+      }
     }
     store3(w->p, i, p);
     store3(support, 0, n);

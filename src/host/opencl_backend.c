@@ -54,6 +54,7 @@ const piola_backend_ops piola_opencl_backend = {
     .push_range = piola_opencl_push_range,
     .push_forces = piola_opencl_push_forces,
     .colliders_changed = piola_opencl_colliders_changed,
+    .collider_impulse = piola_opencl_collider_impulse,
     .read_range = piola_opencl_read_range,
     .read_all = piola_opencl_read_all,
     .contact_counters = opencl_contact_counters,

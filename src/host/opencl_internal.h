@@ -54,6 +54,8 @@ enum {
   KERNEL_RENDER_NORMALS,
   KERNEL_RENDER_POINTS,
   KERNEL_ATTACHMENTS,
+  KERNEL_COLLIDER_IMPULSE_SUM,
+  KERNEL_COLLIDE_SHAPES,
   KERNEL_SOLVE_PACKETS, /* these two from the packet program (piola_packet.cl), where built */
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_COUNT
@@ -94,6 +96,11 @@ enum {
   BUF_BODY_COLOR,
   BUF_BODY_JACOBI,
   BUF_SUPPORT, /* per vertex: the normal of the collider it rests on (piola_tet_support) */
+  /* per collider and vertex: the impulse and moment the collider gave it in the step
+   * (piola_record_impulse), and one collider's sums of them (piola_collider_impulse_sum) */
+  BUF_COLLIDER_IMPULSE,
+  BUF_COLLIDER_IMPULSE_SUM,
+  BUF_COLLIDER_SHAPES, /* the mesh and SDF colliders' data (world shapes) */
   /* contacts (piola_contact.cl) */
   BUF_SV_VERTEX,
   BUF_SV_BODY,
@@ -175,6 +182,8 @@ struct piola_opencl {
   bool live;            /* the device holds the current vertex and tet state */
   /* Collider records [first, end) changed since the upload (empty when first >= end). */
   int32_t colliders_dirty_first, colliders_dirty_end;
+  uint64_t shapes_version; /* of the world's shape data uploaded (the world's + 1 forces one) */
+  bool shapes_uploaded;
   int32_t vertex_count; /* sizes of the uploaded state */
   int32_t tet_count;
   int32_t plastic_count;
@@ -276,6 +285,7 @@ bool piola_opencl_live(const piola_world *w);
 piola_status piola_opencl_push_forces(piola_world *w, int32_t first, int32_t count);
 void piola_opencl_invalidate(piola_world *w);
 void piola_opencl_colliders_changed(piola_world *w, int32_t first, int32_t end);
+piola_status piola_opencl_collider_impulse(const piola_world *w, int32_t collider, double out[6]);
 piola_status piola_opencl_contact_counters(const piola_world *w, int32_t out[4]);
 int64_t piola_opencl_device_bytes(const piola_world *w);
 const char *piola_opencl_device_name(const piola_world *w);

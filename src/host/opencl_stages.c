@@ -18,6 +18,30 @@ piola_status piola_opencl_begin_step(piola_world *w) {
   } else if (cl->colliders_dirty_first < cl->colliders_dirty_end) {
     s = piola_ocl_upload_colliders(w);
   }
+  /* The mesh and SDF colliders' data, when it changed (never on a pose change); a buffer of one
+   * entry stands for none. */
+  if (s == PIOLA_OK && (!cl->shapes_uploaded || cl->shapes_version != w->shapes_version)) {
+    const size_t bytes = 16 * (size_t)w->shape_count;
+    s = piola_ocl_ensure_buffer(w, BUF_COLLIDER_SHAPES, bytes, CL_MEM_READ_ONLY);
+    if (s == PIOLA_OK) {
+      s = piola_ocl_write_buffer(w, BUF_COLLIDER_SHAPES, 0, bytes, w->shapes);
+    }
+    if (s == PIOLA_OK) {
+      cl->shapes_uploaded = true;
+      cl->shapes_version = w->shapes_version;
+    }
+  }
+  /* The colliders' impulse records start the step at zero (piola_record_impulse). */
+  const size_t impulse_bytes = 32 * (size_t)w->collider_count * (size_t)cl->vertex_count;
+  if (s == PIOLA_OK && impulse_bytes > 0) {
+    s = piola_ocl_ensure_buffer(w, BUF_COLLIDER_IMPULSE, impulse_bytes, CL_MEM_READ_WRITE);
+    if (s == PIOLA_OK) {
+      s = piola_ocl_ensure_buffer(w, BUF_COLLIDER_IMPULSE_SUM, 32, CL_MEM_READ_WRITE);
+    }
+    if (s == PIOLA_OK) {
+      s = piola_ocl_zero_buffer(w, BUF_COLLIDER_IMPULSE, impulse_bytes);
+    }
+  }
   return s;
 }
 
@@ -320,17 +344,21 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     return s == PIOLA_OK && !w->tets_inverted_only ? solve_cloth(w, h) : s;
   }
   case PIOLA_STAGE_COLLIDE: {
+    /* the analytic kinds' kernel unless a mesh or SDF collider is in the world */
+    const int kc = w->shape_count > 0 ? KERNEL_COLLIDE_SHAPES : KERNEL_COLLIDE;
     cl_int nc = w->collider_count;
-    SET_ARG(KERNEL_COLLIDE, 0, b[BUF_X]);
-    SET_ARG(KERNEL_COLLIDE, 1, b[BUF_D]);
-    SET_ARG(KERNEL_COLLIDE, 2, b[BUF_COLLIDERS]);
-    SET_ARG(KERNEL_COLLIDE, 3, nc);
-    SET_ARG(KERNEL_COLLIDE, 4, nv);
+    SET_ARG(kc, 0, b[BUF_X]);
+    SET_ARG(kc, 1, b[BUF_D]);
+    SET_ARG(kc, 2, b[BUF_COLLIDERS]);
+    SET_ARG(kc, 3, nc);
+    SET_ARG(kc, 4, nv);
     cl_float t_end = (cl_float)w->collider_time, hf = (cl_float)h;
-    SET_ARG(KERNEL_COLLIDE, 5, t_end);
-    SET_ARG(KERNEL_COLLIDE, 6, hf);
-    SET_ARG(KERNEL_COLLIDE, 7, b[BUF_SUPPORT]);
-    return piola_ocl_enqueue(w, KERNEL_COLLIDE, nv, stage);
+    SET_ARG(kc, 5, t_end);
+    SET_ARG(kc, 6, hf);
+    SET_ARG(kc, 7, b[BUF_SUPPORT]);
+    SET_ARG(kc, 8, b[BUF_COLLIDER_IMPULSE]);
+    SET_ARG(kc, 9, b[BUF_COLLIDER_SHAPES]);
+    return piola_ocl_enqueue(w, kc, nv, stage);
   }
   case PIOLA_STAGE_UPDATE_VELOCITIES: {
     cl_float inv_h = (cl_float)(1.0 / h);
@@ -445,6 +473,12 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   cl_int on_chip_vertices = w->solver.max_body_vertices;
   SET_ARG(k, 33, on_chip_vertices);
   SET_ARG(k, 34, b[BUF_SUPPORT]);
+  /* without colliders the kernel records no impulse: any buffer stands for the records */
+  cl_mem impulse = b[BUF_COLLIDER_IMPULSE] != NULL ? b[BUF_COLLIDER_IMPULSE] : b[BUF_X];
+  SET_ARG(k, 35, impulse);
+  cl_int vertex_count = cl->vertex_count;
+  SET_ARG(k, 36, vertex_count);
+  SET_ARG(k, 37, b[BUF_COLLIDER_SHAPES]);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(piola_ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));
@@ -491,4 +525,43 @@ piola_status piola_opencl_end_step(piola_world *w) {
 piola_status piola_opencl_finish(piola_world *w) {
   CL_CHECK(piola_ocl_finish(piola_ocl(w)->faults, piola_ocl(w)->queue));
   return PIOLA_OK;
+}
+
+/* ---- Collider impulses ------------------------------------------------------------- */
+
+/* The sums of collider `collider`'s impulse records over the vertices in the last step
+ * (piola_collider_impulse_sum, one work-group of the largest power of two within the work-group
+ * size): out[0..2] the impulse times h (kg m), out[3..5] its moment (kg m^2). */
+piola_status piola_opencl_collider_impulse(const piola_world *w, int32_t collider, double out[6]) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  memset(out, 0, 6 * sizeof *out);
+  if (b[BUF_COLLIDER_IMPULSE] == NULL || b[BUF_COLLIDER_IMPULSE_SUM] == NULL ||
+      cl->vertex_count <= 0 ||
+      cl->buffer_bytes[BUF_COLLIDER_IMPULSE] <
+          32 * (size_t)(collider + 1) * (size_t)cl->vertex_count) {
+    return PIOLA_OK;
+  }
+  const int k = KERNEL_COLLIDER_IMPULSE_SUM;
+  size_t local = 1;
+  while (2 * local <= cl->wg) {
+    local *= 2;
+  }
+  cl_int count = cl->vertex_count, c = collider;
+  SET_ARG(k, 0, b[BUF_COLLIDER_IMPULSE]);
+  SET_ARG(k, 1, count);
+  SET_ARG(k, 2, c);
+  SET_ARG(k, 3, b[BUF_COLLIDER_IMPULSE_SUM]);
+  CL_CHECK(piola_ocl_set_arg(cl->faults, cl->kernels[k], 4, 2 * local * sizeof(cl_float4), NULL));
+  size_t global = local;
+  CL_CHECK(piola_ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));
+  cl_float4 sums[2];
+  piola_status s = piola_ocl_read_buffer(w, BUF_COLLIDER_IMPULSE_SUM, 0, sizeof sums, sums);
+  if (s == PIOLA_OK) {
+    for (int j = 0; j < 3; ++j) {
+      out[j] = sums[0].s[j];
+      out[3 + j] = sums[1].s[j];
+    }
+  }
+  return s;
 }

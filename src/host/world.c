@@ -177,6 +177,8 @@ void piola_world_destroy(piola_world *w) {
   free(w->materials);
   free(w->cloth_materials);
   free(w->colliders);
+  free(w->collider_impulse);
+  free(w->shapes);
   free(w->collider_slot);
   piola_id_pool_destroy(&w->collider_ids);
   free(w->collider_slots);
@@ -233,6 +235,7 @@ piola_status piola_world_step(piola_world *w) {
     return w->ops->lost(w) ? PIOLA_ERROR_DEVICE_LOST : s;
   }
   memset(w->stage_ms, 0, sizeof w->stage_ms);
+  w->collider_force_scale = 0.0; /* until the step is done */
   const int32_t substeps = w->def.substeps;
   const double h = (double)w->def.dt / substeps;
   /* The step, stage by stage (see the module comment). Under the OpenCL per-body schedule one
@@ -306,6 +309,7 @@ piola_status piola_world_step(piola_world *w) {
     w->tets_dirty = w->tets_dirty || tets_were_dirty;
     return w->ops->abort_step(w, from_host, s);
   }
+  w->collider_force_scale = h * (double)w->def.dt;
   piola_world_advance_colliders(w);
   w->step_count++;
   w->simulated_time += (double)w->def.dt;

@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "body.h"
 #include "collider.h"
+#include "collider_mesh.h"
 #include "common.h"
 #include "contact.h"
 #include "id_pool.h"
@@ -53,6 +54,20 @@ struct piola_world {
   /* Time from the start of the step to the end of the current substep (s): where the colliders
    * stand for the COLLIDE stage. */
   double collider_time;
+  /* The mesh and SDF colliders' data (kernels/piola_mesh.h): shape_count float4 entries (4
+   * floats each), every such collider's range named by its record; shapes_version changes with
+   * them (the device uploads them again). */
+  float *shapes;
+  int32_t shape_count, shape_capacity;
+  uint64_t shapes_version;
+  /* h dt of the last step (s^2), by which the sums of the colliders' impulse records divide
+   * into forces (piola_world_get_collider_force); 0 before a step, and after a collider was
+   * added or removed or a state loaded, until the next step. */
+  double collider_force_scale;
+  /* CPU reference: per collider and vertex, the sums over the step of m dx and of
+   * m (p - o) x dx (6 doubles, at (c vertex_count + i) 6; see piola_record_impulse). */
+  double *collider_impulse;
+  size_t collider_impulse_capacity; /* doubles */
 
   /* Vertices (double): x, p, v are 3 per vertex. */
   int32_t vertex_count, vertex_capacity;

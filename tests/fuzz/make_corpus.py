@@ -179,6 +179,59 @@ def main():
     }
     for k, v in raw_seeds.items():
         write("body_raw", k, v)
+    for k, v in collider_seeds().items():
+        write("collider", k, v)
+
+
+def collider_seeds():
+    """Inputs of fuzz_collider.c: meshes (closed, inward, open, NaN, bad index, none) and SDFs."""
+
+    def sb(v):
+        return struct.pack("b", v)
+
+    def mesh(flags, verts, tris, floats=False):
+        out = bytes([flags, len(verts), len(tris)])
+        for v in verts:
+            for c in v:
+                out += struct.pack("<f", c) if floats else sb(c)
+        for t in tris:
+            out += bytes(t)
+        return out
+
+    def sdf(flags, dims, cell_byte, origin, dist):
+        out = bytes([flags] + list(dims) + [cell_byte])
+        for c in origin:
+            out += sb(c)
+        for v in dist:
+            out += sb(v)
+        return out
+
+    tet_v = [(0, 0, 0), (8, 0, 0), (0, 8, 0), (0, 0, 8)]
+    tet_t = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
+    quad_v = [(-16, 0, -16), (16, 0, -16), (-16, 0, 16), (16, 0, 16)]
+    quad_t = [(0, 2, 1), (1, 2, 3)]
+    quad_f = [(-2.0, 0.0, -2.0), (2.0, 0.0, -2.0), (-2.0, 0.0, 2.0), (2.0, 0.0, 2.0)]
+    floor = [max(-128, min(127, int((-2 + j + 1) * 16))) for k in range(3) for j in range(3)
+             for i in range(3)]
+    inf_sdf = (bytes([3, 2, 2, 2]) + struct.pack("<f", 1.0) + struct.pack("<fff", -0.5, -1.0, -0.5)
+               + b"".join(struct.pack("<f", v) for v in [float("inf"), 1, 1, 1, 1, 1, 1, 1]))
+    return {
+        "tet-closed": mesh(0, tet_v, tet_t),
+        "tet-inward": mesh(0, tet_v, [(a, c, b) for a, b, c in tet_t]),
+        "tet-moving": mesh(4, tet_v, tet_t),
+        "quad-open": mesh(0, quad_v, quad_t),
+        "quad-open-moving": mesh(4, quad_v, quad_t),
+        "quad-floats": mesh(2, quad_f, quad_t, floats=True),
+        "quad-nan": mesh(2, [(-2.0, float("nan"), -2.0)] + quad_f[1:], quad_t, floats=True),
+        "bad-index": mesh(0, quad_v, [(0, 2, 255), (1, 2, 3)]),
+        "no-triangles": mesh(0, quad_v, []),
+        "degenerate": mesh(0, quad_v, [(0, 0, 1), (1, 1, 1)]),
+        "sdf-floor": sdf(1, (3, 3, 3), 64, (-8, -16, -8), floor),
+        "sdf-moving": sdf(5, (3, 3, 3), 64, (-8, -16, -8), floor),
+        "sdf-zero-cell": sdf(1, (3, 3, 3), 32, (-8, -16, -8), floor),
+        "sdf-flat": sdf(1, (3, 1, 3), 64, (-8, -16, -8), floor[:9]),
+        "sdf-inf": inf_sdf,
+    }
 
 
 if __name__ == "__main__":
