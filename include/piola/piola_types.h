@@ -498,8 +498,8 @@ typedef struct piola_stats {
    * contacts the broad and the narrow phase; per iteration every tet color, the Jacobi tail (one
    * pass, if any tets are in it), every cloth color, with contacts their measuring and projecting
    * passes, the attachments (if any) and the colliders (if any); with contacts the inverted-tet
-   * pass at its most (4 sweeps of the tet colors and the tail) and the
-   * attachments once more; the velocities; plasticity (if any). Times the substeps. */
+   * pass at its most (4 sweeps of the tet colors and the tail), the colliders (if any) and the
+   * attachments (if any) once more; the velocities; plasticity (if any). Times the substeps. */
   int32_t dependent_passes;
 } piola_stats;
 

@@ -11,7 +11,7 @@
  *       (each collider at its pose at the end of the substep);
  *     with contacts: the inverted-tet pass (solve tets, those inverted or nearly flat, each by
  *       its share piola_inverted_share; repeated while a sweep does work,
- *       PIOLA_INVERTED_PASSES times at most), then the attachments once more;
+ *       PIOLA_INVERTED_PASSES times at most), then the colliders and the attachments once more;
  *     update velocities (and damp); plasticity (plastic bodies only)
  *
  * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
@@ -285,9 +285,14 @@ piola_status piola_world_step(piola_world *w) {
         s = per_body ? w->ops->substep_bodies(w, h, PIOLA_BODIES_INVERTED)
                      : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
         w->tets_inverted_only = false;
-        /* The inverted-tet pass moves the corners of the tets it turns back, an attached vertex
-         * among them: the attachments have the last word again, so that a hard one holds its
-         * vertex at its target (the multipliers carry on from the iterations). */
+        /* The inverted-tet pass moves the corners of the tets it turns back: into a collider
+         * that does not support its vertices (a mesh or a distance field), so the colliders act
+         * once more; and an attached vertex among them, so the attachments have the last word
+         * again, so that a hard one holds its vertex at its target (the multipliers carry on from
+         * the iterations). */
+        if (s == PIOLA_OK && w->collider_count > 0) {
+          s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
+        }
         if (s == PIOLA_OK && attachments) {
           s = run_stage(w, PIOLA_STAGE_ATTACHMENTS, h);
         }
@@ -420,8 +425,10 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
   const int64_t tets = (int64_t)st->color_count + (st->jacobi_tets > 0);
   const int64_t iteration =
       tets + st->cloth_color_count + (contacts ? 2 : 0) + attachments + (w->collider_count > 0);
-  const int64_t substep = 1 + (contacts ? 2 : 0) + (int64_t)w->def.iterations * iteration +
-                          (contacts ? PIOLA_INVERTED_PASSES * tets + attachments : 0) + 1 + plastic;
+  const int64_t substep =
+      1 + (contacts ? 2 : 0) + (int64_t)w->def.iterations * iteration +
+      (contacts ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments : 0) + 1 +
+      plastic;
   const int64_t total = substep * w->def.substeps;
   return total < INT32_MAX ? (int32_t)total : INT32_MAX;
 }
