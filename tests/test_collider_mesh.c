@@ -767,6 +767,8 @@ void test_mesh_collider_bad_input(piola_test *t) {
       {"NaN cell", {good, {2, 2, 2}, {0, 0, 0}, NAN}, PIOLA_ERROR_NON_FINITE},
       {"infinite origin", {good, {2, 2, 2}, {0, INFINITY, 0}, 0.1f}, PIOLA_ERROR_NON_FINITE},
       {"NaN distance", {with_nan, {2, 2, 2}, {0, 0, 0}, 0.1f}, PIOLA_ERROR_NON_FINITE},
+      /* neighbours 2 m apart in value on a 0.1 m cell: no distance field */
+      {"not a distance field", {good, {2, 2, 2}, {0, 0, 0}, 0.1f}, PIOLA_ERROR_INVALID_ARGUMENT},
       {"too many points",
        {good, {1 << 20, 1 << 20, 2}, {0, 0, 0}, 0.1f},
        PIOLA_ERROR_INVALID_ARGUMENT},

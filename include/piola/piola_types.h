@@ -401,7 +401,9 @@ typedef struct piola_mesh_shape {
  * the points the distance is trilinear and its gradient is the contact normal; outside the grid
  * there is no solid. The array is copied when the collider is added. */
 typedef struct piola_sdf_shape {
-  const float *distances; /**< m; dims[0] dims[1] dims[2] values, each finite */
+  /** m; dims[0] dims[1] dims[2] values, each finite, neighbours along an axis at most 2 cell
+   * apart (a distance field changes by at most the cell) */
+  const float *distances;
   int32_t dims[3];        /**< grid points along x, y, z (each >= 2) */
   float origin[3];        /**< m; the grid point (0, 0, 0) */
   float cell;             /**< m (> 0); spacing of the grid points */

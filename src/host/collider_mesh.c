@@ -396,6 +396,25 @@ piola_status piola_sdf_data_build(const piola_sdf_shape *g, piola_shape_data *ou
       return PIOLA_ERROR_NON_FINITE;
     }
   }
+  /* A distance field changes by at most the cell between two neighbouring points (it is
+   * 1-Lipschitz); twice that is allowed for approximate fields. A grid that changes faster is
+   * not a distance field, and its trilinear value would push particles by amounts that have no
+   * meaning (a fuzzed grid with one point at -4e37 m threw them to infinity). */
+  const int64_t stride[3] = {1, g->dims[0], (int64_t)g->dims[0] * g->dims[1]};
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t at[3] = {i % g->dims[0], (i / g->dims[0]) % g->dims[1],
+                           i / ((int64_t)g->dims[0] * g->dims[1])};
+    for (int k = 0; k < 3; ++k) {
+      if (at[k] + 1 < g->dims[k] && !(fabs((double)g->distances[i + stride[k]] -
+                                           (double)g->distances[i]) <= 2.0 * (double)g->cell)) {
+        snprintf(reason, rn,
+                 "SDF shape's distances %lld and %lld change by more than twice the cell (%g m): "
+                 "not a distance field",
+                 (long long)i, (long long)(i + stride[k]), (double)g->cell);
+        return PIOLA_ERROR_INVALID_ARGUMENT;
+      }
+    }
+  }
   out->count = (int32_t)((n + 3) / 4);
   out->entries = calloc(4 * (size_t)out->count, sizeof *out->entries);
   if (out->entries == NULL) {

@@ -231,6 +231,11 @@ def collider_seeds():
         "sdf-zero-cell": sdf(1, (3, 3, 3), 32, (-8, -16, -8), floor),
         "sdf-flat": sdf(1, (3, 1, 3), 64, (-8, -16, -8), floor[:9]),
         "sdf-inf": inf_sdf,
+        # A grid libFuzzer found: one point at -4.25e37 m, finite but no distance field (its
+        # neighbours change by far more than the cell); refused since.
+        "sdf-far-value": bytes.fromhex(
+            "03020202" "0000803f" "000000bf" "00008000" "000000bf" "000000bf" "80000080"
+            "7f000080" "3f000080" "3f0000fe" "ffff7f00" "00000080" "3f000080" "3f000080" "3f"),
     }
 
 
