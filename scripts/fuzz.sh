@@ -2,7 +2,7 @@
 # Fuzzes each target of tests/fuzz for a bounded time. Usage: scripts/fuzz.sh [build-dir] [target...]
 # The build folder must be configured with clang and -DPIOLA_FUZZ=ON and its fuzz programs built
 # (cmake --build <dir> --target piola_fuzz). Targets default to all of them: tetgen gmsh obj body
-# body_raw. PIOLA_FUZZ_SECONDS (default 60) bounds each target's run. Each run starts from the seed
+# body_raw collider. PIOLA_FUZZ_SECONDS (default 60) bounds each target's run. Each run starts from the seed
 # corpus (tests/fuzz/corpus/<target>, read only) and keeps what it learns in
 # <build-dir>/fuzz-corpus/<target>, with the dictionary tests/fuzz/<target>.dict where there is
 # one; inputs of at most 64 KiB, 10 s per input, 2 GiB of memory.
@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")/.."
 build=${1:-build-fuzz}
 [ $# -gt 0 ] && shift
-targets=${*:-tetgen gmsh obj body body_raw}
+targets=${*:-tetgen gmsh obj body body_raw collider}
 seconds=${PIOLA_FUZZ_SECONDS:-60}
 # The targets write each input to a temporary file (tests/fuzz/fuzz_common.c): on tmpfs when
 # there is one, which runs several times faster than a disk.
