@@ -87,17 +87,14 @@ void piola_centroids(const double *points, const int32_t *elements, int corners,
 }
 
 /* Point i of an array of 3 doubles per point. */
-static piola_v3 at3(const double *a, int32_t i) {
-  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
-}
-
 /* Whether triangle t is too near surface vertex sv in the rest shape for the two to touch, by
  * a margin: 0.99 of piola_contact_self_bound(), so that the kernels' float evaluation of
  * piola_contact_self_allowed() rejects the pair too. */
 static bool rest_near(const piola_solver_contacts *c, int32_t sv, int32_t t, double thickness) {
   const int32_t *q = c->triangle + 3 * (size_t)t;
   const double *r = c->vertex_rest;
-  return piola_point_triangle_distance(at3(r, sv), at3(r, q[0]), at3(r, q[1]), at3(r, q[2])) <=
+  return piola_point_triangle_distance(piola_vertex_at(r, sv), piola_vertex_at(r, q[0]),
+                                       piola_vertex_at(r, q[1]), piola_vertex_at(r, q[2])) <=
          0.99 * piola_contact_self_bound(c->vertex_reach[sv], thickness);
 }
 
@@ -151,8 +148,9 @@ static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int
   /* The triangles' rest spheres. */
   for (size_t t = 0; t < nt; ++t) {
     const int32_t *q = c->triangle + 3 * ((size_t)t0 + t);
-    const piola_v3 a = at3(c->vertex_rest, q[0]), b = at3(c->vertex_rest, q[1]),
-                   d = at3(c->vertex_rest, q[2]);
+    const piola_v3 a = piola_vertex_at(c->vertex_rest, q[0]),
+                   b = piola_vertex_at(c->vertex_rest, q[1]),
+                   d = piola_vertex_at(c->vertex_rest, q[2]);
     const piola_v3 centre = piola_v3_scale(piola_v3_add(piola_v3_add(a, b), d), 1.0 / 3.0);
     const piola_v3 ea = piola_v3_sub(a, centre), eb = piola_v3_sub(b, centre),
                    ed = piola_v3_sub(d, centre);
@@ -165,7 +163,7 @@ static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int
   }
   const int32_t last_first = t1 - PIOLA_NEAR_WINDOW > t0 ? t1 - PIOLA_NEAR_WINDOW : t0;
   for (int32_t sv = sv0; sv < sv1; ++sv) {
-    const piola_v3 rest = at3(c->vertex_rest, sv);
+    const piola_v3 rest = piola_vertex_at(c->vertex_rest, sv);
     const double bound = 0.99 * piola_contact_self_bound(c->vertex_reach[sv], thickness);
     int32_t first[MOST];
     uint64_t mask[MOST];
@@ -256,8 +254,9 @@ static bool body_near_windows(piola_solver_contacts *c, piola_body *b, int32_t s
 /* The rest box of triangle t (no thickness). */
 static piola_box rest_box(const piola_solver_contacts *c, int32_t t) {
   const int32_t *q = c->triangle + 3 * (size_t)t;
-  const piola_v3 a = at3(c->vertex_rest, q[0]), b = at3(c->vertex_rest, q[1]),
-                 d = at3(c->vertex_rest, q[2]);
+  const piola_v3 a = piola_vertex_at(c->vertex_rest, q[0]),
+                 b = piola_vertex_at(c->vertex_rest, q[1]),
+                 d = piola_vertex_at(c->vertex_rest, q[2]);
   return piola_triangle_box(a, b, d, a, b, d, 0.0);
 }
 
@@ -454,8 +453,8 @@ piola_status piola_contacts_build(piola_world *w) {
 
 static piola_box load_box(const double *a, int32_t i) {
   piola_box r;
-  r.lo = at3(a, 2 * i);
-  r.hi = at3(a, 2 * i + 1);
+  r.lo = piola_vertex_at(a, 2 * i);
+  r.hi = piola_vertex_at(a, 2 * i + 1);
   return r;
 }
 
@@ -472,7 +471,8 @@ static void store_box(double *a, int32_t i, piola_box r) {
 /* The vertex box of surface vertex sv. */
 static piola_box vertex_box(const piola_world *w, int32_t sv) {
   int32_t v = w->contacts.vertex[sv];
-  return piola_vertex_box(at3(w->x, v), at3(w->p, v), (double)w->def.contact_thickness);
+  return piola_vertex_box(piola_vertex_at(w->x, v), piola_vertex_at(w->p, v),
+                          (double)w->def.contact_thickness);
 }
 
 /* The broad phase's boxes of clusters [begin, end) and their triangles, and the chunk's largest
@@ -494,8 +494,9 @@ static void cluster_boxes_range(void *ctx, int32_t chunk, int32_t begin, int32_t
     for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
       const int32_t *q = c->triangle + 3 * (size_t)t;
       int32_t a = c->vertex[q[0]], b = c->vertex[q[1]], d = c->vertex[q[2]];
-      piola_box r = piola_triangle_box(at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
-                                       at3(w->p, b), at3(w->p, d), thickness);
+      piola_box r = piola_triangle_box(
+          piola_vertex_at(w->x, a), piola_vertex_at(w->x, b), piola_vertex_at(w->x, d),
+          piola_vertex_at(w->p, a), piola_vertex_at(w->p, b), piola_vertex_at(w->p, d), thickness);
       store_box(c->triangle_box, t, r);
       u = t == c->cluster_first[i] ? r : piola_box_union(u, r);
     }
@@ -574,9 +575,10 @@ static bool pair_allowed(const piola_solver_contacts *c, int32_t sv, int32_t t, 
     return piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1]);
   }
   return c->body_filter[4 * (size_t)ba + 2] != 0u && q[0] != sv && q[1] != sv && q[2] != sv &&
-         !piola_contact_self_near(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
-                                  at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                  c->vertex_reach[sv], thickness);
+         !piola_contact_self_near(
+             piola_vertex_at(c->vertex_rest, sv), piola_vertex_at(c->vertex_rest, q[0]),
+             piola_vertex_at(c->vertex_rest, q[1]), piola_vertex_at(c->vertex_rest, q[2]),
+             c->vertex_reach[sv], thickness);
 }
 
 /* The narrow phase's test of surface vertex sv against triangle t, whose boxes overlap and
@@ -587,15 +589,15 @@ static void test_pair(const piola_world *w, int32_t sv, int32_t t, double *keys,
   const piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
   const int32_t v = c->vertex[sv];
-  const piola_v3 x = at3(w->x, v), p = at3(w->p, v);
+  const piola_v3 x = piola_vertex_at(w->x, v), p = piola_vertex_at(w->p, v);
   const int32_t *q = c->triangle + 3 * (size_t)t;
   const int32_t a = c->vertex[q[0]];
   int32_t b = c->vertex[q[1]], d = c->vertex[q[2]];
   int persistent;
-  const piola_int side =
-      piola_contact_side(x, at3(w->x, a), at3(w->x, b), at3(w->x, d),
-                         c->previous_triangle + K * (size_t)sv, c->previous_count[sv], t,
-                         c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u, &persistent);
+  const piola_int side = piola_contact_side(
+      x, piola_vertex_at(w->x, a), piola_vertex_at(w->x, b), piola_vertex_at(w->x, d),
+      c->previous_triangle + K * (size_t)sv, c->previous_count[sv], t,
+      c->body_filter[4 * (size_t)c->triangle_body[t] + 3] != 0u, &persistent);
   if (side) { /* met from the back: corners b and c swapped */
     const int32_t swap_corner = b;
     b = d;
@@ -603,12 +605,15 @@ static void test_pair(const piola_world *w, int32_t sv, int32_t t, double *keys,
   }
   const bool same_body = c->triangle_body[t] == c->vertex_body[sv];
   double key;
-  if (piola_contact_candidate(x, p, at3(w->x, a), at3(w->x, b), at3(w->x, d), at3(w->p, a),
-                              at3(w->p, b), at3(w->p, d), thickness, persistent, same_body, &key) &&
+  if (piola_contact_candidate(x, p, piola_vertex_at(w->x, a), piola_vertex_at(w->x, b),
+                              piola_vertex_at(w->x, d), piola_vertex_at(w->p, a),
+                              piola_vertex_at(w->p, b), piola_vertex_at(w->p, d), thickness,
+                              persistent, same_body, &key) &&
       (!same_body ||
-       (piola_contact_self_allowed(at3(c->vertex_rest, sv), at3(c->vertex_rest, q[0]),
-                                   at3(c->vertex_rest, q[1]), at3(c->vertex_rest, q[2]),
-                                   c->vertex_reach[sv], thickness) &&
+       (piola_contact_self_allowed(
+            piola_vertex_at(c->vertex_rest, sv), piola_vertex_at(c->vertex_rest, q[0]),
+            piola_vertex_at(c->vertex_rest, q[1]), piola_vertex_at(c->vertex_rest, q[2]),
+            c->vertex_reach[sv], thickness) &&
         piola_contact_self_untangled(c->turned[v], c->turned[a], c->turned[b], c->turned[d])))) {
     (*found)++;
     piola_contact_keep(keys, tris, kept, key, piola_contact_entry(t, side));
@@ -680,7 +685,8 @@ static void mark_inverted(piola_world *w) {
   memset(c->turned, 0, (size_t)w->vertex_count);
   for (int32_t t = 0; t < w->solver.tet_count; ++t) {
     const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
-    if (piola_tet_inverted(at3(w->x, q[0]), at3(w->x, q[1]), at3(w->x, q[2]), at3(w->x, q[3]))) {
+    if (piola_tet_inverted(piola_vertex_at(w->x, q[0]), piola_vertex_at(w->x, q[1]),
+                           piola_vertex_at(w->x, q[2]), piola_vertex_at(w->x, q[3]))) {
       c->turned[q[0]] = c->turned[q[1]] = c->turned[q[2]] = c->turned[q[3]] = 1;
     }
   }
@@ -751,6 +757,41 @@ typedef struct contact_job {
   bool measure;
 } contact_job;
 
+piola_contact_frame_data piola_contact_slot_frame(const double *slot) {
+  piola_contact_frame_data f;
+  f.n = piola_v3_make(slot[0], slot[1], slot[2]);
+  f.b = piola_v3_make(slot[4], slot[5], slot[6]);
+  f.tangent = piola_v3_make(slot[8], slot[9], slot[10]);
+  f.depth = slot[12];
+  f.removed = slot[13];
+  return f;
+}
+
+void piola_contact_slot_store(double *slot, bool measure, const piola_contact_frame_data *f,
+                              const piola_v3 dx[4], const piola_real length[4]) {
+  if (measure) {
+    const piola_v3 frame[3] = {f->n, f->b, f->tangent};
+    for (int i = 0; i < 3; ++i) {
+      slot[4 * i] = frame[i].x;
+      slot[4 * i + 1] = frame[i].y;
+      slot[4 * i + 2] = frame[i].z;
+    }
+    slot[12] = f->depth;
+    slot[13] = f->removed;
+    slot[14] = 0.0;
+    for (int corner = 0; corner < 4; ++corner) {
+      slot[4 * corner + 3] = length[corner];
+    }
+  } else {
+    for (int corner = 0; corner < 4; ++corner) {
+      slot[4 * corner] = dx[corner].x;
+      slot[4 * corner + 1] = dx[corner].y;
+      slot[4 * corner + 2] = dx[corner].z;
+      slot[4 * corner + 3] = length[corner];
+    }
+  }
+}
+
 /* The projections of the contacts of surface vertices [begin, end) into their slots. */
 static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
@@ -774,14 +815,12 @@ static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
       double *out = c->delta + 16 * (size_t)slot; /* 4 corners of x, y, z, length */
       piola_contact_frame_data f;
       if (measure) {
-        piola_contact_prepare(at3(w->x, v), at3(w->p, v), at3(w->x, a), at3(w->x, b), at3(w->x, d),
-                              at3(w->p, a), at3(w->p, b), at3(w->p, d), thickness, friction, &f);
+        piola_contact_prepare(
+            piola_vertex_at(w->x, v), piola_vertex_at(w->p, v), piola_vertex_at(w->x, a),
+            piola_vertex_at(w->x, b), piola_vertex_at(w->x, d), piola_vertex_at(w->p, a),
+            piola_vertex_at(w->p, b), piola_vertex_at(w->p, d), thickness, friction, &f);
       } else { /* the measuring pass's frame, from the same positions */
-        f.n = piola_v3_make(out[0], out[1], out[2]);
-        f.b = piola_v3_make(out[4], out[5], out[6]);
-        f.tangent = piola_v3_make(out[8], out[9], out[10]);
-        f.depth = out[12];
-        f.removed = out[13];
+        f = piola_contact_slot_frame(out);
       }
       piola_v3 dx[4];
       piola_real length[4];
@@ -790,27 +829,8 @@ static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
       if (side) {
         piola_contact_unswap(dx, length);
       }
-      if (measure) { /* the frame where the corrections go; the gather reads only the lengths */
-        const piola_v3 frame[3] = {f.n, f.b, f.tangent};
-        for (int i = 0; i < 3; ++i) {
-          out[4 * i] = frame[i].x;
-          out[4 * i + 1] = frame[i].y;
-          out[4 * i + 2] = frame[i].z;
-        }
-        out[12] = f.depth;
-        out[13] = f.removed;
-        out[14] = 0.0;
-        for (int corner = 0; corner < 4; ++corner) {
-          out[4 * corner + 3] = length[corner];
-        }
-      } else {
-        for (int corner = 0; corner < 4; ++corner) {
-          out[4 * corner] = dx[corner].x;
-          out[4 * corner + 1] = dx[corner].y;
-          out[4 * corner + 2] = dx[corner].z;
-          out[4 * corner + 3] = length[corner];
-        }
-      }
+      /* measuring: the frame where the corrections go; the gather reads only the lengths */
+      piola_contact_slot_store(out, measure, &f, dx, length);
     }
   }
 }

@@ -120,6 +120,20 @@ bool piola_contacts_any_self(const piola_solver_contacts *c);
 void piola_cpu_broad_phase(piola_world *w);
 void piola_cpu_narrow_phase(piola_world *w);
 void piola_cpu_contact(piola_world *w);
+
+/* Vertex i of an array of 3 doubles per vertex (w->x, w->p). */
+static inline piola_v3 piola_vertex_at(const double *xyz, int32_t i) {
+  return piola_v3_make(xyz[3 * (size_t)i], xyz[3 * (size_t)i + 1], xyz[3 * (size_t)i + 2]);
+}
+
+/* A contact slot's 16 doubles in c->delta (the vertex-triangle and the edge-edge contacts
+ * alike): after the measuring pass, its frame (n, b, tangent, then depth and removed) with each
+ * member's correction length in the fourth double of its four; after the projecting pass, the
+ * four members' corrections (x, y, z, length). piola_contact_slot_frame() reads the frame back,
+ * piola_contact_slot_store() writes either. */
+piola_contact_frame_data piola_contact_slot_frame(const double *slot);
+void piola_contact_slot_store(double *slot, bool measure, const piola_contact_frame_data *f,
+                              const piola_v3 dx[4], const piola_real length[4]);
 /* Edge-edge contacts (contact_edges.c). Whether they run: contacts and def.edge_contacts on and
  * some surface edge. */
 bool piola_edge_contacts_active(const piola_world *w);

@@ -24,10 +24,6 @@
 
 #define KE PIOLA_CONTACTS_PER_EDGE
 
-static piola_v3 edge_at3(const double *a, int32_t i) {
-  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
-}
-
 /* One triangle side while the edges are built: its surface vertices (lower first), the triangle
  * and which side of it. */
 typedef struct edge_side {
@@ -146,8 +142,9 @@ static void edge_ends(const piola_solver_contacts *c, int32_t e, int32_t sv[2], 
 }
 
 static piola_box edge_box(const piola_world *w, const int32_t v[2]) {
-  return piola_edge_box(edge_at3(w->x, v[0]), edge_at3(w->x, v[1]), edge_at3(w->p, v[0]),
-                        edge_at3(w->p, v[1]), (double)w->def.contact_thickness);
+  return piola_edge_box(piola_vertex_at(w->x, v[0]), piola_vertex_at(w->x, v[1]),
+                        piola_vertex_at(w->p, v[0]), piola_vertex_at(w->p, v[1]),
+                        (double)w->def.contact_thickness);
 }
 
 /* The narrow phase's test of edge e (ends sa, world vertices va, box box) against edge f > e:
@@ -173,27 +170,28 @@ static void edge_pair(const piola_world *w, int32_t e, const int32_t sa[2], cons
       return;
     }
   } else if (c->body_filter[4 * (size_t)ba + 2] == 0u ||
-             piola_edge_self_near(edge_at3(r, sa[0]), edge_at3(r, sa[1]), edge_at3(r, sb[0]),
-                                  edge_at3(r, sb[1]), reach, thickness)) {
+             piola_edge_self_near(piola_vertex_at(r, sa[0]), piola_vertex_at(r, sa[1]),
+                                  piola_vertex_at(r, sb[0]), piola_vertex_at(r, sb[1]), reach,
+                                  thickness)) {
     return;
   }
   if (!piola_boxes_overlap(box, edge_box(w, vb))) {
     return;
   }
-  const piola_v3 xa0 = edge_at3(w->x, va[0]), xa1 = edge_at3(w->x, va[1]),
-                 xb0 = edge_at3(w->x, vb[0]), xb1 = edge_at3(w->x, vb[1]);
+  const piola_v3 xa0 = piola_vertex_at(w->x, va[0]), xa1 = piola_vertex_at(w->x, va[1]),
+                 xb0 = piola_vertex_at(w->x, vb[0]), xb1 = piola_vertex_at(w->x, vb[1]);
   const int side = piola_edge_side(xa0, xa1, xb0, xb1);
   double key;
-  if (side < 0 ||
-      !piola_edge_candidate(xa0, xa1, xb0, xb1, edge_at3(w->p, va[0]), edge_at3(w->p, va[1]),
-                            edge_at3(w->p, vb[0]), edge_at3(w->p, vb[1]), side, thickness, &key)) {
+  if (side < 0 || !piola_edge_candidate(xa0, xa1, xb0, xb1, piola_vertex_at(w->p, va[0]),
+                                        piola_vertex_at(w->p, va[1]), piola_vertex_at(w->p, vb[0]),
+                                        piola_vertex_at(w->p, vb[1]), side, thickness, &key)) {
     return;
   }
-  if (same_body &&
-      !(piola_edge_self_allowed(edge_at3(r, sa[0]), edge_at3(r, sa[1]), edge_at3(r, sb[0]),
-                                edge_at3(r, sb[1]), reach, thickness) &&
-        piola_contact_self_untangled(c->turned[va[0]], c->turned[va[1]], c->turned[vb[0]],
-                                     c->turned[vb[1]]))) {
+  if (same_body && !(piola_edge_self_allowed(piola_vertex_at(r, sa[0]), piola_vertex_at(r, sa[1]),
+                                             piola_vertex_at(r, sb[0]), piola_vertex_at(r, sb[1]),
+                                             reach, thickness) &&
+                     piola_contact_self_untangled(c->turned[va[0]], c->turned[va[1]],
+                                                  c->turned[vb[0]], c->turned[vb[1]]))) {
     return;
   }
   (*found)++;
@@ -363,41 +361,18 @@ static void edge_project_range(void *ctx, int32_t chunk, int32_t begin, int32_t 
       double *out = c->delta + 4 * (base + 4 * (size_t)slot);
       piola_contact_frame_data f;
       if (measure) {
-        piola_edge_contact_prepare(edge_at3(w->x, v[0]), edge_at3(w->x, v[1]), edge_at3(w->x, v[2]),
-                                   edge_at3(w->x, v[3]), edge_at3(w->p, v[0]), edge_at3(w->p, v[1]),
-                                   edge_at3(w->p, v[2]), edge_at3(w->p, v[3]),
+        piola_edge_contact_prepare(piola_vertex_at(w->x, v[0]), piola_vertex_at(w->x, v[1]),
+                                   piola_vertex_at(w->x, v[2]), piola_vertex_at(w->x, v[3]),
+                                   piola_vertex_at(w->p, v[0]), piola_vertex_at(w->p, v[1]),
+                                   piola_vertex_at(w->p, v[2]), piola_vertex_at(w->p, v[3]),
                                    c->edge_contact_entry[slot] & 1, thickness, friction, &f);
       } else {
-        f.n = piola_v3_make(out[0], out[1], out[2]);
-        f.b = piola_v3_make(out[4], out[5], out[6]);
-        f.tangent = piola_v3_make(out[8], out[9], out[10]);
-        f.depth = out[12];
-        f.removed = out[13];
+        f = piola_contact_slot_frame(out);
       }
       piola_v3 dx[4];
       piola_real length[4];
       piola_edge_contact_respond(&f, wm[0], wm[1], wm[2], wm[3], dx, length);
-      if (measure) {
-        const piola_v3 frame[3] = {f.n, f.b, f.tangent};
-        for (int i = 0; i < 3; ++i) {
-          out[4 * i] = frame[i].x;
-          out[4 * i + 1] = frame[i].y;
-          out[4 * i + 2] = frame[i].z;
-        }
-        out[12] = f.depth;
-        out[13] = f.removed;
-        out[14] = 0.0;
-        for (int j = 0; j < 4; ++j) {
-          out[4 * j + 3] = length[j];
-        }
-      } else {
-        for (int j = 0; j < 4; ++j) {
-          out[4 * j] = dx[j].x;
-          out[4 * j + 1] = dx[j].y;
-          out[4 * j + 2] = dx[j].z;
-          out[4 * j + 3] = length[j];
-        }
-      }
+      piola_contact_slot_store(out, measure, &f, dx, length);
     }
   }
 }

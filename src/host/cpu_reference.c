@@ -10,10 +10,6 @@
 #include <math.h>
 #include <string.h>
 
-static piola_v3 load3(const double *a, int32_t i) {
-  return piola_v3_make(a[3 * (size_t)i], a[3 * (size_t)i + 1], a[3 * (size_t)i + 2]);
-}
-
 static void store3(double *a, int32_t i, piola_v3 v) {
   a[3 * (size_t)i] = v.x;
   a[3 * (size_t)i + 1] = v.y;
@@ -77,8 +73,9 @@ static int project(piola_world *w, int32_t t, double inv_h2, bool supported, pio
   const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
   const double share =
       w->tets_inverted_only
-          ? piola_inverted_share(load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
-                                 load3(w->p, q[3]), w->solver.tet_volume[t])
+          ? piola_inverted_share(piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                                 piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]),
+                                 w->solver.tet_volume[t])
           : 1.0;
   if (!(share > 0.0)) {
     return 0;
@@ -98,9 +95,10 @@ static int project(piola_world *w, int32_t t, double inv_h2, bool supported, pio
   double *lambda = &w->solver.tet_lambda[2 * (size_t)t];
   const double lambda_before[2] = {lambda[0], lambda[1]};
   const int flags = piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
-                                    mat->compliance * inv_h2, load3(w->p, q[0]), load3(w->p, q[1]),
-                                    load3(w->p, q[2]), load3(w->p, q[3]), w->w[q[0]], w->w[q[1]],
-                                    w->w[q[2]], w->w[q[3]], any ? &support : NULL, lambda, dx);
+                                    mat->compliance * inv_h2, piola_vertex_at(w->p, q[0]),
+                                    piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]),
+                                    piola_vertex_at(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
+                                    w->w[q[3]], any ? &support : NULL, lambda, dx);
   if (share < 1.0 && (flags & PIOLA_TET_WORKED)) {
     piola_inverted_scale(share, dx, support.held, lambda, lambda_before);
   }
@@ -253,8 +251,9 @@ static void project_cloth_tri(piola_world *w, int32_t i, double inv_h2) {
   memcpy(dm.m, c->tri_dm_inv + 4 * (size_t)i, sizeof dm.m);
   piola_v3 dx[3];
   if (piola_cloth_tri_correction(mat, dm, c->tri_area[i], mat->compliance * inv_h2,
-                                 load3(w->p, q[0]), load3(w->p, q[1]), load3(w->p, q[2]),
-                                 w->w[q[0]], w->w[q[1]], w->w[q[2]], &c->tri_lambda[i], dx) &
+                                 piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                                 piola_vertex_at(w->p, q[2]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
+                                 &c->tri_lambda[i], dx) &
       PIOLA_CLOTH_WORKED) {
     for (int k = 0; k < 3; ++k) {
       add3(w->p, q[k], dx[k]);
@@ -269,10 +268,10 @@ static void project_cloth_bend(piola_world *w, int32_t i, double inv_h2) {
   const double *r = c->bend_rest + 6 * (size_t)i;
   piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
   piola_v3 dx[4];
-  if (piola_cloth_bend_correction(mat, &rest, mat->compliance * inv_h2, load3(w->p, q[0]),
-                                  load3(w->p, q[1]), load3(w->p, q[2]), load3(w->p, q[3]),
-                                  w->w[q[0]], w->w[q[1]], w->w[q[2]], w->w[q[3]],
-                                  &c->bend_lambda[i], dx) &
+  if (piola_cloth_bend_correction(mat, &rest, mat->compliance * inv_h2, piola_vertex_at(w->p, q[0]),
+                                  piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]),
+                                  piola_vertex_at(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
+                                  w->w[q[3]], &c->bend_lambda[i], dx) &
       PIOLA_CLOTH_WORKED) {
     for (int k = 0; k < 4; ++k) {
       add3(w->p, q[k], dx[k]);
@@ -337,7 +336,7 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
       continue;
     }
     double *support = w->solver.support + 4 * (size_t)i;
-    piola_v3 x = load3(w->x, i), p = load3(w->p, i);
+    piola_v3 x = piola_vertex_at(w->x, i), p = piola_vertex_at(w->p, i);
     piola_v3 n = piola_v3_make(support[0], support[1], support[2]);
     p = piola_unsupported_position(p, n, support[3]);
     int pushed = 0;
@@ -394,8 +393,9 @@ static void plasticity(piola_world *w, double h) {
     const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
     const piola_material *m = &w->materials[w->solver.tet_material[t]].def;
     piola_m3 dm_rest = load_m3(w->solver.plastic_dm_rest, k);
-    piola_m3 f = piola_tet_deformation(load3(w->x, q[0]), load3(w->x, q[1]), load3(w->x, q[2]),
-                                       load3(w->x, q[3]), dm_rest);
+    piola_m3 f =
+        piola_tet_deformation(piola_vertex_at(w->x, q[0]), piola_vertex_at(w->x, q[1]),
+                              piola_vertex_at(w->x, q[2]), piola_vertex_at(w->x, q[3]), dm_rest);
     double *e = w->solver.plastic_strain + 6 * (size_t)k;
     piola_sym3 eps = {e[0], e[1], e[2], e[3], e[4], e[5]};
     piola_m3 m_eff;
@@ -468,8 +468,10 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
 static double tet_energy(const piola_material_entry *e, const piola_m3 m, double volume,
                          const double *positions, const int32_t *q, int32_t offset,
                          int32_t *inverted) {
-  piola_v3 x0 = load3(positions, q[0] + offset), x1 = load3(positions, q[1] + offset),
-           x2 = load3(positions, q[2] + offset), x3 = load3(positions, q[3] + offset);
+  piola_v3 x0 = piola_vertex_at(positions, q[0] + offset),
+           x1 = piola_vertex_at(positions, q[1] + offset),
+           x2 = piola_vertex_at(positions, q[2] + offset),
+           x3 = piola_vertex_at(positions, q[3] + offset);
   if (piola_tet_inverted(x0, x1, x2, x3)) {
     (*inverted)++;
   }
@@ -520,15 +522,17 @@ double piola_cloth_energy(const piola_world *w, const double *positions) {
       const int32_t *q = b->tris + 3 * (size_t)t;
       piola_m2 dm;
       memcpy(dm.m, b->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
-      tri += piola_cloth_tri_energy(&e->tri, dm, b->tri_area[t], load3(positions, q[0] + o),
-                                    load3(positions, q[1] + o), load3(positions, q[2] + o));
+      tri += piola_cloth_tri_energy(
+          &e->tri, dm, b->tri_area[t], piola_vertex_at(positions, q[0] + o),
+          piola_vertex_at(positions, q[1] + o), piola_vertex_at(positions, q[2] + o));
     }
     for (int32_t k = 0; k < b->bend_count; ++k) {
       const int32_t *q = b->bends + 4 * (size_t)k;
       const double *r = b->bend_rest + 6 * (size_t)k;
       piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
-      bend += piola_cloth_bend_energy(&rest, load3(positions, q[0] + o), load3(positions, q[1] + o),
-                                      load3(positions, q[2] + o), load3(positions, q[3] + o));
+      bend += piola_cloth_bend_energy(
+          &rest, piola_vertex_at(positions, q[0] + o), piola_vertex_at(positions, q[1] + o),
+          piola_vertex_at(positions, q[2] + o), piola_vertex_at(positions, q[3] + o));
     }
     sum += tri / e->tri.compliance + (b->bend_count > 0 ? bend / e->bend.compliance : 0.0);
   }
