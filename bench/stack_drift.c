@@ -50,37 +50,52 @@ static double centre_x(piola_world *w, piola_body_id b, float *x, int32_t n, dou
   return c / n;
 }
 
-static piola_status run(const options *o, float offset, outcome *out) {
+/* The world both scenes use (the options' settings, friction 0.5, the ground plane) and the
+ * box mesh and material of their boxes. */
+static piola_status stack_world(const options *o, piola_world **w, piola_tet_mesh *m,
+                                piola_material *mat) {
   piola_world_def def = piola_default_world_def();
   def.backend = o->backend;
   def.substeps = o->substeps;
   def.iterations = o->iterations;
   def.damping = o->damping;
   def.contact_friction = 0.5f;
-  piola_world *w = NULL;
-  piola_status s = piola_world_create(&def, &w);
+  *w = NULL;
+  piola_status s = piola_world_create(&def, w);
   if (s != PIOLA_OK) {
     return s;
   }
   const int32_t cells[3] = {6, 6, 6};
-  const float size[3] = {0.3f, 0.3f, 0.3f};
+  const float size[3] = {0.3f, 0.3f, 0.3f}, up[3] = {0.0f, 1.0f, 0.0f};
+  s = piola_world_add_plane(*w, up, 0.0f, 0.5f, NULL);
+  if (s == PIOLA_OK) {
+    s = piola_mesh_make_box(cells, size, m);
+  }
+  if (s != PIOLA_OK) {
+    piola_world_destroy(*w);
+    *w = NULL;
+    return s;
+  }
+  *mat = piola_default_material();
+  mat->model = PIOLA_MODEL_NEOHOOKEAN;
+  mat->youngs_modulus = o->youngs;
+  return PIOLA_OK;
+}
+
+static piola_status run(const options *o, float offset, outcome *out) {
+  piola_world *w;
   piola_tet_mesh m;
-  s = piola_mesh_make_box(cells, size, &m);
-  piola_material mat = piola_default_material();
-  mat.model = PIOLA_MODEL_NEOHOOKEAN;
-  mat.youngs_modulus = o->youngs;
+  piola_material mat;
+  piola_status s = stack_world(o, &w, &m, &mat);
+  if (s != PIOLA_OK) {
+    return s;
+  }
   piola_body_id lower, upper;
   const float at_lower[3] = {-0.15f, 0.0f, -0.15f};
   const float at_upper[3] = {-0.15f + offset, 0.3f + o->drop, -0.15f};
-  const float up[3] = {0.0f, 1.0f, 0.0f};
-  if (s == PIOLA_OK) {
-    s = piola_world_add_tet_body(w, &m, &mat, at_lower, &lower);
-  }
+  s = piola_world_add_tet_body(w, &m, &mat, at_lower, &lower);
   if (s == PIOLA_OK) {
     s = piola_world_add_tet_body(w, &m, &mat, at_upper, &upper);
-  }
-  if (s == PIOLA_OK) {
-    s = piola_world_add_plane(w, up, 0.0f, 0.5f, NULL);
   }
   const int32_t n = m.vertex_count;
   float *x = malloc(sizeof *x * 3 * (size_t)n);
@@ -182,24 +197,13 @@ static int parse(int argc, char **argv, options *o) {
 /* The pyramid: six boxes, rows of 3, 2 and 1, each row --drop above the one under it; per box
  * the largest distance its centre moves from its place 0.5 s after the start over the next 5 s. */
 static piola_status pyramid(const options *o, int *failed) {
-  piola_world_def def = piola_default_world_def();
-  def.backend = o->backend;
-  def.substeps = o->substeps;
-  def.iterations = o->iterations;
-  def.damping = o->damping;
-  def.contact_friction = 0.5f;
-  piola_world *w = NULL;
-  piola_status s = piola_world_create(&def, &w);
+  piola_world *w;
+  piola_tet_mesh m;
+  piola_material mat;
+  piola_status s = stack_world(o, &w, &m, &mat);
   if (s != PIOLA_OK) {
     return s;
   }
-  const int32_t cells[3] = {6, 6, 6};
-  const float size[3] = {0.3f, 0.3f, 0.3f}, up[3] = {0.0f, 1.0f, 0.0f};
-  piola_tet_mesh m;
-  s = piola_mesh_make_box(cells, size, &m);
-  piola_material mat = piola_default_material();
-  mat.model = PIOLA_MODEL_NEOHOOKEAN;
-  mat.youngs_modulus = o->youngs;
   piola_body_id box[6];
   const float pitch = 0.32f;
   const float cx[6] = {-pitch, 0.0f, pitch, -0.5f * pitch, 0.5f * pitch, 0.0f};
@@ -207,9 +211,6 @@ static piola_status pyramid(const options *o, int *failed) {
   for (int i = 0; i < 6 && s == PIOLA_OK; ++i) {
     const float at[3] = {cx[i] - 0.15f, (float)row[i] * (0.3f + o->drop), -0.15f};
     s = piola_world_add_tet_body(w, &m, &mat, at, &box[i]);
-  }
-  if (s == PIOLA_OK) {
-    s = piola_world_add_plane(w, up, 0.0f, 0.5f, NULL);
   }
   const int32_t n = m.vertex_count;
   float *x = malloc(sizeof *x * 3 * (size_t)n);
