@@ -531,6 +531,222 @@ PIOLA_FN piola_flags piola_tet_project(const piola_tet_material *mat, piola_m3 d
   return flags;
 }
 
+#ifndef PIOLA_LANES /* one tet at a time (vertex block descent runs one vertex per work-item) */
+/* ---- Vertex block descent: one vertex's gradient and Hessian block --------------------- */
+/* Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent", Sec. 3 (Eqs. 5-7): a vertex i takes a
+ * Newton step on its block of the incremental potential G_i(x) = m_i/(2h^2)|x_i - y_i|^2 + sum of
+ * the energies of its elements, H dx = -grad G, H = m_i/h^2 I + sum of the elements' 3x3 blocks
+ * d2E/dx_i^2, each made positive semidefinite. For a tet U = V Psi(F) with F = sum_j x_j b_j^T
+ * (b_j the rows of M = Dm^-1 for j = 1..3, b_0 = -(b_1 + b_2 + b_3)):
+ *   grad_i U = V P b_i,   H_ii[:, k] = V dP(e_k b_i^T) b_i,   k = 0..2,
+ * with dP the differential of the first Piola-Kirchhoff stress along dF (Sifakis, Barbic 2012,
+ * "FEM Simulation of 3D Deformable Solids", Sec. 4.2):
+ *   StVK: dP = dF S + F dS, dS = 2 mu dE + lambda tr(dE) I, dE = sym(F^T dF);
+ *   Neo-Hookean: dP = mu dF + (mu - lambda log J) F^-T dF^T F^-T + lambda tr(F^-1 dF) F^-T.
+ * Where the inversion handling evaluates the energy on clamped principal stretches (inverted,
+ * flat or compressed below the clamp), the extended energy is only C1: its second derivative
+ * jumps at the clamp, so it has no Hessian there to write down. dP is then the central
+ * difference of the exact stress of the extended energy, (P(F + e dF) - P(F - e dF)) / (2 e),
+ * the secant of the energy's own gradient: consistent with the energy the step descends, free
+ * of the 1/(s_i^2 - s_j^2) terms of an eigen-system form at repeated stretches, and after the
+ * projection below never indefinite. The block is symmetrized and projected to the positive
+ * semidefinite cone (eigen-decomposition, negative eigenvalues set to zero). */
+
+/* d(P/E) along dF, Saint Venant-Kirchhoff. */
+PIOLA_FN piola_m3 piola_stvk_stress_differential(const piola_tet_material *mat, piola_m3 f,
+                                                 piola_m3 df) {
+  piola_sym3 e = piola_green_strain(f);
+  piola_real tr = e.xx + e.yy + e.zz;
+  piola_m3 s = piola_m3_scale(piola_sym3_to_m3(e), PIOLA_R(2.0) * mat->mu);
+  s.m[0] += mat->lambda * tr;
+  s.m[4] += mat->lambda * tr;
+  s.m[8] += mat->lambda * tr;
+  piola_m3 ftdf = piola_m3_mul_at(f, df); /* F^T dF; dE is its symmetric part */
+  piola_m3 de;
+  PIOLA_UNROLL
+  for (int i = 0; i < 3; ++i) {
+    PIOLA_UNROLL
+    for (int j = 0; j < 3; ++j) {
+      de.m[3 * i + j] = PIOLA_R(0.5) * (ftdf.m[3 * i + j] + ftdf.m[3 * j + i]);
+    }
+  }
+  piola_real tr_de = de.m[0] + de.m[4] + de.m[8];
+  piola_m3 ds = piola_m3_scale(de, PIOLA_R(2.0) * mat->mu);
+  ds.m[0] += mat->lambda * tr_de;
+  ds.m[4] += mat->lambda * tr_de;
+  ds.m[8] += mat->lambda * tr_de;
+  piola_m3 a = piola_m3_mul(df, s), b = piola_m3_mul(f, ds);
+  PIOLA_UNROLL
+  for (int i = 0; i < 9; ++i) {
+    a.m[i] += b.m[i];
+  }
+  return a;
+}
+
+/* d(P/E) along dF, Neo-Hookean, from F^-T and log J (det F > 0). */
+PIOLA_FN piola_m3 piola_neohookean_stress_differential(const piola_tet_material *mat,
+                                                       piola_m3 f_inv_t, piola_real log_j,
+                                                       piola_m3 df) {
+  /* F^-T dF^T F^-T = (F^-1 dF F^-1)^T; tr(F^-1 dF) = sum_ij (F^-T)_ij dF_ij. */
+  piola_m3 t = piola_m3_mul(piola_m3_mul(f_inv_t, piola_m3_transpose(df)), f_inv_t);
+  piola_real tr = PIOLA_R(0.0);
+  PIOLA_UNROLL
+  for (int i = 0; i < 9; ++i) {
+    tr += f_inv_t.m[i] * df.m[i];
+  }
+  const piola_real a = mat->mu - mat->lambda * log_j, c = mat->lambda * tr;
+  piola_m3 r;
+  PIOLA_UNROLL
+  for (int i = 0; i < 9; ++i) {
+    r.m[i] = mat->mu * df.m[i] + a * t.m[i] + c * f_inv_t.m[i];
+  }
+  return r;
+}
+
+/* The symmetric a projected to the positive semidefinite cone: a = Q diag(l) Q^T with the
+ * negative eigenvalues set to zero. */
+PIOLA_FN piola_m3 piola_sym3_project_psd(piola_m3 a) {
+  piola_m3 q;
+  piola_v3 l;
+  piola_sym_eigen(a, &q, &l);
+  if (l.x >= PIOLA_R(0.0) && l.y >= PIOLA_R(0.0) && l.z >= PIOLA_R(0.0)) {
+    return a;
+  }
+  l = piola_v3_make(fmax(l.x, PIOLA_R(0.0)), fmax(l.y, PIOLA_R(0.0)), fmax(l.z, PIOLA_R(0.0)));
+  return piola_svd3_compose(q, l, q);
+}
+
+/* The row b_corner (1/m) of a tet's M = Dm^-1 (b_0 = -(b_1 + b_2 + b_3)): F = sum_j x_j b_j^T. */
+PIOLA_FN piola_v3 piola_tet_corner_row(piola_m3 m, int corner) {
+  piola_v3 r1 = piola_v3_make(m.m[0], m.m[1], m.m[2]), r2 = piola_v3_make(m.m[3], m.m[4], m.m[5]),
+           r3 = piola_v3_make(m.m[6], m.m[7], m.m[8]);
+  return corner == 1   ? r1
+         : corner == 2 ? r2
+         : corner == 3 ? r3
+                       : piola_v3_scale(piola_v3_add(piola_v3_add(r1, r2), r3), PIOLA_R(-1.0));
+}
+
+/* The outer product a b^T. */
+PIOLA_FN piola_m3 piola_m3_outer(piola_v3 a, piola_v3 b) {
+  piola_m3 r;
+  r.m[0] = a.x * b.x;
+  r.m[1] = a.x * b.y;
+  r.m[2] = a.x * b.z;
+  r.m[3] = a.y * b.x;
+  r.m[4] = a.y * b.y;
+  r.m[5] = a.y * b.z;
+  r.m[6] = a.z * b.x;
+  r.m[7] = a.z * b.y;
+  r.m[8] = a.z * b.z;
+  return r;
+}
+
+/* One tet's part of vertex `corner`'s block (see above), in units of E, before the projection:
+ * writes the gradient grad_corner U / E (m^2) and the symmetric Hessian block
+ * d2U/dx_corner^2 / E (m), and returns U / E (m^3). A tet whose energy is undefined at F
+ * (Neo-Hookean inverted with inversion handling off) contributes nothing (returns 0, zero
+ * gradient and block). */
+PIOLA_FN piola_real piola_tet_vertex_block_unprojected(const piola_tet_material *mat,
+                                                       piola_m3 dm_inv, piola_real volume,
+                                                       piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                                       piola_v3 x3, int corner, piola_v3 *grad,
+                                                       piola_m3 *hess) {
+  const piola_m3 f = piola_tet_deformation(x0, x1, x2, x3, dm_inv);
+  const piola_v3 b = piola_tet_corner_row(dm_inv, corner);
+  piola_m3 p;
+  piola_mask used_svd;
+  const piola_real psi = piola_energy_and_stress(mat, f, &p, &used_svd);
+  *grad = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  *hess = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
+  if (!(psi >= PIOLA_R(0.0))) {
+    return PIOLA_R(0.0); /* undefined */
+  }
+  /* grad = V P b */
+  *grad = piola_v3_make(volume * (p.m[0] * b.x + p.m[1] * b.y + p.m[2] * b.z),
+                        volume * (p.m[3] * b.x + p.m[4] * b.y + p.m[5] * b.z),
+                        volume * (p.m[6] * b.x + p.m[7] * b.y + p.m[8] * b.z));
+  /* The regular path's constants (Neo-Hookean: F^-T and log J). */
+  const piola_real j = piola_m3_det(f);
+  const piola_m3 f_inv_t = piola_m3_scale(piola_m3_cofactor(f), PIOLA_R(1.0) / j);
+  const piola_real log_j = mat->model == PIOLA_TET_MODEL_STVK ? PIOLA_R(0.0) : log(j);
+  /* The central difference's step: |e dF| = cbrt(epsilon) max(1, |F|). */
+  const piola_real scale = fmax(PIOLA_R(1.0), sqrt(piola_m3_frobenius2(f)));
+  const piola_real step = cbrt(PIOLA_REAL_EPSILON) * scale / piola_v3_length(b);
+  piola_m3 h;
+  PIOLA_UNROLL
+  for (int k = 0; k < 3; ++k) {
+    const piola_v3 ek =
+        piola_v3_make(k == 0 ? PIOLA_R(1.0) : PIOLA_R(0.0), k == 1 ? PIOLA_R(1.0) : PIOLA_R(0.0),
+                      k == 2 ? PIOLA_R(1.0) : PIOLA_R(0.0));
+    const piola_m3 df = piola_m3_outer(ek, b);
+    piola_m3 dp;
+    if (used_svd) {
+      piola_m3 fp = f, fm = f, pp, pm;
+      PIOLA_UNROLL
+      for (int i = 0; i < 9; ++i) {
+        fp.m[i] += step * df.m[i];
+        fm.m[i] -= step * df.m[i];
+      }
+      piola_mask svd_p, svd_m;
+      piola_energy_and_stress(mat, fp, &pp, &svd_p);
+      piola_energy_and_stress(mat, fm, &pm, &svd_m);
+      PIOLA_UNROLL
+      for (int i = 0; i < 9; ++i) {
+        dp.m[i] = (pp.m[i] - pm.m[i]) / (PIOLA_R(2.0) * step);
+      }
+    } else if (mat->model == PIOLA_TET_MODEL_STVK) {
+      dp = piola_stvk_stress_differential(mat, f, df);
+    } else {
+      dp = piola_neohookean_stress_differential(mat, f_inv_t, log_j, df);
+    }
+    /* column k: V dP b */
+    h.m[k] = volume * (dp.m[0] * b.x + dp.m[1] * b.y + dp.m[2] * b.z);
+    h.m[3 + k] = volume * (dp.m[3] * b.x + dp.m[4] * b.y + dp.m[5] * b.z);
+    h.m[6 + k] = volume * (dp.m[6] * b.x + dp.m[7] * b.y + dp.m[8] * b.z);
+  }
+  piola_m3 sym;
+  PIOLA_UNROLL
+  for (int r = 0; r < 3; ++r) {
+    PIOLA_UNROLL
+    for (int c = 0; c < 3; ++c) {
+      sym.m[3 * r + c] = PIOLA_R(0.5) * (h.m[3 * r + c] + h.m[3 * c + r]);
+    }
+  }
+  *hess = sym;
+  return volume * psi;
+}
+
+/* piola_tet_vertex_block_unprojected() with the block projected to the positive semidefinite
+ * cone: what the vertex's Newton step sums. */
+PIOLA_FN piola_real piola_tet_vertex_block(const piola_tet_material *mat, piola_m3 dm_inv,
+                                           piola_real volume, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                           piola_v3 x3, int corner, piola_v3 *grad,
+                                           piola_m3 *hess) {
+  const piola_real u =
+      piola_tet_vertex_block_unprojected(mat, dm_inv, volume, x0, x1, x2, x3, corner, grad, hess);
+  *hess = piola_sym3_project_psd(*hess);
+  return u;
+}
+
+/* The Newton step of a vertex block: dx = -H^-1 g for the symmetric H (from the inertia m/h^2 I
+ * plus positive semidefinite blocks, so positive definite unless degenerate). Returns 0 (dx
+ * zero) where H is singular to rounding: det H <= 1e-6 epsilon (tr H / 3)^3, or not a number. */
+PIOLA_FN int piola_vbd_newton_step(piola_m3 h, piola_v3 g, piola_v3 *dx) {
+  const piola_m3 cof = piola_m3_cofactor(h); /* symmetric: the adjugate */
+  const piola_real det = h.m[0] * cof.m[0] + h.m[1] * cof.m[1] + h.m[2] * cof.m[2];
+  const piola_real t = (h.m[0] + h.m[4] + h.m[8]) / PIOLA_R(3.0);
+  *dx = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  if (!(det > PIOLA_R(1e-6) * PIOLA_REAL_EPSILON * t * t * t) || !(t > PIOLA_R(0.0))) {
+    return 0;
+  }
+  const piola_real inv = PIOLA_R(-1.0) / det;
+  *dx = piola_v3_make(inv * (cof.m[0] * g.x + cof.m[1] * g.y + cof.m[2] * g.z),
+                      inv * (cof.m[3] * g.x + cof.m[4] * g.y + cof.m[5] * g.z),
+                      inv * (cof.m[6] * g.x + cof.m[7] * g.y + cof.m[8] * g.z));
+  return piola_v3_dot(*dx, *dx) < PIOLA_R(1e30); /* finite */
+}
+#endif /* one lane */
+
 /* ---- Plasticity (paper Sec. 4.2) ------------------------------------------------------ */
 #ifndef PIOLA_LANES /* one tet at a time (a stage of its own, not packed) */
 

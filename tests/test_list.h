@@ -279,3 +279,8 @@ PIOLA_TEST(opencl_state_roundtrip_bitwise)
 PIOLA_TEST(opencl_state_rollback_bitwise)
 PIOLA_TEST(opencl_state_load_cpu_state)
 PIOLA_TEST(opencl_state_load_rejects_bad_buffers)
+/* Vertex block descent (test_vbd.c) */
+PIOLA_TEST(vbd_vertex_coloring)
+PIOLA_TEST(vbd_stats_vertex_colors)
+PIOLA_TEST(vbd_tet_block_finite_differences)
+PIOLA_TEST(vbd_newton_step)

@@ -108,6 +108,9 @@ typedef enum piola_stage {
   PIOLA_STAGE_COLLIDE,     /**< particles projected out of the colliders */
   PIOLA_STAGE_UPDATE_VELOCITIES, /**< v = (p - x) / h, x = p, damping */
   PIOLA_STAGE_PLASTICITY,        /**< plastic flow per tet, once per substep */
+  /** Vertex block descent (PIOLA_SCHEME_VBD): one pass over the vertex colors per iteration,
+   * each vertex one Newton step on its block; runs instead of SOLVE_TETS under that scheme */
+  PIOLA_STAGE_SOLVE_VERTICES,
   PIOLA_STAGE_COUNT
 } piola_stage;
 
@@ -120,7 +123,14 @@ typedef enum piola_iteration_scheme {
   /** Jacobi: every tet from the same positions, the corrections of each vertex averaged over
    * the tets that moved it and over-relaxed by jacobi_omega (Bender, Mueller, Macklin 2017, "A
    * Survey on Position Based Dynamics", Sec. 6.1.2). Two launches per iteration. */
-  PIOLA_SCHEME_JACOBI = 1
+  PIOLA_SCHEME_JACOBI = 1,
+  /** Vertex block descent (Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent"): the vertices
+   * are colored (no two of a color share an element); per iteration, color after color, each
+   * vertex of a color takes one Newton step on its 3x3 block of the implicit Euler step's
+   * incremental potential (inertia plus the energies of its elements, the same materials as
+   * XPBD). One pass per vertex color per iteration (docs/solvers.md). max_colors and
+   * jacobi_omega do not apply. */
+  PIOLA_SCHEME_VBD = 2
 } piola_iteration_scheme;
 
 /** How the OpenCL backend launches a substep (the CPU reference ignores it). */
@@ -404,9 +414,9 @@ typedef struct piola_sdf_shape {
   /** m; dims[0] dims[1] dims[2] values, each finite, neighbours along an axis at most 2 cell
    * apart (a distance field changes by at most the cell) */
   const float *distances;
-  int32_t dims[3];        /**< grid points along x, y, z (each >= 2) */
-  float origin[3];        /**< m; the grid point (0, 0, 0) */
-  float cell;             /**< m (> 0); spacing of the grid points */
+  int32_t dims[3]; /**< grid points along x, y, z (each >= 2) */
+  float origin[3]; /**< m; the grid point (0, 0, 0) */
+  float cell;      /**< m (> 0); spacing of the grid points */
 } piola_sdf_shape;
 
 /** A collider: a kinematic rigid shape that pushes particles out (it is never pushed back).
@@ -501,7 +511,9 @@ typedef struct piola_stats {
    * pass, if any tets are in it), every cloth color, with contacts their measuring and projecting
    * passes, the attachments (if any) and the colliders (if any); with contacts the inverted-tet
    * pass at its most (4 sweeps of the tet colors and the tail), the colliders (if any) and the
-   * attachments (if any) once more; the velocities; plasticity (if any). Times the substeps. */
+   * attachments (if any) once more; the velocities; plasticity (if any). Times the substeps.
+   * Under PIOLA_SCHEME_VBD the tet, tail and cloth colors of an iteration are its vertex colors
+   * (vertex_color_count), and there is no inverted-tet pass. */
   int32_t dependent_passes;
 } piola_stats;
 

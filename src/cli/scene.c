@@ -154,7 +154,8 @@ void scene_print_help(void) {
          "  --no-edge-contacts  only vertices meet triangles (the default)\n"
          "  --contact-thickness M  distance kept between touching bodies (default 0.01)\n"
          "  --contact-friction MU  friction between bodies (default 0.5)\n");
-  printf("  --scheme S          gauss-seidel (default: colored) or jacobi\n"
+  printf("  --scheme S          gauss-seidel (default: colored), jacobi or vbd (vertex block "
+         "descent)\n"
          "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
          "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
@@ -270,10 +271,12 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
   } else if (strcmp(a, "--contact-friction") == 0) {
     ok = parse_float_min(a, v, 0.0f, false, &o->contact_friction);
   } else if (strcmp(a, "--scheme") == 0) {
-    static const char *const names[] = {"gauss-seidel", "jacobi"};
-    int k = choose(a, v, names, 2);
+    static const char *const names[] = {"gauss-seidel", "jacobi", "vbd"};
+    int k = choose(a, v, names, 3);
     ok = k >= 0;
-    o->scheme = k == 1 ? PIOLA_SCHEME_JACOBI : PIOLA_SCHEME_GAUSS_SEIDEL;
+    o->scheme = k == 2   ? PIOLA_SCHEME_VBD
+                : k == 1 ? PIOLA_SCHEME_JACOBI
+                         : PIOLA_SCHEME_GAUSS_SEIDEL;
   } else if (strcmp(a, "--max-colors") == 0) {
     ok = parse_int(a, v, 0, &o->max_colors);
   } else if (strcmp(a, "--omega") == 0) {

@@ -45,6 +45,7 @@ static bool grow_vertices(piola_world *w, int32_t needed) {
 void piola_body_free(piola_body *b) {
   free(b->tets);
   free(b->colors);
+  free(b->vertex_colors);
   free(b->color_start);
   free(b->by_color);
   free(b->dm_inv);
@@ -413,6 +414,12 @@ static piola_status prepare_body(const piola_world *w, const piola_tet_mesh *mes
     b->color_count = 0;
   } else {
     s = piola_color_tets(b->tets, nt, nv, w->def.max_colors, b->colors, &b->color_count);
+  }
+  if (s == PIOLA_OK && w->def.iteration_scheme == PIOLA_SCHEME_VBD) {
+    b->vertex_colors = malloc(sizeof *b->vertex_colors * (size_t)nv);
+    s = b->vertex_colors == NULL
+            ? PIOLA_ERROR_OUT_OF_MEMORY
+            : piola_color_vertices(b->tets, nt, nv, b->vertex_colors, &b->vertex_color_count);
   }
   if (s == PIOLA_OK) {
     s = piola_body_build_surface(b, out->rest);

@@ -75,6 +75,10 @@ typedef struct piola_body {
   int32_t cloth_color_count;
   int32_t *cloth_color_start; /* cloth_color_count + 1 offsets into cloth_by_color */
   int32_t *cloth_by_color;    /* items sorted by color (item order within a color) */
+  /* Vertex block descent (PIOLA_SCHEME_VBD only, else 0 and NULL): the color of each vertex
+   * (piola_color_vertices over its tets, or its triangles and stencils). */
+  int32_t vertex_color_count;
+  int32_t *vertex_colors;
 } piola_body;
 
 typedef struct piola_material_entry {

@@ -255,6 +255,12 @@ static piola_status prepare_cloth(const piola_world *w, const piola_tri_mesh *me
     }
     s = piola_color_tets(item_vertices, items, nv, 0, colors, &b->cloth_color_count);
   }
+  if (s == PIOLA_OK && w->def.iteration_scheme == PIOLA_SCHEME_VBD) {
+    b->vertex_colors = malloc(sizeof *b->vertex_colors * (size_t)nv);
+    s = b->vertex_colors == NULL ? PIOLA_ERROR_OUT_OF_MEMORY
+                                 : piola_color_vertices(item_vertices, items, nv, b->vertex_colors,
+                                                        &b->vertex_color_count);
+  }
   if (s == PIOLA_OK) {
     b->cloth_color_start = calloc((size_t)b->cloth_color_count + 1, sizeof *b->cloth_color_start);
     fill = malloc(sizeof *fill * (size_t)(b->cloth_color_count > 0 ? b->cloth_color_count : 1));

@@ -10,6 +10,12 @@
  * With a cap on the number of colors, tets that find no free color are left uncolored (-1):
  * the solver projects them together in one Jacobi pass.
  * The lower bound on the color count is the largest number of tets sharing a vertex.
+ *
+ * Vertex coloring (vertex block descent, Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent",
+ * Sec. 3.3): vertices that share an item conflict. Greedy first fit in smallest-last order
+ * (Matula, Beck 1983, "Smallest-last ordering and clustering and graph coloring algorithms"),
+ * which needs at most one color more than the graph's degeneracy, then the same kind of
+ * balancing pass, so that the colors (one dependent pass each) have nearly equal sizes.
  */
 #include "coloring.h"
 
@@ -258,4 +264,244 @@ bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t ver
   free(start);
   free(stamp);
   return ok;
+}
+
+/* ---- Vertex coloring (vertex block descent) ------------------------------------------------ */
+
+/* The vertex conflict graph of the items: CSR neighbour lists, each sorted and without repeats.
+ * Returns false when out of memory. */
+static bool vertex_graph(const int32_t *items, int32_t item_count, int32_t vertex_count,
+                         int32_t **start_out, int32_t **adj_out) {
+  int32_t *start = calloc((size_t)vertex_count + 1, sizeof *start);
+  if (start == NULL) {
+    return false;
+  }
+  for (int32_t t = 0; t < item_count; ++t) {
+    const int32_t *q = items + 4 * (size_t)t;
+    for (int a = 0; a < 4; ++a) {
+      for (int b = 0; b < 4 && q[a] >= 0; ++b) {
+        start[q[a] + 1] += b != a && q[b] >= 0;
+      }
+    }
+  }
+  for (int32_t v = 0; v < vertex_count; ++v) {
+    start[v + 1] += start[v];
+  }
+  int32_t *adj = malloc(sizeof *adj * (size_t)(start[vertex_count] > 0 ? start[vertex_count] : 1));
+  int32_t *fill = malloc(sizeof *fill * (size_t)(vertex_count > 0 ? vertex_count : 1));
+  if (adj == NULL || fill == NULL) {
+    free(start);
+    free(adj);
+    free(fill);
+    return false;
+  }
+  memcpy(fill, start, sizeof *fill * (size_t)vertex_count);
+  for (int32_t t = 0; t < item_count; ++t) {
+    const int32_t *q = items + 4 * (size_t)t;
+    for (int a = 0; a < 4; ++a) {
+      for (int b = 0; b < 4 && q[a] >= 0; ++b) {
+        if (b != a && q[b] >= 0) {
+          adj[fill[q[a]]++] = q[b];
+        }
+      }
+    }
+  }
+  /* Sort each list (insertion sort: lists are short) and drop repeats, compacting in place. */
+  int32_t out = 0;
+  for (int32_t v = 0; v < vertex_count; ++v) {
+    const int32_t lo = start[v], hi = start[v + 1];
+    for (int32_t i = lo + 1; i < hi; ++i) {
+      const int32_t x = adj[i];
+      int32_t j = i;
+      while (j > lo && adj[j - 1] > x) {
+        adj[j] = adj[j - 1];
+        --j;
+      }
+      adj[j] = x;
+    }
+    start[v] = out;
+    for (int32_t i = lo; i < hi; ++i) {
+      if (i == lo || adj[i] != adj[i - 1]) {
+        adj[out++] = adj[i];
+      }
+    }
+  }
+  start[vertex_count] = out;
+  free(fill);
+  *start_out = start;
+  *adj_out = adj;
+  return true;
+}
+
+piola_status piola_color_vertices(const int32_t *items, int32_t item_count, int32_t vertex_count,
+                                  int32_t *colors, int32_t *color_count) {
+  *color_count = 0;
+  if (vertex_count <= 0) {
+    return PIOLA_OK;
+  }
+  int32_t *start = NULL, *adj = NULL;
+  if (!vertex_graph(items, item_count, vertex_count, &start, &adj)) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  const int32_t n = vertex_count;
+  int32_t max_degree = 0;
+  for (int32_t v = 0; v < n; ++v) {
+    const int32_t d = start[v + 1] - start[v];
+    max_degree = d > max_degree ? d : max_degree;
+  }
+  /* Smallest-last order (Matula, Beck 1983): repeatedly remove a vertex of least remaining
+   * degree (the lowest-numbered among them, for determinism); color in the reverse of the
+   * removal order. Buckets of vertices by remaining degree, as doubly linked lists. */
+  int32_t *degree = malloc(sizeof *degree * (size_t)n);
+  int32_t *head = malloc(sizeof *head * ((size_t)max_degree + 1));
+  int32_t *next = malloc(sizeof *next * (size_t)n);
+  int32_t *prev = malloc(sizeof *prev * (size_t)n);
+  int32_t *order = malloc(sizeof *order * (size_t)n);
+  int32_t *stamp = malloc(sizeof *stamp * ((size_t)max_degree + 2));
+  int32_t *size = calloc((size_t)max_degree + 2, sizeof *size);
+  bool ok = degree && head && next && prev && order && stamp && size;
+  if (ok) {
+    for (int32_t d = 0; d <= max_degree; ++d) {
+      head[d] = -1;
+    }
+    /* Insert in decreasing index so that each bucket lists its vertices in increasing order. */
+    for (int32_t v = n - 1; v >= 0; --v) {
+      const int32_t d = start[v + 1] - start[v];
+      degree[v] = d;
+      prev[v] = -1;
+      next[v] = head[d];
+      if (head[d] >= 0) {
+        prev[head[d]] = v;
+      }
+      head[d] = v;
+    }
+    int32_t low = 0;
+    for (int32_t k = n - 1; k >= 0; --k) {
+      while (head[low] < 0) {
+        ++low;
+      }
+      const int32_t v = head[low];
+      head[low] = next[v];
+      if (next[v] >= 0) {
+        prev[next[v]] = -1;
+      }
+      order[k] = v;
+      degree[v] = -1; /* removed */
+      for (int32_t i = start[v]; i < start[v + 1]; ++i) {
+        const int32_t u = adj[i];
+        if (degree[u] <= 0) {
+          continue;
+        }
+        /* Move u from bucket degree[u] to degree[u] - 1 (at its front). */
+        const int32_t d = degree[u];
+        if (prev[u] >= 0) {
+          next[prev[u]] = next[u];
+        } else {
+          head[d] = next[u];
+        }
+        if (next[u] >= 0) {
+          prev[next[u]] = prev[u];
+        }
+        degree[u] = d - 1;
+        prev[u] = -1;
+        next[u] = head[d - 1];
+        if (head[d - 1] >= 0) {
+          prev[head[d - 1]] = u;
+        }
+        head[d - 1] = u;
+      }
+      low = low > 0 ? low - 1 : 0;
+    }
+    /* First fit in that order: a vertex takes the lowest color none of its colored neighbours
+     * has (at most max_degree + 1 colors). */
+    for (int32_t v = 0; v < n; ++v) {
+      colors[v] = -1;
+    }
+    for (int32_t c = 0; c < max_degree + 2; ++c) {
+      stamp[c] = -1;
+    }
+    int32_t count = 0;
+    for (int32_t k = 0; k < n; ++k) {
+      const int32_t v = order[k];
+      for (int32_t i = start[v]; i < start[v + 1]; ++i) {
+        if (colors[adj[i]] >= 0) {
+          stamp[colors[adj[i]]] = v;
+        }
+      }
+      int32_t c = 0;
+      while (stamp[c] == v) {
+        ++c;
+      }
+      colors[v] = c;
+      size[c]++;
+      count = c + 1 > count ? c + 1 : count;
+    }
+    /* Balance: a vertex of a color above the mean moves to the smallest color its neighbours
+     * allow when that holds at least two vertices fewer, so that no color is a tiny tail (each
+     * color is one dependent pass; a tiny one costs a pass for little work). */
+    const int32_t mean = n / count;
+    for (int pass = 0; pass < 16; ++pass) {
+      int32_t moved = 0;
+      for (int32_t v = 0; v < n; ++v) {
+        const int32_t c = colors[v];
+        if (size[c] <= mean) {
+          continue;
+        }
+        for (int32_t i = start[v]; i < start[v + 1]; ++i) {
+          stamp[colors[adj[i]]] = n + v; /* a mark no first-fit stamp used */
+        }
+        int32_t best = -1;
+        for (int32_t d = 0; d < count; ++d) {
+          if (d != c && stamp[d] != n + v && size[d] + 1 < size[c] &&
+              (best < 0 || size[d] < size[best])) {
+            best = d;
+          }
+        }
+        for (int32_t i = start[v]; i < start[v + 1]; ++i) {
+          stamp[colors[adj[i]]] = -1;
+        }
+        if (best >= 0) {
+          colors[v] = best;
+          size[c]--;
+          size[best]++;
+          moved++;
+        }
+      }
+      if (moved == 0) {
+        break;
+      }
+    }
+    *color_count = count;
+  }
+  free(degree);
+  free(head);
+  free(next);
+  free(prev);
+  free(order);
+  free(stamp);
+  free(size);
+  free(start);
+  free(adj);
+  return ok ? PIOLA_OK : PIOLA_ERROR_OUT_OF_MEMORY;
+}
+
+bool piola_vertex_coloring_is_valid(const int32_t *items, int32_t item_count, int32_t vertex_count,
+                                    const int32_t *colors) {
+  for (int32_t v = 0; v < vertex_count; ++v) {
+    if (colors[v] < 0) {
+      return false;
+    }
+  }
+  for (int32_t t = 0; t < item_count; ++t) {
+    const int32_t *q = items + 4 * (size_t)t;
+    for (int a = 0; a < 4; ++a) {
+      for (int b = a + 1; b < 4; ++b) {
+        if (q[a] >= 0 && q[b] >= 0 &&
+            (q[a] >= vertex_count || q[b] >= vertex_count || colors[q[a]] == colors[q[b]])) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
 }

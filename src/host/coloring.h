@@ -19,4 +19,18 @@ piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t ve
 bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
                              const int32_t *colors);
 
+/* Vertex coloring for vertex block descent (Chen, Liu, Yang, Yuksel 2024, Sec. 3.3): no two
+ * vertices of one item (a tet, a cloth triangle (a, b, c, -1), a bending stencil) share a
+ * color, so a color's vertices take their Newton steps in parallel. Smallest-last greedy order
+ * (Matula, Beck 1983), first fit, then a balancing pass towards equal color sizes;
+ * deterministic. Writes one color per vertex (vertices of no item get color 0 or any color the
+ * balancing gives them) and the number of colors. */
+piola_status piola_color_vertices(const int32_t *items, int32_t item_count, int32_t vertex_count,
+                                  int32_t *colors, int32_t *color_count);
+
+/* Whether `colors` is a valid vertex coloring of `items` (every vertex colored, no two vertices
+ * of an item alike). */
+bool piola_vertex_coloring_is_valid(const int32_t *items, int32_t item_count, int32_t vertex_count,
+                                    const int32_t *colors);
+
 #endif /* PIOLA_COLORING_H */

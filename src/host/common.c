@@ -68,9 +68,9 @@ const char *piola_status_string(piola_status status) {
 
 const char *piola_stage_name(piola_stage stage) {
   static const char *const names[PIOLA_STAGE_COUNT] = {
-      "predict",     "reset_multipliers", "broad_phase",       "narrow_phase",
-      "solve_tets",  "solve_cloth",       "solve_bending",     "contact",
-      "attachments", "collide",           "update_velocities", "plasticity"};
+      "predict",           "reset_multipliers", "broad_phase",   "narrow_phase", "solve_tets",
+      "solve_cloth",       "solve_bending",     "contact",       "attachments",  "collide",
+      "update_velocities", "plasticity",        "solve_vertices"};
   return (stage >= 0 && stage < PIOLA_STAGE_COUNT) ? names[stage] : "unknown";
 }
 

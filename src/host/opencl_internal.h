@@ -305,6 +305,8 @@ piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t coun
 piola_status piola_opencl_begin_step(piola_world *w);
 piola_status piola_opencl_abort_step(piola_world *w, bool from_host, piola_status s);
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
+/* Vertex block descent's SOLVE_VERTICES stage (opencl_vbd.c). */
+piola_status piola_ocl_solve_vertices(piola_world *w, double h);
 bool piola_opencl_per_body(const piola_world *w);
 piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part);
 piola_status piola_opencl_end_step(piola_world *w);

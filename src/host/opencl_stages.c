@@ -388,6 +388,8 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(KERNEL_PLASTICITY, 11, np);
     return piola_ocl_enqueue(w, KERNEL_PLASTICITY, np, stage);
   }
+  case PIOLA_STAGE_SOLVE_VERTICES:
+    return piola_ocl_solve_vertices(w, h);
   case PIOLA_STAGE_SOLVE_CLOTH: /* timing entries of SOLVE_TETS, not passes of their own */
   case PIOLA_STAGE_SOLVE_BENDING:
     return PIOLA_OK;

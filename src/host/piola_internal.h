@@ -18,6 +18,7 @@
 #include "solver_arrays.h"
 #include "state.h"
 #include "thread_pool.h"
+#include "vbd.h"
 #include "world.h"
 
 #endif /* PIOLA_INTERNAL_H */

@@ -293,12 +293,22 @@ piola_status piola_world_build_tets(piola_world *w) {
   if (s == PIOLA_OK) {
     s = build_cloth(w, &nc);
   }
+  /* The vertex lists of vertex block descent index the new tet and cloth arrays. */
+  piola_solver_vbd nv;
+  if (s == PIOLA_OK) {
+    s = piola_solver_vbd_build(w, &nw, &nc, &nv);
+    if (s != PIOLA_OK) {
+      piola_solver_cloth_free(&nc);
+    }
+  }
   if (s != PIOLA_OK) {
     piola_solver_tets_free(&nw);
     return s;
   }
   piola_solver_cloth_free(&w->cloth);
   w->cloth = nc;
+  piola_solver_vbd_free(&w->vbd);
+  w->vbd = nv;
   /* Each body's vertices, and its entries in the tail vertex list (sorted by vertex; a reused
    * slot can hold a body whose vertices come last, so search rather than scan). */
   for (int32_t i = 0, dense = 0; i < w->body_ids.count; ++i) {

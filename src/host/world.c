@@ -14,6 +14,11 @@
  *       PIOLA_INVERTED_PASSES times at most), then the colliders and the attachments once more;
  *     update velocities (and damp); plasticity (plastic bodies only)
  *
+ * Under vertex block descent (PIOLA_SCHEME_VBD, vbd.c; Chen, Liu, Yang, Yuksel 2024) the same
+ * schedule runs with "solve vertices" (each vertex color in turn, one Newton step per vertex of
+ * the color on its block of the incremental potential) in place of "solve tets", and without
+ * the inverted-tet pass.
+ *
  * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
  * every iteration, and where a contact presses on a flat tet whose four corners lie on the
  * surface (a sliver of the mesh) it can turn the tet over by a fraction of a millimetre; the
@@ -59,7 +64,7 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
     return PIOLA_ERROR_NON_FINITE;
   }
   if ((def->iteration_scheme != PIOLA_SCHEME_GAUSS_SEIDEL &&
-       def->iteration_scheme != PIOLA_SCHEME_JACOBI) ||
+       def->iteration_scheme != PIOLA_SCHEME_JACOBI && def->iteration_scheme != PIOLA_SCHEME_VBD) ||
       def->max_colors < 0 || !(def->jacobi_omega > 0.0f && def->jacobi_omega < 2.0f) ||
       (def->schedule != PIOLA_SCHEDULE_AUTO && def->schedule != PIOLA_SCHEDULE_STAGES &&
        def->schedule != PIOLA_SCHEDULE_BODIES)) {
@@ -189,6 +194,7 @@ void piola_world_destroy(piola_world *w) {
   free(w->f);
   piola_solver_tets_free(&w->solver);
   piola_solver_cloth_free(&w->cloth);
+  piola_solver_vbd_free(&w->vbd);
   piola_contacts_free(&w->contacts);
   free(w);
 }
@@ -242,7 +248,12 @@ piola_status piola_world_step(piola_world *w) {
    * launch runs a tet body's stages up to the velocities (piola_substep_bodies); with contacts,
    * which couple the bodies, attachments, or cloth (whose vertices are in no per-body list), it
    * runs them in parts around the other stages: the tets' iterations per body. */
-  const bool per_body = w->ops->per_body(w);
+  /* Vertex block descent: SOLVE_VERTICES in place of SOLVE_TETS (tets and cloth alike), per
+   * stage, and no inverted-tet pass (its extended energies recover inverted tets within the
+   * iterations; there are no multipliers to carry on from). */
+  const bool vbd = w->def.iteration_scheme == PIOLA_SCHEME_VBD;
+  const piola_stage solve = vbd ? PIOLA_STAGE_SOLVE_VERTICES : PIOLA_STAGE_SOLVE_TETS;
+  const bool per_body = !vbd && w->ops->per_body(w);
   const bool contacts = piola_contacts_active(w);
   const bool attachments = w->attach.count > 0;
   const bool only_tet_bodies = w->solver.body_count == w->body_count;
@@ -269,7 +280,7 @@ piola_status piola_world_step(piola_world *w) {
       for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {
         w->iteration = it;
         s = per_body ? w->ops->substep_bodies(w, h, PIOLA_BODIES_ITERATION)
-                     : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
+                     : run_stage(w, solve, h);
         if (s == PIOLA_OK && contacts) {
           s = run_stage(w, PIOLA_STAGE_CONTACT, h);
         }
@@ -280,7 +291,7 @@ piola_status piola_world_step(piola_world *w) {
           s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
         }
       }
-      if (s == PIOLA_OK && contacts) {
+      if (s == PIOLA_OK && contacts && !vbd) {
         w->tets_inverted_only = true;
         s = per_body ? w->ops->substep_bodies(w, h, PIOLA_BODIES_INVERTED)
                      : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
@@ -422,13 +433,15 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
     plastic =
         piola_id_pool_alive(&w->body_ids, i) && !b->cloth && w->materials[b->material].plastic;
   }
+  const bool vbd = w->def.iteration_scheme == PIOLA_SCHEME_VBD;
   const int64_t tets = (int64_t)st->color_count + (st->jacobi_tets > 0);
-  const int64_t iteration =
-      tets + st->cloth_color_count + (contacts ? 2 : 0) + attachments + (w->collider_count > 0);
+  const int64_t solve = vbd ? (int64_t)st->vertex_color_count : tets + st->cloth_color_count;
+  const int64_t iteration = solve + (contacts ? 2 : 0) + attachments + (w->collider_count > 0);
   const int64_t substep =
       1 + (contacts ? 2 : 0) + (int64_t)w->def.iterations * iteration +
-      (contacts ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments : 0) + 1 +
-      plastic;
+      (contacts && !vbd ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments
+                        : 0) +
+      1 + plastic;
   const int64_t total = substep * w->def.substeps;
   return total < INT32_MAX ? (int32_t)total : INT32_MAX;
 }
@@ -458,6 +471,8 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
       st.tet_count += b->tet_count;
       st.jacobi_tets += b->tet_count - b->color_start[b->color_count];
       colors = b->color_count > colors ? b->color_count : colors;
+      st.vertex_color_count = b->vertex_color_count > st.vertex_color_count ? b->vertex_color_count
+                                                                            : st.vertex_color_count;
     }
   }
   for (int32_t c = 0; c < colors; ++c) {

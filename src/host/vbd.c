@@ -1,0 +1,215 @@
+/* Piola vertex block descent (Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent", ACM Trans.
+ * Graph. 43(4), SIGGRAPH 2024): the second iteration scheme (PIOLA_SCHEME_VBD).
+ *
+ * Each substep minimizes the incremental potential of implicit Euler,
+ *   G(x) = sum_i m_i / (2 h^2) |x_i - y_i|^2 + sum of the elements' energies,
+ * y = x + h v + h^2 (g + f/m) the predicted positions of PREDICT (which are also the initial
+ * guess), by block coordinate descent: per iteration, color after color, every vertex i of the
+ * color takes one Newton step on its own 3x3 block of G with the other vertices held,
+ *   H_i dx_i = -grad_i G,  H_i = m_i / h^2 I + sum of its elements' blocks d2E/dx_i^2,
+ * each block projected to the positive semidefinite cone (paper Sec. 3.2-3.4; the blocks of the
+ * shared headers, kernels/piola_tet.h). Vertices of one color share no element (the vertex
+ * coloring of coloring.c), so a color's steps are independent: they run in parallel, in any
+ * order, with the same result. The energies and their parameters are the XPBD scheme's (U =
+ * V Psi(F), E = 1 / compliance), so a converged step of either scheme is the same implicit
+ * Euler step. Colliders, contacts and attachments run as the XPBD step runs them, projected
+ * after each iteration (world.c); the velocities come from the positions as in XPBD.
+ *
+ * This file holds the vertex lists of the solver arrays and the CPU reference's stage. A
+ * vertex sums its elements in the fixed order of its list, so the result is bitwise repeatable
+ * and the same for every thread count (no atomics, no reductions across vertices).
+ */
+#include "world.h"
+
+#include "vbd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void piola_solver_vbd_free(piola_solver_vbd *v) {
+  free(v->color_first);
+  free(v->color_size);
+  free(v->vertices);
+  free(v->element_start);
+  free(v->elements);
+  free(v->y);
+  memset(v, 0, sizeof *v);
+}
+
+piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tets *st,
+                                    const piola_solver_cloth *sc, piola_solver_vbd *out) {
+  piola_solver_vbd v;
+  memset(&v, 0, sizeof v);
+  memset(out, 0, sizeof *out);
+  if (w->def.iteration_scheme != PIOLA_SCHEME_VBD) {
+    return PIOLA_OK;
+  }
+  int32_t colors = 0, entries = 0;
+  for (int32_t i = 0; i < w->body_ids.count; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (piola_id_pool_alive(&w->body_ids, i)) {
+      colors = b->vertex_color_count > colors ? b->vertex_color_count : colors;
+      entries += b->vertex_colors != NULL ? b->vertex_count : 0;
+    }
+  }
+  const size_t nv = (size_t)w->vertex_count;
+  const int64_t elements =
+      4 * (int64_t)st->tet_count + 3 * (int64_t)sc->tri_count + 4 * (int64_t)sc->bend_count;
+  if (elements >= ((int64_t)1 << 27)) {
+    return PIOLA_ERROR_UNSUPPORTED; /* the entries' element field holds 2^27 elements */
+  }
+  v.color_count = colors;
+  v.vertex_count = entries;
+  v.element_count = (int32_t)elements;
+  v.color_first = malloc(sizeof(int32_t) * (size_t)(colors > 0 ? colors : 1));
+  v.color_size = malloc(sizeof(int32_t) * (size_t)(colors > 0 ? colors : 1));
+  v.vertices = malloc(sizeof(int32_t) * (size_t)(entries > 0 ? entries : 1));
+  v.element_start = calloc(nv + 1, sizeof(int32_t));
+  v.elements = malloc(sizeof(int32_t) * (size_t)(elements > 0 ? elements : 1));
+  v.y = malloc(sizeof(double) * 3 * (nv > 0 ? nv : 1));
+  int32_t *fill = malloc(sizeof(int32_t) * (nv > 0 ? nv : 1));
+  if (!v.color_first || !v.color_size || !v.vertices || !v.element_start || !v.elements || !v.y ||
+      !fill) {
+    free(fill);
+    piola_solver_vbd_free(&v);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  /* The colors: every body's vertices of color c, bodies in slot order. */
+  int32_t at = 0;
+  for (int32_t c = 0; c < colors; ++c) {
+    v.color_first[c] = at;
+    for (int32_t i = 0; i < w->body_ids.count; ++i) {
+      const piola_body *b = &w->bodies[i];
+      if (!piola_id_pool_alive(&w->body_ids, i) || b->vertex_colors == NULL) {
+        continue;
+      }
+      for (int32_t k = 0; k < b->vertex_count; ++k) {
+        if (b->vertex_colors[k] == c) {
+          v.vertices[at++] = b->vertex_offset + k;
+        }
+      }
+    }
+    v.color_size[c] = at - v.color_first[c];
+  }
+  /* Each vertex's elements: counted, then filled in the fixed order. */
+  for (int32_t t = 0; t < st->tet_count; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      v.element_start[st->tet_vertices[4 * (size_t)t + k] + 1]++;
+    }
+  }
+  for (int32_t t = 0; t < sc->tri_count; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      v.element_start[sc->tri_vertices[4 * (size_t)t + k] + 1]++;
+    }
+  }
+  for (int32_t t = 0; t < sc->bend_count; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      v.element_start[sc->bend_vertices[4 * (size_t)t + k] + 1]++;
+    }
+  }
+  for (size_t i = 0; i < nv; ++i) {
+    v.element_start[i + 1] += v.element_start[i];
+  }
+  memcpy(fill, v.element_start, sizeof(int32_t) * nv);
+  for (int32_t t = 0; t < st->tet_count; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      v.elements[fill[st->tet_vertices[4 * (size_t)t + k]]++] =
+          PIOLA_VBD_ENTRY(t, PIOLA_VBD_TET, k);
+    }
+  }
+  for (int32_t t = 0; t < sc->tri_count; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      v.elements[fill[sc->tri_vertices[4 * (size_t)t + k]]++] =
+          PIOLA_VBD_ENTRY(t, PIOLA_VBD_TRIANGLE, k);
+    }
+  }
+  for (int32_t t = 0; t < sc->bend_count; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      v.elements[fill[sc->bend_vertices[4 * (size_t)t + k]]++] =
+          PIOLA_VBD_ENTRY(t, PIOLA_VBD_BEND, k);
+    }
+  }
+  free(fill);
+  *out = v;
+  return PIOLA_OK;
+}
+
+/* ---- The CPU reference's stage ----------------------------------------------------------- */
+
+static piola_m3 load_m3(const double *a, int32_t i) {
+  piola_m3 m;
+  memcpy(m.m, a + 9 * (size_t)i, sizeof m.m);
+  return m;
+}
+
+static void add_block(piola_v3 *g, piola_m3 *hs, double k, piola_v3 ge, piola_m3 he) {
+  *g = piola_v3_add(*g, piola_v3_scale(ge, k));
+  for (int i = 0; i < 9; ++i) {
+    hs->m[i] += k * he.m[i];
+  }
+}
+
+/* One vertex's Newton step on its block (see the module comment), in place in w->p. */
+static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
+  if (!(w->w[i] > 0.0)) {
+    return; /* pinned */
+  }
+  const piola_solver_vbd *v = &w->vbd;
+  const piola_solver_tets *st = &w->solver;
+  const double k_inertia = inv_h2 / w->w[i];
+  const piola_v3 xi = piola_vertex_at(w->p, i), yi = piola_vertex_at(v->y, i);
+  piola_v3 g = piola_v3_scale(piola_v3_sub(xi, yi), k_inertia);
+  piola_m3 hs = piola_m3_scale(piola_m3_identity(), k_inertia);
+  for (int32_t j = v->element_start[i]; j < v->element_start[i + 1]; ++j) {
+    const int32_t e = v->elements[j], t = PIOLA_VBD_ELEMENT(e), corner = PIOLA_VBD_CORNER(e);
+    piola_v3 ge;
+    piola_m3 he;
+    if (PIOLA_VBD_KIND(e) == PIOLA_VBD_TET) {
+      const int32_t *q = st->tet_vertices + 4 * (size_t)t;
+      const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
+      piola_tet_vertex_block(mat, load_m3(st->tet_m, t), st->tet_volume[t],
+                             piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                             piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), corner, &ge,
+                             &he);
+      add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
+    }
+  }
+  piola_v3 dx;
+  if (piola_vbd_newton_step(hs, g, &dx)) {
+    double *p = w->p + 3 * (size_t)i;
+    p[0] += dx.x;
+    p[1] += dx.y;
+    p[2] += dx.z;
+  }
+}
+
+typedef struct vbd_job {
+  piola_world *w;
+  int32_t first;
+  double inv_h2;
+} vbd_job;
+
+static void solve_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const vbd_job *job = ctx;
+  const int32_t *vertices = job->w->vbd.vertices + job->first;
+  for (int32_t k = begin; k < end; ++k) {
+    solve_vertex(job->w, vertices[k], job->inv_h2);
+  }
+}
+
+/* Vertices per chunk of a color split among the threads at least. */
+#define VBD_GRAIN 256
+
+void piola_cpu_solve_vertices(piola_world *w, double h) {
+  piola_solver_vbd *v = &w->vbd;
+  if (w->iteration == 0) {
+    /* The inertia target: the predicted positions, as PREDICT left them. */
+    memcpy(v->y, w->p, sizeof(double) * 3 * (size_t)w->vertex_count);
+  }
+  const double inv_h2 = 1.0 / (h * h);
+  for (int32_t c = 0; c < v->color_count; ++c) {
+    vbd_job job = {.w = w, .first = v->color_first[c], .inv_h2 = inv_h2};
+    piola_pool_for(w->pool, v->color_size[c], VBD_GRAIN, solve_chunk, &job);
+  }
+}

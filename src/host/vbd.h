@@ -1,0 +1,50 @@
+/* Piola vertex block descent (vbd.c): the solver's vertex colors and per-vertex element lists,
+ * and the CPU reference's SOLVE_VERTICES stage. */
+#ifndef PIOLA_VBD_H
+#define PIOLA_VBD_H
+
+#include "piola/piola.h"
+
+#include "solver_arrays.h"
+
+#include <stdint.h>
+
+/* An element entry of a vertex's list: (element << 4) | (kind << 2) | corner, the element an
+ * index into its kind's solver arrays (tets: piola_solver_tets; triangles and stencils:
+ * piola_solver_cloth), corner the vertex's place in it (0..3). */
+#define PIOLA_VBD_TET 0
+#define PIOLA_VBD_TRIANGLE 1
+#define PIOLA_VBD_BEND 2
+#define PIOLA_VBD_ENTRY(element, kind, corner) (((element) << 4) | ((kind) << 2) | (corner))
+#define PIOLA_VBD_ELEMENT(e) ((e) >> 4)
+#define PIOLA_VBD_KIND(e) (((e) >> 2) & 3)
+#define PIOLA_VBD_CORNER(e) ((e)&3)
+
+/* The vertex colors of the live bodies and each vertex's elements, built with the other solver
+ * arrays under PIOLA_SCHEME_VBD (empty otherwise). Color c is the range color_first[c] ..
+ * + color_size[c] of `vertices` (world vertex indices: every body's vertices of its color c, the
+ * bodies in slot order, each body's in increasing index); vertex v's elements are
+ * elements[element_start[v] .. element_start[v + 1]) (tets in solver order, then triangles,
+ * then stencils: a fixed order, so the sums are repeatable). */
+typedef struct piola_solver_vbd {
+  int32_t color_count;
+  int32_t *color_first, *color_size;
+  int32_t vertex_count; /* entries of `vertices` */
+  int32_t *vertices;
+  int32_t *element_start; /* world vertex_count + 1 */
+  int32_t *elements;
+  int32_t element_count;
+  double *y; /* CPU reference: 3 per world vertex, the substep's predicted positions (m) */
+} piola_solver_vbd;
+
+void piola_solver_vbd_free(piola_solver_vbd *v);
+
+/* Builds w's vertex lists from the bodies and the new tet and cloth solver arrays st, sc into
+ * *out (all or nothing; empty unless the scheme is PIOLA_SCHEME_VBD). */
+piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tets *st,
+                                    const piola_solver_cloth *sc, piola_solver_vbd *out);
+
+/* The CPU reference's SOLVE_VERTICES stage: one iteration of vertex block descent. */
+void piola_cpu_solve_vertices(piola_world *w, double h);
+
+#endif /* PIOLA_VBD_H */
