@@ -606,6 +606,11 @@ PIOLA_FN piola_m3 piola_neohookean_stress_differential(const piola_tet_material 
 /* The symmetric a projected to the positive semidefinite cone: a = Q diag(l) Q^T with the
  * negative eigenvalues set to zero. */
 PIOLA_FN piola_m3 piola_sym3_project_psd(piola_m3 a) {
+  /* Positive definite by Sylvester's criterion (the usual case): nothing to do, no sweeps. */
+  if (a.m[0] > PIOLA_R(0.0) && a.m[0] * a.m[4] - a.m[1] * a.m[3] > PIOLA_R(0.0) &&
+      piola_m3_det(a) > PIOLA_R(0.0)) {
+    return a;
+  }
   piola_m3 q;
   piola_v3 l;
   piola_sym_eigen(a, &q, &l);
@@ -744,6 +749,33 @@ PIOLA_FN int piola_vbd_newton_step(piola_m3 h, piola_v3 g, piola_v3 *dx) {
                       inv * (cof.m[3] * g.x + cof.m[4] * g.y + cof.m[5] * g.z),
                       inv * (cof.m[6] * g.x + cof.m[7] * g.y + cof.m[8] * g.z));
   return piola_v3_dot(*dx, *dx) < PIOLA_R(1e30); /* finite */
+}
+
+/* The Newton step dx (piola_vbd_newton_step) of a supported vertex (piola_tet_support: a
+ * collider with outward unit normal n pushed it out in the last COLLIDE stage): where the step
+ * would move it into the collider (n.dx < 0), it becomes the minimizer of the block's quadratic
+ * model on the plane n.dx = 0, dx - (n.dx / n.H^-1 n) H^-1 n, so that the vertex stays on the
+ * surface and moves along it as the block wants (projecting the free step onto the surface
+ * afterwards would move it along the surface by the wrong amount wherever H couples the normal
+ * and tangential directions, and a frictionless ground then drove bodies sideways). Returns
+ * the motion withheld along -n (m, >= 0), which the collider takes back as penetration (as
+ * piola_tet_support's held motion), so that its push and its friction are as without the
+ * support. n = 0 (no support normal) changes nothing. */
+PIOLA_FN piola_real piola_vbd_supported_step(piola_m3 h, piola_v3 n, piola_v3 *dx) {
+  const piola_real into = piola_v3_dot(n, *dx);
+  if (!(into < PIOLA_R(0.0))) {
+    return PIOLA_R(0.0);
+  }
+  piola_v3 hn; /* H^-1 n = -(the Newton step of gradient n) */
+  if (!piola_vbd_newton_step(h, n, &hn)) {
+    return PIOLA_R(0.0);
+  }
+  const piola_real nhn = -piola_v3_dot(n, hn); /* n.H^-1 n > 0 */
+  if (!(nhn > PIOLA_R(0.0))) {
+    return PIOLA_R(0.0);
+  }
+  *dx = piola_v3_add(*dx, piola_v3_scale(hn, into / nhn));
+  return -into;
 }
 #endif /* one lane */
 

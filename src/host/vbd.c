@@ -23,6 +23,7 @@
 
 #include "vbd.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ void piola_solver_vbd_free(piola_solver_vbd *v) {
   free(v->element_start);
   free(v->elements);
   free(v->y);
+  free(v->v_last);
   memset(v, 0, sizeof *v);
 }
 
@@ -67,9 +69,11 @@ piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tet
   v.element_start = calloc(nv + 1, sizeof(int32_t));
   v.elements = malloc(sizeof(int32_t) * (size_t)(elements > 0 ? elements : 1));
   v.y = malloc(sizeof(double) * 3 * (nv > 0 ? nv : 1));
+  v.v_last = malloc(sizeof(double) * 3 * (nv > 0 ? nv : 1));
+  v.adaptive_init = true;
   int32_t *fill = malloc(sizeof(int32_t) * (nv > 0 ? nv : 1));
   if (!v.color_first || !v.color_size || !v.vertices || !v.element_start || !v.elements || !v.y ||
-      !fill) {
+      !v.v_last || !fill) {
     free(fill);
     piola_solver_vbd_free(&v);
     return PIOLA_ERROR_OUT_OF_MEMORY;
@@ -176,6 +180,11 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
   }
   piola_v3 dx;
   if (piola_vbd_newton_step(hs, g, &dx)) {
+    double *support = st->support + 4 * (size_t)i;
+    if (support[3] >= 0.0) {
+      support[3] +=
+          piola_vbd_supported_step(hs, piola_v3_make(support[0], support[1], support[2]), &dx);
+    }
     double *p = w->p + 3 * (size_t)i;
     p[0] += dx.x;
     p[1] += dx.y;
@@ -201,11 +210,48 @@ static void solve_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
 /* Vertices per chunk of a color split among the threads at least. */
 #define VBD_GRAIN 256
 
+/* The start of a substep's iterations: y from PREDICT's positions, and the initial guess. */
+static void begin_substep(piola_world *w, double h) {
+  piola_solver_vbd *v = &w->vbd;
+  const size_t n = (size_t)w->vertex_count;
+  memcpy(v->y, w->p, sizeof(double) * 3 * n);
+  const double g[3] = {w->def.gravity[0], w->def.gravity[1], w->def.gravity[2]};
+  const double g_norm = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+  for (size_t i = 0; i < n; ++i) {
+    if (!(w->w[i] > 0.0)) {
+      continue;
+    }
+    /* v_t from y = x + h v_t + h^2 (g + f/m) */
+    double vt[3];
+    const double *f = w->f != NULL ? w->f + 3 * i : NULL;
+    for (int k = 0; k < 3; ++k) {
+      vt[k] =
+          (w->p[3 * i + k] - w->x[3 * i + k]) / h - h * (g[k] + (f != NULL ? f[k] * w->w[i] : 0.0));
+    }
+    if (v->adaptive_init && g_norm > 0.0) {
+      /* The paper's adaptive initialization (Sec. 3.7): of gravity only the part along the
+       * vertex's last acceleration, clamped to [0, |g|]: a resting vertex (supported, its
+       * acceleration zero) starts where it is, a falling one where it falls. */
+      double a_dot = 0.0;
+      if (v->have_last) {
+        for (int k = 0; k < 3; ++k) {
+          a_dot += (vt[k] - v->v_last[3 * i + k]) / h * g[k] / g_norm;
+        }
+      }
+      const double a = fmin(fmax(a_dot, 0.0), g_norm);
+      for (int k = 0; k < 3; ++k) {
+        w->p[3 * i + k] -= h * h * (g_norm - a) * g[k] / g_norm;
+      }
+    }
+    memcpy(v->v_last + 3 * i, vt, sizeof vt);
+  }
+  v->have_last = true;
+}
+
 void piola_cpu_solve_vertices(piola_world *w, double h) {
   piola_solver_vbd *v = &w->vbd;
   if (w->iteration == 0) {
-    /* The inertia target: the predicted positions, as PREDICT left them. */
-    memcpy(v->y, w->p, sizeof(double) * 3 * (size_t)w->vertex_count);
+    begin_substep(w, h);
   }
   const double inv_h2 = 1.0 / (h * h);
   for (int32_t c = 0; c < v->color_count; ++c) {

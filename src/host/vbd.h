@@ -7,6 +7,7 @@
 
 #include "solver_arrays.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* An element entry of a vertex's list: (element << 4) | (kind << 2) | corner, the element an
@@ -35,6 +36,12 @@ typedef struct piola_solver_vbd {
   int32_t *elements;
   int32_t element_count;
   double *y; /* CPU reference: 3 per world vertex, the substep's predicted positions (m) */
+  /* CPU reference: 3 per world vertex, the velocity at the start of the last substep (m/s), for
+   * the initial guess; valid once have_last is set (the first substep after a build has none). */
+  double *v_last;
+  bool have_last;
+  /* The initial guess: true (the default), the paper's adaptive one (Sec. 3.7); false, y. */
+  bool adaptive_init;
 } piola_solver_vbd;
 
 void piola_solver_vbd_free(piola_solver_vbd *v);
