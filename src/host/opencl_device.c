@@ -41,6 +41,8 @@ const char *const piola_ocl_kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                           "piola_attachments",
                                                           "piola_collider_impulse_sum",
                                                           "piola_collide_shapes",
+                                                          "piola_vbd_begin",
+                                                          "piola_vbd_color",
                                                           "piola_solve_color_packets",
                                                           "piola_solve_body_packets"};
 

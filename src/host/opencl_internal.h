@@ -56,6 +56,8 @@ enum {
   KERNEL_ATTACHMENTS,
   KERNEL_COLLIDER_IMPULSE_SUM,
   KERNEL_COLLIDE_SHAPES,
+  KERNEL_VBD_BEGIN, /* vertex block descent (piola_vbd.cl) */
+  KERNEL_VBD_COLOR,
   KERNEL_SOLVE_PACKETS, /* these two from the packet program (piola_packet.cl), where built */
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_COUNT
@@ -150,6 +152,12 @@ enum {
   BUF_CLOTH_BEND_LAMBDA,
   BUF_CLOTH_BEND_MATERIAL,
   BUF_CLOTH_MATERIALS,
+  /* vertex block descent (only under PIOLA_SCHEME_VBD; src/host/vbd.h) */
+  BUF_VBD_VERTICES, /* the vertices by color */
+  BUF_VBD_START,    /* per vertex: its first element entry (vertex_count + 1) */
+  BUF_VBD_ELEMENTS, /* the element entries */
+  BUF_VBD_Y,        /* per vertex: the substep's predicted displacement y - x (float4) */
+  BUF_VBD_V_LAST,   /* per vertex: the velocity at the start of the last substep (float4) */
   BUF_COUNT
 };
 
@@ -198,6 +206,7 @@ struct piola_opencl {
   int32_t kernel_launches[KERNEL_COUNT];
   piola_faults *faults; /* the test hook (NULL in normal use) */
   bool lost;            /* the device is gone, or its state was left half advanced */
+  bool vbd_have_last;   /* BUF_VBD_V_LAST holds the last substep's velocities */
 };
 
 /* Work-items for a kernel that strides over n entries (the contact solve, piola_contact_boxes):
@@ -305,8 +314,10 @@ piola_status piola_opencl_push_range(piola_world *w, int32_t first, int32_t coun
 piola_status piola_opencl_begin_step(piola_world *w);
 piola_status piola_opencl_abort_step(piola_world *w, bool from_host, piola_status s);
 piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
-/* Vertex block descent's SOLVE_VERTICES stage (opencl_vbd.c). */
+/* Vertex block descent (opencl_vbd.c): the SOLVE_VERTICES stage, and the upload of its lists
+ * (a part of piola_ocl_upload_all; nothing without PIOLA_SCHEME_VBD). */
 piola_status piola_ocl_solve_vertices(piola_world *w, double h);
+piola_status piola_ocl_upload_vbd(piola_world *w);
 bool piola_opencl_per_body(const piola_world *w);
 piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part);
 piola_status piola_opencl_end_step(piola_world *w);

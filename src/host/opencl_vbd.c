@@ -1,8 +1,104 @@
-/* Piola OpenCL backend: vertex block descent's SOLVE_VERTICES stage (vbd.c has the method). */
+/* Piola OpenCL backend: vertex block descent (vbd.c describes the method; kernels/piola_vbd.cl
+ * the kernels). Per stage: at the first iteration of a substep one launch over every vertex
+ * sets the inertia target and the initial guess, then each iteration is one launch per vertex
+ * color (all bodies in it). The lists (vertices by color, each vertex's element entries) are
+ * uploaded with the rest of the state; the tet data is the XPBD scheme's own buffers. */
 #include "opencl_internal.h"
 
+#include <math.h>
+
+piola_status piola_ocl_upload_vbd(piola_world *w) {
+  piola_opencl *cl = piola_ocl(w);
+  cl->vbd_have_last = false;
+  if (w->def.iteration_scheme != PIOLA_SCHEME_VBD) {
+    return PIOLA_OK;
+  }
+  const piola_solver_vbd *v = &w->vbd;
+  const size_t nv = (size_t)w->vertex_count;
+  const struct {
+    int b;
+    size_t bytes;
+  } sizes[] = {{BUF_VBD_VERTICES, 4 * (size_t)v->vertex_count},
+               {BUF_VBD_START, 4 * (nv + 1)},
+               {BUF_VBD_ELEMENTS, 4 * (size_t)v->element_count},
+               {BUF_VBD_Y, 16 * nv},
+               {BUF_VBD_V_LAST, 16 * nv}};
+  piola_status s = PIOLA_OK;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
+    s = piola_ocl_ensure_buffer(w, sizes[i].b, sizes[i].bytes, CL_MEM_READ_WRITE);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_VERTICES, 0, sizes[0].bytes, v->vertices);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_START, 0, sizes[1].bytes, v->element_start);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_ELEMENTS, 0, sizes[2].bytes, v->elements);
+  }
+  return s;
+}
+
+/* The start of a substep's iterations (piola_vbd_begin). */
+static piola_status begin_substep(piola_world *w, double h) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  const int k = KERNEL_VBD_BEGIN;
+  cl_int has_forces = w->f != NULL && b[BUF_FORCES] != NULL;
+  cl_mem forces = has_forces ? b[BUF_FORCES] : b[BUF_X];
+  cl_float4 g = {{w->def.gravity[0], w->def.gravity[1], w->def.gravity[2], 0.0f}};
+  cl_float hf = (cl_float)h;
+  cl_int have_last = cl->vbd_have_last, adaptive = w->vbd.adaptive_init, nv = cl->vertex_count;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_V]);
+  SET_ARG(k, 2, b[BUF_D]);
+  SET_ARG(k, 3, b[BUF_VBD_Y]);
+  SET_ARG(k, 4, b[BUF_VBD_V_LAST]);
+  SET_ARG(k, 5, forces);
+  SET_ARG(k, 6, has_forces);
+  SET_ARG(k, 7, g);
+  SET_ARG(k, 8, hf);
+  SET_ARG(k, 9, have_last);
+  SET_ARG(k, 10, adaptive);
+  SET_ARG(k, 11, nv);
+  piola_status s = piola_ocl_enqueue(w, k, nv, PIOLA_STAGE_SOLVE_VERTICES);
+  if (s == PIOLA_OK) {
+    cl->vbd_have_last = true;
+  }
+  return s;
+}
+
 piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
-  (void)h;
-  piola_log(&w->def.logger, PIOLA_LOG_ERROR, "vertex block descent is not yet on OpenCL");
-  return PIOLA_ERROR_UNSUPPORTED;
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  piola_status s = PIOLA_OK;
+  if (w->iteration == 0) {
+    s = begin_substep(w, h);
+  }
+  const int k = KERNEL_VBD_COLOR;
+  cl_int stride = cl->tet_count;
+  cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+  if (s == PIOLA_OK) {
+    SET_ARG(k, 0, b[BUF_X]);
+    SET_ARG(k, 1, b[BUF_D]);
+    SET_ARG(k, 2, b[BUF_VBD_Y]);
+    SET_ARG(k, 3, b[BUF_TETS]);
+    SET_ARG(k, 4, b[BUF_TET_M]);
+    SET_ARG(k, 5, b[BUF_TET_VOLUME]);
+    SET_ARG(k, 6, b[BUF_TET_MATERIAL]);
+    SET_ARG(k, 7, b[BUF_MATERIALS]);
+    SET_ARG(k, 8, stride);
+    SET_ARG(k, 9, b[BUF_VBD_VERTICES]);
+    SET_ARG(k, 10, b[BUF_VBD_START]);
+    SET_ARG(k, 11, b[BUF_VBD_ELEMENTS]);
+    SET_ARG(k, 12, b[BUF_SUPPORT]);
+    SET_ARG(k, 15, inv_h2);
+  }
+  for (int32_t c = 0; c < w->vbd.color_count && s == PIOLA_OK; ++c) {
+    cl_int first = w->vbd.color_first[c], count = w->vbd.color_size[c];
+    SET_ARG(k, 13, first);
+    SET_ARG(k, 14, count);
+    s = piola_ocl_enqueue(w, k, count, PIOLA_STAGE_SOLVE_VERTICES);
+  }
+  return s;
 }

@@ -221,12 +221,11 @@ static void begin_substep(piola_world *w, double h) {
     if (!(w->w[i] > 0.0)) {
       continue;
     }
-    /* v_t from y = x + h v_t + h^2 (g + f/m) */
+    /* v_t, the velocity at the start of the substep: PREDICT added h (g + f/m) to it */
     double vt[3];
     const double *f = w->f != NULL ? w->f + 3 * i : NULL;
     for (int k = 0; k < 3; ++k) {
-      vt[k] =
-          (w->p[3 * i + k] - w->x[3 * i + k]) / h - h * (g[k] + (f != NULL ? f[k] * w->w[i] : 0.0));
+      vt[k] = w->v[3 * i + k] - h * (g[k] + (f != NULL ? f[k] * w->w[i] : 0.0));
     }
     if (v->adaptive_init && g_norm > 0.0) {
       /* The paper's adaptive initialization (Sec. 3.7): of gravity only the part along the

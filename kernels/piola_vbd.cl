@@ -1,0 +1,110 @@
+/* Piola OpenCL 1.2 kernels of vertex block descent (Chen, Liu, Yang, Yuksel 2024, "Vertex
+ * Block Descent"; src/host/vbd.c describes the method): the start of a substep's iterations
+ * (the inertia target and the initial guess) and the SOLVE_VERTICES pass of one vertex color.
+ * Follows piola_step.cl in the program (it uses its helpers and PIOLA_KERNEL).
+ *
+ * One work-item per vertex of the color: it gathers its elements from its list (start[i] ..
+ * start[i + 1] of `elements`, in the order of the CPU reference), sums their gradient and
+ * Hessian blocks (kernels/piola_tet.h) in that order, takes the Newton step and writes its own
+ * displacement only. The vertices of a color share no element, so no work-item reads what
+ * another writes: no atomics, and the result is the same on every run.
+ */
+#ifndef PIOLA_EMBEDDED
+#include "piola_tet.h"
+#endif
+
+/* Element entries (src/host/vbd.h): (element << 4) | (kind << 2) | corner. */
+#define PIOLA_VBD_KIND_TET 0
+
+/* The start of a substep's iterations, per vertex, after PREDICT: y0 = d (the displacement
+ * x + h v + h^2 (g + f / m) - x, the inertia target), v_t = v - h (g + f / m) the velocity at
+ * the start of the substep, kept in v_last; with `adaptive`, the initial guess keeps of
+ * gravity only the part along the vertex's last acceleration (v_t - v_last) / h, clamped to
+ * [0, |g|] (the paper's Sec. 3.7; have_last: v_last holds the last substep's velocity). */
+PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float4 *v,
+                                  __global float4 *d, __global float4 *y0, __global float4 *v_last,
+                                  __global const float4 *f, int has_forces, float4 gravity, float h,
+                                  int have_last, int adaptive, int count) {
+  const int i = get_global_id(0);
+  if (i >= count) {
+    return;
+  }
+  const float4 xi = x[i];
+  float4 di = d[i];
+  y0[i] = di;
+  if (!(xi.w > 0.0f)) {
+    return;
+  }
+  float4 accel = gravity;
+  if (has_forces) {
+    accel += xi.w * f[i];
+  }
+  const float4 vt = v[i] - h * accel;
+  const piola_real g_norm =
+      sqrt(gravity.x * gravity.x + gravity.y * gravity.y + gravity.z * gravity.z);
+  if (adaptive && g_norm > 0.0f) {
+    piola_real a_dot = 0.0f;
+    if (have_last) {
+      const float4 dv = vt - v_last[i];
+      a_dot = (dv.x * gravity.x + dv.y * gravity.y + dv.z * gravity.z) / (h * g_norm);
+    }
+    const piola_real a = fmin(fmax(a_dot, 0.0f), g_norm);
+    const piola_real s = h * h * (g_norm - a) / g_norm;
+    di.x -= s * gravity.x;
+    di.y -= s * gravity.y;
+    di.z -= s * gravity.z;
+    d[i] = di;
+  }
+  v_last[i] = vt;
+}
+
+/* One vertex color: vertices[first .. first + count), each one Newton step on its block. */
+PIOLA_KERNEL void piola_vbd_color(__global const float4 *x, __global float4 *d,
+                                  __global const float4 *y0, __global const int4 *tets,
+                                  __global const float *tet_m, __global const float *tet_volume,
+                                  __global const int *tet_material,
+                                  __constant piola_material_data *materials, int stride,
+                                  __global const int *vertices, __global const int *start,
+                                  __global const int *elements, __global const float4 *support,
+                                  int first, int count, float inv_h2) {
+  const int k = get_global_id(0);
+  if (k >= count) {
+    return;
+  }
+  const int i = vertices[first + k];
+  const float4 xi = x[i];
+  if (!(xi.w > 0.0f)) {
+    return;
+  }
+  float4 di = d[i];
+  const float4 yi = y0[i];
+  const piola_real k_inertia = inv_h2 / xi.w;
+  piola_v3 g = piola_v3_make(k_inertia * (di.x - yi.x), k_inertia * (di.y - yi.y),
+                             k_inertia * (di.z - yi.z));
+  piola_m3 hs = piola_m3_scale(piola_m3_identity(), k_inertia);
+  for (int j = start[i]; j < start[i + 1]; ++j) {
+    const int e = elements[j], t = e >> 4, corner = e & 3;
+    if (((e >> 2) & 3) == PIOLA_VBD_KIND_TET) {
+      const int4 q = tets[t];
+      const piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
+      piola_v3 ge;
+      piola_m3 he;
+      piola_tet_vertex_block(&mat, piola_load_m3(tet_m, t, stride), tet_volume[t],
+                             piola_position(x[q.x], d[q.x]), piola_position(x[q.y], d[q.y]),
+                             piola_position(x[q.z], d[q.z]), piola_position(x[q.w], d[q.w]), corner,
+                             &ge, &he);
+      const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
+      g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
+      for (int n = 0; n < 9; ++n) {
+        hs.m[n] += stiffness * he.m[n];
+      }
+    }
+  }
+  piola_v3 dx;
+  if (piola_vbd_newton_step(hs, g, &dx)) {
+    if (di.w >= 0.0f) {
+      di.w += (float)piola_vbd_supported_step(hs, piola_v3_from4(support[i]), &dx);
+    }
+    d[i] = piola_displace(di, dx);
+  }
+}
