@@ -28,6 +28,7 @@
 
 #ifndef PIOLA_EMBEDDED /* the embedded program concatenates the headers */
 #include "piola_shared.h"
+#include "piola_svd.h"
 #endif
 
 /* Solver forms; the values match the tets' (PIOLA_TET_SOLVER_*) and the public enum. */
@@ -570,6 +571,90 @@ piola_cloth_bend_material_from_data(piola_cloth_material_data d) {
   m.compliance = (piola_real)d.bend_compliance;
   m.solver = d.solver;
   return m;
+}
+
+/* ---- Vertex block descent: one vertex's gradient and Hessian block ---------------------- */
+/* Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent", Sec. 3 (see piola_tet.h for the
+ * method). A triangle's F = sum_j x_j b_j^T (3x2) with b_1, b_2 the rows of Dm^-1 and
+ * b_0 = -(b_1 + b_2), so grad_i U = A P b_i and H_ii[:, k] = A dP(e_k b_i^T) b_i, with the
+ * differential of orthotropic StVK's P = F S: dP = dF S + F dS, dS = Q de, de the Voigt form of
+ * dE = sym(F^T dF) (Sifakis, Barbic 2012, Sec. 4.2, in 2D). The membrane's block is indefinite
+ * under compression (the energy is not convex there) and is projected to the positive
+ * semidefinite cone. Bending (Bergou et al. 2006): U = (k/2) q |v - v_bar n_bar|^2 with
+ * v = sum_j K_j x_j; for a flat rest state its Hessian q K K^T (x) I is constant, so the block
+ * q K_i^2 I is exact; for a curved rest state the same block is the Gauss-Newton part (the
+ * dependence of n_bar on the positions is left out of the block, not of the gradient), positive
+ * semidefinite either way. */
+
+/* One triangle's part of the block of its corner `corner` (0..2), in units of k: writes
+ * grad U / k (m) and the projected block d2U/dx^2 / k (dimensionless), returns U / k (m^2). */
+PIOLA_FN piola_real piola_cloth_tri_vertex_block(const piola_cloth_tri_material *mat,
+                                                 piola_m2 dm_inv, piola_real area, piola_v3 x0,
+                                                 piola_v3 x1, piola_v3 x2, int corner,
+                                                 piola_v3 *grad, piola_m3 *hess) {
+  const piola_m32 f = piola_cloth_tri_deformation(x0, x1, x2, dm_inv);
+  piola_m32 p;
+  const piola_real psi = piola_cloth_tri_energy_stress(mat, f, &p);
+  /* b: row `corner` - 1 of Dm^-1, or minus their sum */
+  const piola_real bx = corner == 1   ? dm_inv.m[0]
+                        : corner == 2 ? dm_inv.m[2]
+                                      : -(dm_inv.m[0] + dm_inv.m[2]);
+  const piola_real by = corner == 1   ? dm_inv.m[1]
+                        : corner == 2 ? dm_inv.m[3]
+                                      : -(dm_inv.m[1] + dm_inv.m[3]);
+  *grad = piola_v3_scale(piola_v3_add(piola_v3_scale(p.c0, bx), piola_v3_scale(p.c1, by)), area);
+  /* S of the current F */
+  const piola_real e11 = PIOLA_R(0.5) * (piola_v3_dot(f.c0, f.c0) - PIOLA_R(1.0));
+  const piola_real e22 = PIOLA_R(0.5) * (piola_v3_dot(f.c1, f.c1) - PIOLA_R(1.0));
+  const piola_real gamma = piola_v3_dot(f.c0, f.c1);
+  const piola_real s11 = mat->c11 * e11 + mat->c12 * e22, s22 = mat->c12 * e11 + mat->c22 * e22,
+                   s12 = mat->c33 * gamma;
+  piola_m3 h;
+  for (int k = 0; k < 3; ++k) {
+    const piola_v3 ek =
+        piola_v3_make(k == 0 ? PIOLA_R(1.0) : PIOLA_R(0.0), k == 1 ? PIOLA_R(1.0) : PIOLA_R(0.0),
+                      k == 2 ? PIOLA_R(1.0) : PIOLA_R(0.0));
+    /* dF = e_k b^T: columns e_k bx, e_k by */
+    const piola_v3 d0 = piola_v3_scale(ek, bx), d1 = piola_v3_scale(ek, by);
+    const piola_real de11 = piola_v3_dot(f.c0, d0), de22 = piola_v3_dot(f.c1, d1);
+    const piola_real dgamma = piola_v3_dot(f.c0, d1) + piola_v3_dot(f.c1, d0);
+    const piola_real ds11 = mat->c11 * de11 + mat->c12 * de22,
+                     ds22 = mat->c12 * de11 + mat->c22 * de22, ds12 = mat->c33 * dgamma;
+    /* dP = dF S + F dS, by columns */
+    const piola_v3 dp0 =
+        piola_v3_add(piola_v3_add(piola_v3_scale(d0, s11), piola_v3_scale(d1, s12)),
+                     piola_v3_add(piola_v3_scale(f.c0, ds11), piola_v3_scale(f.c1, ds12)));
+    const piola_v3 dp1 =
+        piola_v3_add(piola_v3_add(piola_v3_scale(d0, s12), piola_v3_scale(d1, s22)),
+                     piola_v3_add(piola_v3_scale(f.c0, ds12), piola_v3_scale(f.c1, ds22)));
+    const piola_v3 col =
+        piola_v3_scale(piola_v3_add(piola_v3_scale(dp0, bx), piola_v3_scale(dp1, by)), area);
+    h.m[k] = col.x;
+    h.m[3 + k] = col.y;
+    h.m[6 + k] = col.z;
+  }
+  piola_m3 sym;
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      sym.m[3 * r + c] = PIOLA_R(0.5) * (h.m[3 * r + c] + h.m[3 * c + r]);
+    }
+  }
+  *hess = piola_sym3_project_psd(sym);
+  return area * psi;
+}
+
+/* One stencil's part of the block of its corner `corner` (0..3), in units of k: writes
+ * grad U / k (1/m) and the block q K_corner^2 I (1/m^2), returns U / k; nothing (0, zero
+ * gradient and block) where the curved form is undefined (folded onto itself). */
+PIOLA_FN piola_real piola_cloth_bend_vertex_block(const piola_cloth_bend_rest *rest, piola_v3 x0,
+                                                  piola_v3 x1, piola_v3 x2, piola_v3 x3, int corner,
+                                                  piola_v3 *grad, piola_m3 *hess) {
+  piola_v3 g[4];
+  const piola_real u = piola_cloth_bend_gradient(rest, x0, x1, x2, x3, g);
+  *grad = corner == 0 ? g[0] : corner == 1 ? g[1] : corner == 2 ? g[2] : g[3];
+  const piola_real kc = rest->k[corner];
+  *hess = piola_m3_scale(piola_m3_identity(), u >= PIOLA_R(0.0) ? rest->q * kc * kc : PIOLA_R(0.0));
+  return u >= PIOLA_R(0.0) ? u : PIOLA_R(0.0);
 }
 
 #endif /* PIOLA_CLOTH_H */

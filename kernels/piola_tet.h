@@ -603,24 +603,6 @@ PIOLA_FN piola_m3 piola_neohookean_stress_differential(const piola_tet_material 
   return r;
 }
 
-/* The symmetric a projected to the positive semidefinite cone: a = Q diag(l) Q^T with the
- * negative eigenvalues set to zero. */
-PIOLA_FN piola_m3 piola_sym3_project_psd(piola_m3 a) {
-  /* Positive definite by Sylvester's criterion (the usual case): nothing to do, no sweeps. */
-  if (a.m[0] > PIOLA_R(0.0) && a.m[0] * a.m[4] - a.m[1] * a.m[3] > PIOLA_R(0.0) &&
-      piola_m3_det(a) > PIOLA_R(0.0)) {
-    return a;
-  }
-  piola_m3 q;
-  piola_v3 l;
-  piola_sym_eigen(a, &q, &l);
-  if (l.x >= PIOLA_R(0.0) && l.y >= PIOLA_R(0.0) && l.z >= PIOLA_R(0.0)) {
-    return a;
-  }
-  l = piola_v3_make(fmax(l.x, PIOLA_R(0.0)), fmax(l.y, PIOLA_R(0.0)), fmax(l.z, PIOLA_R(0.0)));
-  return piola_svd3_compose(q, l, q);
-}
-
 /* The row b_corner (1/m) of a tet's M = Dm^-1 (b_0 = -(b_1 + b_2 + b_3)): F = sum_j x_j b_j^T. */
 PIOLA_FN piola_v3 piola_tet_corner_row(piola_m3 m, int corner) {
   piola_v3 r1 = piola_v3_make(m.m[0], m.m[1], m.m[2]), r2 = piola_v3_make(m.m[3], m.m[4], m.m[5]),

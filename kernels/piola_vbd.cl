@@ -10,11 +10,13 @@
  * another writes: no atomics, and the result is the same on every run.
  */
 #ifndef PIOLA_EMBEDDED
+#include "piola_cloth.h"
 #include "piola_tet.h"
 #endif
 
 /* Element entries (src/host/vbd.h): (element << 4) | (kind << 2) | corner. */
 #define PIOLA_VBD_KIND_TET 0
+#define PIOLA_VBD_KIND_TRIANGLE 1
 
 /* The start of a substep's iterations, per vertex, after PREDICT: y0 = d (the displacement
  * x + h v + h^2 (g + f / m) - x, the inertia target), v_t = v - h (g + f / m) the velocity at
@@ -59,14 +61,15 @@ PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float
 }
 
 /* One vertex color: vertices[first .. first + count), each one Newton step on its block. */
-PIOLA_KERNEL void piola_vbd_color(__global const float4 *x, __global float4 *d,
-                                  __global const float4 *y0, __global const int4 *tets,
-                                  __global const float *tet_m, __global const float *tet_volume,
-                                  __global const int *tet_material,
-                                  __constant piola_material_data *materials, int stride,
-                                  __global const int *vertices, __global const int *start,
-                                  __global const int *elements, __global const float4 *support,
-                                  int first, int count, float inv_h2) {
+PIOLA_KERNEL void piola_vbd_color(
+    __global const float4 *x, __global float4 *d, __global const float4 *y0,
+    __global const int4 *tets, __global const float *tet_m, __global const float *tet_volume,
+    __global const int *tet_material, __constant piola_material_data *materials, int stride,
+    __global const int *vertices, __global const int *start, __global const int *elements,
+    __global const float4 *support, __global const int4 *tris, __global const float4 *tri_dm,
+    __global const float *tri_area, __global const int4 *bends, __global const float4 *bend_k,
+    __global const float2 *bend_q, __global const int *bend_material,
+    __constant piola_cloth_material_data *cloth_materials, int first, int count, float inv_h2) {
   const int k = get_global_id(0);
   if (k >= count) {
     return;
@@ -93,6 +96,48 @@ PIOLA_KERNEL void piola_vbd_color(__global const float4 *x, __global float4 *d,
                              piola_position(x[q.x], d[q.x]), piola_position(x[q.y], d[q.y]),
                              piola_position(x[q.z], d[q.z]), piola_position(x[q.w], d[q.w]), corner,
                              &ge, &he);
+      const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
+      g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
+      for (int n = 0; n < 9; ++n) {
+        hs.m[n] += stiffness * he.m[n];
+      }
+    } else if (((e >> 2) & 3) == PIOLA_VBD_KIND_TRIANGLE) {
+      const int4 q = tris[t];
+      const piola_cloth_tri_material mat = piola_cloth_tri_material_from_data(cloth_materials[q.w]);
+      const float4 m = tri_dm[t];
+      piola_m2 dm;
+      dm.m[0] = m.x;
+      dm.m[1] = m.y;
+      dm.m[2] = m.z;
+      dm.m[3] = m.w;
+      piola_v3 ge;
+      piola_m3 he;
+      piola_cloth_tri_vertex_block(&mat, dm, tri_area[t], piola_position(x[q.x], d[q.x]),
+                                   piola_position(x[q.y], d[q.y]), piola_position(x[q.z], d[q.z]),
+                                   corner, &ge, &he);
+      const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
+      g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
+      for (int n = 0; n < 9; ++n) {
+        hs.m[n] += stiffness * he.m[n];
+      }
+    } else {
+      const int4 q = bends[t];
+      const piola_cloth_bend_material mat =
+          piola_cloth_bend_material_from_data(cloth_materials[bend_material[t]]);
+      const float4 k4 = bend_k[t];
+      const float2 qr = bend_q[t];
+      piola_cloth_bend_rest rest;
+      rest.k[0] = k4.x;
+      rest.k[1] = k4.y;
+      rest.k[2] = k4.z;
+      rest.k[3] = k4.w;
+      rest.q = qr.x;
+      rest.rest = qr.y;
+      piola_v3 ge;
+      piola_m3 he;
+      piola_cloth_bend_vertex_block(&rest, piola_position(x[q.x], d[q.x]),
+                                    piola_position(x[q.y], d[q.y]), piola_position(x[q.z], d[q.z]),
+                                    piola_position(x[q.w], d[q.w]), corner, &ge, &he);
       const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
       g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
       for (int n = 0; n < 9; ++n) {

@@ -92,12 +92,20 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
     SET_ARG(k, 10, b[BUF_VBD_START]);
     SET_ARG(k, 11, b[BUF_VBD_ELEMENTS]);
     SET_ARG(k, 12, b[BUF_SUPPORT]);
-    SET_ARG(k, 15, inv_h2);
+    SET_ARG(k, 13, b[BUF_CLOTH_TRIS]);
+    SET_ARG(k, 14, b[BUF_CLOTH_TRI_DM]);
+    SET_ARG(k, 15, b[BUF_CLOTH_TRI_AREA]);
+    SET_ARG(k, 16, b[BUF_CLOTH_BENDS]);
+    SET_ARG(k, 17, b[BUF_CLOTH_BEND_K]);
+    SET_ARG(k, 18, b[BUF_CLOTH_BEND_Q]);
+    SET_ARG(k, 19, b[BUF_CLOTH_BEND_MATERIAL]);
+    SET_ARG(k, 20, b[BUF_CLOTH_MATERIALS]);
+    SET_ARG(k, 23, inv_h2);
   }
   for (int32_t c = 0; c < w->vbd.color_count && s == PIOLA_OK; ++c) {
     cl_int first = w->vbd.color_first[c], count = w->vbd.color_size[c];
-    SET_ARG(k, 13, first);
-    SET_ARG(k, 14, count);
+    SET_ARG(k, 21, first);
+    SET_ARG(k, 22, count);
     s = piola_ocl_enqueue(w, k, count, PIOLA_STAGE_SOLVE_VERTICES);
   }
   return s;

@@ -160,6 +160,7 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
   }
   const piola_solver_vbd *v = &w->vbd;
   const piola_solver_tets *st = &w->solver;
+  const piola_solver_cloth *sc = &w->cloth;
   const double k_inertia = inv_h2 / w->w[i];
   const piola_v3 xi = piola_vertex_at(w->p, i), yi = piola_vertex_at(v->y, i);
   piola_v3 g = piola_v3_scale(piola_v3_sub(xi, yi), k_inertia);
@@ -175,6 +176,24 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
                              piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
                              piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), corner, &ge,
                              &he);
+      add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
+    } else if (PIOLA_VBD_KIND(e) == PIOLA_VBD_TRIANGLE) {
+      const int32_t *q = sc->tri_vertices + 4 * (size_t)t;
+      const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
+      piola_m2 dm;
+      memcpy(dm.m, sc->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
+      piola_cloth_tri_vertex_block(mat, dm, sc->tri_area[t], piola_vertex_at(w->p, q[0]),
+                                   piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]), corner,
+                                   &ge, &he);
+      add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
+    } else {
+      const int32_t *q = sc->bend_vertices + 4 * (size_t)t;
+      const piola_cloth_bend_material *mat = &w->cloth_materials[sc->bend_material[t]].bend;
+      const double *r = sc->bend_rest + 6 * (size_t)t;
+      const piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
+      piola_cloth_bend_vertex_block(&rest, piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                                    piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]),
+                                    corner, &ge, &he);
       add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
     }
   }
