@@ -29,4 +29,19 @@ PIOLA_FN piola_v3 piola_attachment_correction(piola_v3 p, piola_real w, piola_v3
   return piola_v3_scale(r, w * dlambda / c);
 }
 
+/* Vertex block descent (Chen, Liu, Yang, Yuksel 2024): a soft attachment of compliance alpha > 0
+ * is the energy (1 / (2 alpha)) |p - target|^2 in its vertex's block: adds its gradient
+ * (p - target) / alpha (N) to *g and its Hessian 1 / alpha (N/m, times I) to *k. A hard one
+ * (alpha = 0) is no energy: the vertex is held at its target (returns 1, nothing added). */
+PIOLA_FN int piola_attachment_block(piola_v3 p, piola_v3 target, piola_real compliance, piola_v3 *g,
+                                    piola_real *k) {
+  if (!(compliance > PIOLA_R(0.0))) {
+    return 1;
+  }
+  const piola_real stiffness = PIOLA_R(1.0) / compliance;
+  *g = piola_v3_add(*g, piola_v3_scale(piola_v3_sub(p, target), stiffness));
+  *k += stiffness;
+  return 0;
+}
+
 #endif /* PIOLA_ATTACH_H */

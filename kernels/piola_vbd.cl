@@ -69,7 +69,9 @@ PIOLA_KERNEL void piola_vbd_color(
     __global const float4 *support, __global const int4 *tris, __global const float4 *tri_dm,
     __global const float *tri_area, __global const int4 *bends, __global const float4 *bend_k,
     __global const float2 *bend_q, __global const int *bend_material,
-    __constant piola_cloth_material_data *cloth_materials, int first, int count, float inv_h2) {
+    __constant piola_cloth_material_data *cloth_materials, __global const int *attach_start,
+    __global const int *attach_vertex, __global const float4 *attach_targets, int attached,
+    int first, int count, float inv_h2) {
   const int k = get_global_id(0);
   if (k >= count) {
     return;
@@ -144,6 +146,31 @@ PIOLA_KERNEL void piola_vbd_color(
         hs.m[n] += stiffness * he.m[n];
       }
     }
+  }
+  /* Its attachments (sorted by vertex): soft ones as energy, a hard one holds it. */
+  int lo = 0, hi = attached;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (attach_vertex[mid] < i) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo < attached && attach_vertex[lo] == i) {
+    piola_real k_attach = 0.0f;
+    for (int e = attach_start[lo]; e < attach_start[lo + 1]; ++e) {
+      const float4 t = attach_targets[e];
+      const piola_v3 target = piola_v3_make(t.x, t.y, t.z);
+      if (piola_attachment_block(piola_position(xi, di), target, t.w, &g, &k_attach)) {
+        /* hard: on its target */
+        d[i] = (float4)(t.x - xi.x, t.y - xi.y, t.z - xi.z, di.w);
+        return;
+      }
+    }
+    hs.m[0] += k_attach;
+    hs.m[4] += k_attach;
+    hs.m[8] += k_attach;
   }
   piola_v3 dx;
   if (piola_vbd_newton_step(hs, g, &dx)) {

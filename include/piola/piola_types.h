@@ -513,7 +513,8 @@ typedef struct piola_stats {
    * pass at its most (4 sweeps of the tet colors and the tail), the colliders (if any) and the
    * attachments (if any) once more; the velocities; plasticity (if any). Times the substeps.
    * Under PIOLA_SCHEME_VBD the tet, tail and cloth colors of an iteration are its vertex colors
-   * (vertex_color_count), and there is no inverted-tet pass. */
+   * (vertex_color_count), the attachments are part of them (no pass of their own), and there is
+   * no inverted-tet pass. */
   int32_t dependent_passes;
 } piola_stats;
 

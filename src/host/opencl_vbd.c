@@ -100,12 +100,22 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
     SET_ARG(k, 18, b[BUF_CLOTH_BEND_Q]);
     SET_ARG(k, 19, b[BUF_CLOTH_BEND_MATERIAL]);
     SET_ARG(k, 20, b[BUF_CLOTH_MATERIALS]);
-    SET_ARG(k, 23, inv_h2);
+    /* the attachments' buffers (opencl_extras.c), or any buffer where there are none */
+    const piola_solver_attachments *a = &w->attach;
+    cl_int attached = a->count > 0 ? a->vertex_count : 0;
+    cl_mem start = attached > 0 ? (cl_mem)a->device[0] : b[BUF_VBD_START];
+    cl_mem vertex = attached > 0 ? (cl_mem)a->device[1] : b[BUF_VBD_START];
+    cl_mem targets = attached > 0 ? (cl_mem)a->device[2] : b[BUF_VBD_Y];
+    SET_ARG(k, 21, start);
+    SET_ARG(k, 22, vertex);
+    SET_ARG(k, 23, targets);
+    SET_ARG(k, 24, attached);
+    SET_ARG(k, 27, inv_h2);
   }
   for (int32_t c = 0; c < w->vbd.color_count && s == PIOLA_OK; ++c) {
     cl_int first = w->vbd.color_first[c], count = w->vbd.color_size[c];
-    SET_ARG(k, 21, first);
-    SET_ARG(k, 22, count);
+    SET_ARG(k, 25, first);
+    SET_ARG(k, 26, count);
     s = piola_ocl_enqueue(w, k, count, PIOLA_STAGE_SOLVE_VERTICES);
   }
   return s;

@@ -23,6 +23,8 @@
 
 #include "vbd.h"
 
+#include "piola_attach.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +198,30 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
                                     corner, &ge, &he);
       add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
     }
+  }
+  /* Its attachments (w->attach is sorted by vertex): soft ones as energy, a hard one holds it. */
+  const piola_solver_attachments *at = &w->attach;
+  int32_t lo = 0, hi = at->vertex_count;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (at->vertex[mid] < i) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo < at->vertex_count && at->vertex[lo] == i) {
+    double k_attach = 0.0;
+    for (int32_t e = at->start[lo]; e < at->start[lo + 1]; ++e) {
+      const double *t = at->target + 4 * (size_t)e;
+      if (piola_attachment_block(xi, piola_v3_make(t[0], t[1], t[2]), t[3], &g, &k_attach)) {
+        memcpy(w->p + 3 * (size_t)i, t, 3 * sizeof(double)); /* hard: on its target */
+        return;
+      }
+    }
+    hs.m[0] += k_attach;
+    hs.m[4] += k_attach;
+    hs.m[8] += k_attach;
   }
   piola_v3 dx;
   if (piola_vbd_newton_step(hs, g, &dx)) {

@@ -284,7 +284,7 @@ piola_status piola_world_step(piola_world *w) {
         if (s == PIOLA_OK && contacts) {
           s = run_stage(w, PIOLA_STAGE_CONTACT, h);
         }
-        if (s == PIOLA_OK && attachments) {
+        if (s == PIOLA_OK && attachments && !vbd) { /* VBD: in the vertices' blocks */
           s = run_stage(w, PIOLA_STAGE_ATTACHMENTS, h);
         }
         if (s == PIOLA_OK && w->collider_count > 0) {
@@ -436,7 +436,8 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
   const bool vbd = w->def.iteration_scheme == PIOLA_SCHEME_VBD;
   const int64_t tets = (int64_t)st->color_count + (st->jacobi_tets > 0);
   const int64_t solve = vbd ? (int64_t)st->vertex_color_count : tets + st->cloth_color_count;
-  const int64_t iteration = solve + (contacts ? 2 : 0) + attachments + (w->collider_count > 0);
+  const int64_t iteration =
+      solve + (contacts ? 2 : 0) + (attachments && !vbd) + (w->collider_count > 0);
   const int64_t substep =
       1 + (contacts ? 2 : 0) + (int64_t)w->def.iterations * iteration +
       (contacts && !vbd ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments
