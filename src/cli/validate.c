@@ -545,7 +545,8 @@ int command_validate(int argc, char **argv) {
   static const char *const backend_names[] = {"cpu", "opencl", "auto", NULL};
   static const piola_backend backends[] = {PIOLA_BACKEND_CPU_REFERENCE, PIOLA_BACKEND_OPENCL,
                                            PIOLA_BACKEND_AUTO};
-  int backend = -1;
+  int backend = -1, scheme = -1;
+  static const char *const scheme_names[] = {"gauss-seidel", "jacobi", "vbd", NULL};
   bool list = false;
   const cli_option options[] = {
       {"--quick", CLI_FLAG, &o.quick, 0, NULL, NULL,
@@ -564,6 +565,9 @@ int command_validate(int argc, char **argv) {
        "cpu (default: the double-precision reference), opencl or auto"},
       {"--device", CLI_STRING, &o.device, 0, NULL, "SPEC",
        "OpenCL device: P:D, gpu, cpu or a name substring"},
+      {"--scheme", CLI_CHOICE, &scheme, 0, scheme_names, "S",
+       "gauss-seidel (default), jacobi or vbd (vertex block descent): the\n"
+       "iteration scheme of the experiments ('convergence' compares them all)"},
       {"--threads", CLI_INT, &o.cpu_threads, 0, NULL, "N",
        "CPU reference: threads per step, the same result for any N\n"
        "(default 1; 0: one per core)"},
@@ -590,6 +594,11 @@ int command_validate(int argc, char **argv) {
   }
   if (backend >= 0) {
     o.backend = backends[backend];
+  }
+  if (scheme >= 0) {
+    o.scheme = scheme == 2   ? PIOLA_SCHEME_VBD
+               : scheme == 1 ? PIOLA_SCHEME_JACOBI
+                             : PIOLA_SCHEME_GAUSS_SEIDEL;
   }
   if (only != NULL) {
     for (const char *p = only; *p != '\0';) {

@@ -20,6 +20,9 @@ typedef struct validate_options {
   bool quick;            /* smaller meshes, fewer runs: the CTest versions */
   bool verbose;          /* the library's informational messages */
   int32_t cpu_threads;   /* CPU reference threads (piola_world_def.cpu_threads); default 1 */
+  /* The iteration scheme of every experiment's worlds (default Gauss-Seidel); 'convergence'
+   * runs its own list of schemes, vertex block descent among them. */
+  piola_iteration_scheme scheme;
 } validate_options;
 
 validate_options validate_default_options(void);
