@@ -1731,7 +1731,8 @@ void test_substeps(piola_test *t) {
 
 /* ---- Dependent passes ----------------------------------------------------------------------
  * piola_stats.dependent_passes follows its definition as the scene gains a collider, contacts,
- * an attachment and a cloth body (2 substeps of 3 iterations); no scheme colors vertices yet. */
+ * an attachment and a cloth body (2 substeps of 3 iterations), under colored Gauss-Seidel
+ * (test_vbd_dependent_passes has vertex block descent's). */
 void test_stats_dependent_passes(piola_test *t) {
   piola_test_log log;
   int misuse = 0;
