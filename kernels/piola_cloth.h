@@ -586,6 +586,18 @@ piola_cloth_bend_material_from_data(piola_cloth_material_data d) {
  * dependence of n_bar on the positions is left out of the block, not of the gradient), positive
  * semidefinite either way. */
 
+/* |b| (1/m) of a triangle's corner (b: the row corner - 1 of Dm^-1, b_0 = -(b_1 + b_2)): the
+ * inverse of the corner's height over the opposite edge. */
+PIOLA_FN piola_real piola_cloth_tri_corner_length(piola_m2 dm_inv, int corner) {
+  const piola_real bx = corner == 1   ? dm_inv.m[0]
+                        : corner == 2 ? dm_inv.m[2]
+                                      : -(dm_inv.m[0] + dm_inv.m[2]);
+  const piola_real by = corner == 1   ? dm_inv.m[1]
+                        : corner == 2 ? dm_inv.m[3]
+                                      : -(dm_inv.m[1] + dm_inv.m[3]);
+  return sqrt(bx * bx + by * by);
+}
+
 /* One triangle's part of the block of its corner `corner` (0..2), in units of k: writes
  * grad U / k (m) and the projected block d2U/dx^2 / k (dimensionless), returns U / k (m^2). */
 PIOLA_FN piola_real piola_cloth_tri_vertex_block(const piola_cloth_tri_material *mat,

@@ -715,6 +715,24 @@ PIOLA_FN piola_real piola_tet_vertex_block(const piola_tet_material *mat, piola_
   return u;
 }
 
+/* The trust region of a vertex's step: |dx| at most this fraction of the vertex's smallest
+ * height over the opposite face of one of its tets (or edge of one of its triangles), 1 / |b|.
+ * The projected blocks can underestimate the curvature badly where elements are inverted or
+ * compressed (their negative eigenvalues set to zero) and the inertia term is weak (long
+ * substeps, quasi-static solves): on the Armadillo squashed to 60% with dt = 1 s the plain
+ * steps threw vertices through their neighbours and raised the elastic energy 9 times in the
+ * first sweeps. A clamp of the length, continuous in the step, rather than a line search: a
+ * search decides on differences of energies, which a float device rounds at the level of the
+ * small strains near rest (float positions), so it refused steps on noise there and stopped
+ * short of the reference; the clamp leaves float and double on the same side everywhere. */
+#define PIOLA_VBD_MAX_STEP PIOLA_R(0.25)
+
+/* dx shortened to at most `reach` (m). */
+PIOLA_FN piola_v3 piola_vbd_limit_step(piola_v3 dx, piola_real reach) {
+  const piola_real len = piola_v3_length(dx);
+  return len > reach ? piola_v3_scale(dx, reach / len) : dx;
+}
+
 /* The Newton step of a vertex block: dx = -H^-1 g for the symmetric H (from the inertia m/h^2 I
  * plus positive semidefinite blocks, so positive definite unless degenerate). Returns 0 (dx
  * zero) where H is singular to rounding: det H <= 1e-6 epsilon (tr H / 3)^3, or not a number. */

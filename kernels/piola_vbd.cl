@@ -84,6 +84,7 @@ PIOLA_KERNEL void piola_vbd_color(
   float4 di = d[i];
   const float4 yi = y0[i];
   const piola_real k_inertia = inv_h2 / xi.w;
+  piola_real reach = INFINITY; /* the trust region (PIOLA_VBD_MAX_STEP) */
   piola_v3 g = piola_v3_make(k_inertia * (di.x - yi.x), k_inertia * (di.y - yi.y),
                              k_inertia * (di.z - yi.z));
   piola_m3 hs = piola_m3_scale(piola_m3_identity(), k_inertia);
@@ -92,12 +93,13 @@ PIOLA_KERNEL void piola_vbd_color(
     if (((e >> 2) & 3) == PIOLA_VBD_KIND_TET) {
       const int4 q = tets[t];
       const piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
+      const piola_m3 m = piola_load_m3(tet_m, t, stride);
+      reach = fmin(reach, PIOLA_R(1.0) / piola_v3_length(piola_tet_corner_row(m, corner)));
       piola_v3 ge;
       piola_m3 he;
-      piola_tet_vertex_block(&mat, piola_load_m3(tet_m, t, stride), tet_volume[t],
-                             piola_position(x[q.x], d[q.x]), piola_position(x[q.y], d[q.y]),
-                             piola_position(x[q.z], d[q.z]), piola_position(x[q.w], d[q.w]), corner,
-                             &ge, &he);
+      piola_tet_vertex_block(&mat, m, tet_volume[t], piola_position(x[q.x], d[q.x]),
+                             piola_position(x[q.y], d[q.y]), piola_position(x[q.z], d[q.z]),
+                             piola_position(x[q.w], d[q.w]), corner, &ge, &he);
       const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
       g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
       for (int n = 0; n < 9; ++n) {
@@ -112,6 +114,7 @@ PIOLA_KERNEL void piola_vbd_color(
       dm.m[1] = m.y;
       dm.m[2] = m.z;
       dm.m[3] = m.w;
+      reach = fmin(reach, PIOLA_R(1.0) / piola_cloth_tri_corner_length(dm, corner));
       piola_v3 ge;
       piola_m3 he;
       piola_cloth_tri_vertex_block(&mat, dm, tri_area[t], piola_position(x[q.x], d[q.x]),
@@ -174,6 +177,7 @@ PIOLA_KERNEL void piola_vbd_color(
   }
   piola_v3 dx;
   if (piola_vbd_newton_step(hs, g, &dx)) {
+    dx = piola_vbd_limit_step(dx, PIOLA_VBD_MAX_STEP * reach);
     if (di.w >= 0.0f) {
       di.w += (float)piola_vbd_supported_step(hs, piola_v3_from4(support[i]), &dx);
     }

@@ -164,6 +164,7 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
   const piola_solver_tets *st = &w->solver;
   const piola_solver_cloth *sc = &w->cloth;
   const double k_inertia = inv_h2 / w->w[i];
+  double reach = INFINITY; /* the trust region (PIOLA_VBD_MAX_STEP) */
   const piola_v3 xi = piola_vertex_at(w->p, i), yi = piola_vertex_at(v->y, i);
   piola_v3 g = piola_v3_scale(piola_v3_sub(xi, yi), k_inertia);
   piola_m3 hs = piola_m3_scale(piola_m3_identity(), k_inertia);
@@ -174,6 +175,8 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
     if (PIOLA_VBD_KIND(e) == PIOLA_VBD_TET) {
       const int32_t *q = st->tet_vertices + 4 * (size_t)t;
       const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
+      reach =
+          fmin(reach, 1.0 / piola_v3_length(piola_tet_corner_row(load_m3(st->tet_m, t), corner)));
       piola_tet_vertex_block(mat, load_m3(st->tet_m, t), st->tet_volume[t],
                              piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
                              piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), corner, &ge,
@@ -184,6 +187,7 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
       const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
       piola_m2 dm;
       memcpy(dm.m, sc->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
+      reach = fmin(reach, 1.0 / piola_cloth_tri_corner_length(dm, corner));
       piola_cloth_tri_vertex_block(mat, dm, sc->tri_area[t], piola_vertex_at(w->p, q[0]),
                                    piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]), corner,
                                    &ge, &he);
@@ -225,6 +229,7 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
   }
   piola_v3 dx;
   if (piola_vbd_newton_step(hs, g, &dx)) {
+    dx = piola_vbd_limit_step(dx, PIOLA_VBD_MAX_STEP * reach);
     double *support = st->support + 4 * (size_t)i;
     if (support[3] >= 0.0) {
       support[3] +=
