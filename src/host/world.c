@@ -458,13 +458,15 @@ static void warn_unconverged(piola_world *w, int32_t slot, double worst) {
   }
   const piola_body *b = &w->bodies[slot];
   piola_log(&w->def.logger, PIOLA_LOG_WARNING,
-            "unconverged: body %d (%d vertices, %d %s) has a relative residual of %.3g after "
-            "%d steps above %g: it is softer than its material says. Raise substeps (now %d) or "
-            "iterations (now %d), use a coarser mesh, or a scheme that converges at this "
-            "resolution (docs/solvers.md); stats.relative_residual has the figure at every read",
+            "unconverged: body %d (%d vertices, %d %s) has a coarse residual of %.3g, above %g "
+            "at every read for %d steps: its solve is far from the implicit step, and the body "
+            "is softer than its material says. Raise substeps (now %d) or iterations (now %d), "
+            "use a coarser mesh, or a scheme that converges at this resolution "
+            "(docs/solvers.md); stats.coarse_residual has the figure at every read",
             (int)slot + 1, (int)b->vertex_count, b->cloth ? (int)b->tri_count : (int)b->tet_count,
-            b->cloth ? "triangles" : "tets", worst, (int)(w->step_count - w->residual_high_since),
-            PIOLA_RESIDUAL_WARNING, (int)w->def.substeps, (int)w->def.iterations);
+            b->cloth ? "triangles" : "tets", worst, PIOLA_RESIDUAL_WARNING,
+            (int)(w->step_count - w->residual_high_since), (int)w->def.substeps,
+            (int)w->def.iterations);
   w->residual_warned = true;
 }
 
