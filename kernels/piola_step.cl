@@ -99,12 +99,23 @@ PIOLA_FN float4 piola_predicted_displacement(float4 xi, float4 *vi, float4 fi, i
   return (float4)(h * v.x, h * v.y, h * v.z, PIOLA_FREE);
 }
 
+/* No collider has pushed a vertex yet in this substep: support.w is -1 until one does (the
+ * normal is read only where d.w >= 0, which a collider pass sets). */
+#define PIOLA_UNSUPPORTED ((float4)(0.0f, 0.0f, 0.0f, -1.0f))
+
+/* PREDICT of vertex i; d0 keeps the predicted displacement y - x of the substep (the inertial
+ * target of the implicit step) and support.w whether a collider pushed the vertex in it, which
+ * the stats' residual reads. */
 PIOLA_FN void piola_predict_vertex(__global const float4 *x, __global float4 *v, __global float4 *d,
+                                   __global float4 *d0, __global float4 *support,
                                    __global const float4 *f, int has_forces, float4 h_gravity,
                                    float h, int i) {
   float4 vi = v[i];
-  d[i] = piola_predicted_displacement(x[i], &vi, has_forces ? f[i] : (float4)(0.0f), has_forces,
-                                      h_gravity, h);
+  const float4 di = piola_predicted_displacement(x[i], &vi, has_forces ? f[i] : (float4)(0.0f),
+                                                 has_forces, h_gravity, h);
+  d[i] = di;
+  d0[i] = di;
+  support[i] = PIOLA_UNSUPPORTED;
   v[i] = vi;
 }
 
@@ -379,10 +390,10 @@ PIOLA_FN void piola_update_vertex(__global float4 *x, __global float4 *v, __glob
 
 PIOLA_KERNEL void piola_predict(__global const float4 *x, __global float4 *v, __global float4 *d,
                                 __global const float4 *f, int has_forces, float4 h_gravity, float h,
-                                int count) {
+                                int count, __global float4 *d0, __global float4 *support) {
   int i = get_global_id(0);
   if (i < count) {
-    piola_predict_vertex(x, v, d, f, has_forces, h_gravity, h, i);
+    piola_predict_vertex(x, v, d, d0, support, f, has_forces, h_gravity, h, i);
   }
 }
 
@@ -674,7 +685,8 @@ PIOLA_FN void piola_jacobi_tet_local(__local const float4 *x, __local const floa
  * collider_t_end: the time from the start of the step to the end of this substep (s), where the
  * colliders stand.
  * lx, ld: local memory for the largest body's vertex count each. The body's x and d are read
- * once, every phase works on chip, and d (with part 0, also x and v) is written back at the end.
+ * once, every phase works on chip, and d (with part 0, also x and v) is written back at the end;
+ * d0 receives the predicted displacements and support.w is reset (piola_predict_vertex).
  * The multipliers of a tet are read and written by one work-item only (the same k of the same
  * color in every iteration), so only the Jacobi tail's delta needs a global fence. */
 PIOLA_KERNEL void piola_substep_bodies(
@@ -688,7 +700,8 @@ PIOLA_KERNEL void piola_substep_bodies(
     int color_count, int iterations, int stride, int jacobi_first, float4 h_gravity, float h,
     float inv_h, float inv_h2, float damp, float omega, int part, float collider_t_end,
     __local float4 *on_chip, int on_chip_vertices, __global float4 *support,
-    __global float4 *impulse, int vertex_count, __global const float4 *shapes) {
+    __global float4 *impulse, int vertex_count, __global const float4 *shapes,
+    __global float4 *d0) {
   __local float4 *lx = on_chip, *ld = on_chip + on_chip_vertices;
   const int b = get_group_id(0), lid = get_local_id(0), nl = get_local_size(0);
   const int v0 = body_vertex[2 * b], nv = body_vertex[2 * b + 1];
@@ -707,6 +720,8 @@ PIOLA_KERNEL void piola_substep_bodies(
       ld[i] = piola_predicted_displacement(xi, &vi, has_forces ? f[v0 + i] : (float4)(0.0f),
                                            has_forces, h_gravity, h);
       v[v0 + i] = vi;
+      d0[v0 + i] = ld[i];
+      support[v0 + i] = PIOLA_UNSUPPORTED;
       if (part == 1) {
         d[v0 + i] = ld[i];
       }

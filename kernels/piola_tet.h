@@ -365,6 +365,27 @@ PIOLA_FN piola_real piola_tet_energy(const piola_tet_material *mat, piola_m3 dm_
   return psi > PIOLA_R(0.0) ? volume * psi : PIOLA_R(0.0);
 }
 
+/* U / E of a tet at the given positions (m^3, as piola_tet_energy()) and its gradients g[0..3]
+ * (m^2): [g1 g2 g3] = V P Dm^-T (dU/dDs with F = Ds Dm^-1), g0 = -(g1 + g2 + g3). Zero (and
+ * g = 0) where the model is undefined. */
+PIOLA_FN piola_real piola_tet_gradient(const piola_tet_material *mat, piola_m3 dm_inv,
+                                       piola_real volume, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                       piola_v3 x3, piola_v3 *g) {
+  piola_m3 p;
+  piola_mask used_svd;
+  piola_real psi =
+      piola_energy_and_stress(mat, piola_tet_deformation(x0, x1, x2, x3, dm_inv), &p, &used_svd);
+  const piola_m3 gm = piola_m3_mul_bt(p, dm_inv); /* P Dm^-T */
+  piola_mask defined = psi == psi;
+  PIOLA_UNROLL
+  for (int k = 0; k < 3; ++k) {
+    g[k + 1] = piola_v3_select(defined, piola_v3_scale(piola_m3_column(gm, k), volume),
+                               piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0)));
+  }
+  g[0] = piola_v3_scale(piola_v3_add(piola_v3_add(g[1], g[2]), g[3]), PIOLA_R(-1.0));
+  return psi > PIOLA_R(0.0) ? volume * psi : PIOLA_R(0.0);
+}
+
 /* Corners of a tet that rest on a collider. A vertex that a collider pushed out in the last
  * COLLIDE stage of this substep is supported: normal[k] is that collider's outward unit normal
  * (zero for a free corner). The projection does not move a supported corner into its collider:

@@ -175,6 +175,7 @@ static ct_extent ct_extent_of(const float *xyz, int32_t n) {
 typedef struct ct_scene {
   piola_world *w;
   piola_test_log log;
+  int dropped; /* the contact overflow's warnings among them (ct_overflow_scene) */
   int misuse;
   int32_t count;
   piola_body_id ids[CT_MAX_BODIES];
@@ -2260,9 +2261,19 @@ void test_opencl_contact_stats_and_stages(piola_test *t) {
  * with a contact thickness of 3 cm (below the bodies' smallest features, 0.08 and 0.1 m): the
  * tip may reach every triangle within 3 cm of its foot, many more than
  * PIOLA_MAX_VERTEX_CONTACTS. */
+/* The scene's logger, counting the contact overflow's warnings apart from the others (the
+ * slab under the tip is unconverged at 5 iterations, which is warned about once too). */
+static void ct_overflow_log(piola_log_level level, const char *message, void *user_data) {
+  ct_scene *sc = user_data;
+  piola_test_log_fn(level, message, &sc->log);
+  sc->dropped += level == PIOLA_LOG_WARNING && strstr(message, "pairs dropped") != NULL;
+}
+
 static piola_status ct_overflow_scene(ct_scene *sc, piola_backend backend,
                                       const piola_tet_mesh *slab, const piola_tet_mesh *tip) {
   piola_world_def def = ct_def(sc, backend);
+  def.logger.fn = ct_overflow_log;
+  def.logger.user_data = sc;
   def.contact_thickness = 0.03f;
   piola_status s = ct_scene_create(sc, &def, true);
   if (s == PIOLA_OK) {
@@ -2310,19 +2321,17 @@ static void ct_overflow(piola_test *t, piola_backend backend, piola_stats *first
   CHECK(t, sc.log.count[PIOLA_LOG_WARNING] == 0); /* nothing reoriented */
   REQUIRE_OK(t, piola_world_step(sc.w));
   piola_stats st;
-  const int warnings = sc.log.count[PIOLA_LOG_WARNING];
+  const int warnings = sc.dropped;
   REQUIRE_OK(t, piola_world_get_stats(sc.w, &st));
   *first = st;
   printf("  %s: after one step %d contacts kept, %d dropped; %d warning: %s\n",
          piola_backend_name(backend), (int)st.contact_count, (int)st.contact_overflow,
-         sc.log.count[PIOLA_LOG_WARNING] - warnings, sc.log.last);
+         sc.dropped - warnings, sc.log.last);
   CHECK_MSG(t, st.contact_overflow > 0, "no overflow reported (%d contacts)",
             (int)st.contact_count);
   CHECK_MSG(t, st.contact_count >= PIOLA_MAX_VERTEX_CONTACTS, "%d contacts", (int)st.contact_count);
-  CHECK_MSG(
-      t, sc.log.count[PIOLA_LOG_WARNING] == warnings + 1 && strstr(sc.log.last, "dropped") != NULL,
-      "%d warnings for the overflow; last message: %s", sc.log.count[PIOLA_LOG_WARNING] - warnings,
-      sc.log.last);
+  CHECK_MSG(t, sc.dropped == warnings + 1 && strstr(sc.log.last, "dropped") != NULL,
+            "%d warnings for the overflow; last message: %s", sc.dropped - warnings, sc.log.last);
   int32_t ntri = 0;
   int32_t *tri = ct_surface(&sc, 0, &ntri);
   REQUIRE(t, tri != NULL);
@@ -2352,18 +2361,17 @@ static void ct_overflow(piola_test *t, piola_backend backend, piola_stats *first
   CHECK_MSG(t, inverted == 0, "%d inverted tets", (int)inverted);
   CHECK_MSG(t, overflowing == 40, "overflow in only %d of 40 steps", (int)overflowing);
   /* Read at every step, the run of dropping steps was logged once, at its first read. */
-  CHECK_MSG(t, sc.log.count[PIOLA_LOG_WARNING] == warnings + 1,
-            "%d warnings over 41 dropping steps read one by one",
-            sc.log.count[PIOLA_LOG_WARNING] - warnings);
+  CHECK_MSG(t, sc.dropped == warnings + 1, "%d warnings over 41 dropping steps read one by one",
+            sc.dropped - warnings);
   /* Read again after two steps unread, the drops are a new run: logged once more, however
    * often that step is read. */
   REQUIRE_OK(t, piola_world_step(sc.w));
   REQUIRE_OK(t, piola_world_step(sc.w));
   REQUIRE_OK(t, piola_world_get_stats(sc.w, &st));
   REQUIRE_OK(t, piola_world_get_stats(sc.w, &st));
-  CHECK_MSG(t, st.contact_overflow > 0 && sc.log.count[PIOLA_LOG_WARNING] == warnings + 2,
+  CHECK_MSG(t, st.contact_overflow > 0 && sc.dropped == warnings + 2,
             "after a gap: %d dropped, %d warnings in all", (int)st.contact_overflow,
-            sc.log.count[PIOLA_LOG_WARNING] - warnings);
+            sc.dropped - warnings);
   free(tri);
   ct_scene_destroy(&sc);
   piola_mesh_free(&slab);

@@ -516,7 +516,29 @@ typedef struct piola_stats {
    * (vertex_color_count), the attachments are part of them (no pass of their own), and there is
    * no inverted-tet pass. */
   int32_t dependent_passes;
+  /** How far the last substep is from the implicit Euler step the solver approximates
+   * (dimensionless, in [0, 1]): |r| / (|M a| + |F| + |grad E|) with the step's force residual
+   * r = M (x - y) / h^2 + grad E(x) (y the substep's prediction, E the elastic energies and the
+   * soft attachments' potentials), M a the inertial forces, F = M g + f the external ones, 2-norms
+   * over the vertices that no collider, body contact or hard attachment holds (and not of PBD
+   * materials). 0 for the implicit step itself; evaluated in double from the current state at
+   * each read. The mesh's finest modes dominate it (docs/solvers.md). 0 before the first step and
+   * after positions, velocities or bodies change or a state is loaded, until the next step. */
+  double relative_residual;
+  /** The same measure with r and the forces first summed over the cells of a coarse grid laid
+   * over each body (PIOLA_RESIDUAL_CELLS cubes along its longest side): the part of the residual
+   * a body's shape shows, where the unconverged solve makes it softer (or stiffer) than its
+   * material. Above PIOLA_RESIDUAL_WARNING the logger warns (docs/solvers.md). */
+  double coarse_residual;
 } piola_stats;
+
+/** Cells along a body's longest side of the grid of piola_stats.coarse_residual. */
+#define PIOLA_RESIDUAL_CELLS 4
+/** piola_stats.coarse_residual above which a step counts as unconverged: the logger warns once
+ * per world when a body stays above it at every stats read for PIOLA_RESIDUAL_WARNING_STEPS steps
+ * or more. */
+#define PIOLA_RESIDUAL_WARNING 0.25
+#define PIOLA_RESIDUAL_WARNING_STEPS 20
 
 /** One OpenCL kernel's device time in the last step (piola_world_get_kernel_times). */
 typedef struct piola_kernel_time {

@@ -49,7 +49,8 @@ typedef struct bench_run {
   double tet_solves_per_second;
   int64_t device_bytes;
   int32_t active_tets, inverted_tets;
-  int32_t dependent_passes; /* passes per step one after another (piola_stats) */
+  int32_t dependent_passes;                  /* passes per step one after another (piola_stats) */
+  double relative_residual, coarse_residual; /* of the last timed step (piola_stats) */
   double elastic_energy;
   double stage_ms[PIOLA_STAGE_COUNT]; /* per step, averaged over the timed steps */
   /* OpenCL with --profile: each kernel's device time and launches per step, averaged */
@@ -340,6 +341,8 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
   r->active_tets = st.active_tets;
   r->inverted_tets = st.inverted_tets;
   r->dependent_passes = st.dependent_passes;
+  r->relative_residual = st.relative_residual;
+  r->coarse_residual = st.coarse_residual;
   r->elastic_energy = st.elastic_energy;
   for (int k = 0; k < PIOLA_STAGE_COUNT; ++k) {
     r->stage_ms[k] = stage_sum[k] / steps;
@@ -365,22 +368,23 @@ static int run_one(const scene_options *o, int32_t warmup, int32_t steps, bench_
 
 static void print_header(void) {
   printf("%-12s %6s %8s %9s %6s %5s %4s %-7s %9s %9s %9s %12s %9s %7s %6s %10s %10s %9s %9s "
-         "%8s %7s %7s %9s\n",
+         "%8s %7s %7s %9s %9s %9s\n",
          "scene", "bodies", "vertices", "tets", "colors", "iters", "sub", "backend", "min ms",
          "median ms", "p95 ms", "tet solves/s", "device MB", "active", "inv", "elastic ms",
-         "contact ms", "x elastic", "contacts", "MB/step", "GB/s", "passes", "edge cts");
+         "contact ms", "x elastic", "contacts", "MB/step", "GB/s", "passes", "edge cts", "residual",
+         "coarse");
 }
 
 static void print_row(const bench_run *r) {
   printf("%-12s %6d %8d %9d %6d %5d %4d %-7s %9.3f %9.3f %9.3f %12.3e %9.1f %6.1f%% %6d %10.3f "
-         "%10.3f %9.3f %9.0f %8.1f %7.1f %7d %9.0f\n",
+         "%10.3f %9.3f %9.0f %8.1f %7.1f %7d %9.0f %9.2e %9.2e\n",
          r->scene, (int)r->bodies, (int)r->vertices, (int)r->tets, (int)r->colors,
          (int)r->iterations, (int)r->substeps, piola_backend_name(r->backend), r->ms_min,
          r->ms_median, r->ms_p95, r->tet_solves_per_second, (double)r->device_bytes / 1048576.0,
          r->tets > 0 ? 100.0 * r->active_tets / r->tets : 0.0, (int)r->inverted_tets,
          r->elastic_median, r->ms_median - r->elastic_median, r->ratio_median,
          r->contact_count_mean, bytes_per_step(r) / 1e6, achieved_gb_per_s(r),
-         (int)r->dependent_passes, r->edge_contact_mean);
+         (int)r->dependent_passes, r->edge_contact_mean, r->relative_residual, r->coarse_residual);
 }
 
 static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
@@ -419,6 +423,8 @@ static void write_run_fields(FILE *f, const bench_run *r, const char *indent) {
   fprintf(f, "%s\"bytes_per_step\": %.0f,\n%s\"achieved_gb_per_s\": %.3f,\n", indent,
           bytes_per_step(r), indent, achieved_gb_per_s(r));
   fprintf(f, "%s\"dependent_passes\": %d,\n", indent, (int)r->dependent_passes);
+  fprintf(f, "%s\"relative_residual\": %.6e,\n", indent, r->relative_residual);
+  fprintf(f, "%s\"coarse_residual\": %.6e,\n", indent, r->coarse_residual);
   fprintf(f, "%s\"active_tets\": %d,\n%s\"inverted_tets\": %d,\n", indent, (int)r->active_tets,
           indent, (int)r->inverted_tets);
   fprintf(f, "%s\"elastic_energy_j\": %.9g,\n", indent, r->elastic_energy);

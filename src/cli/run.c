@@ -473,8 +473,8 @@ static int run_cloth(const scene_options *o, const run_options *r) {
   const double kinetic_bound = potential + 2.0 * g->cloth_mass * v * v;
   double stop_energy = NAN;
   int32_t stop_frame = -1;
-  printf("%6s %9s %14s %14s %10s %10s %9s\n", "frame", "time s", "elastic J", "kinetic J",
-         "ms/step", "depth mm", "lowest m");
+  printf("%6s %9s %14s %14s %10s %10s %9s %9s %9s\n", "frame", "time s", "elastic J", "kinetic J",
+         "ms/step", "depth mm", "lowest m", "residual", "coarse");
   step_clock clock = step_clock_start();
   double worst_depth = 0.0, worst_energy = 0.0, worst_kinetic = 0.0;
   int32_t worst_depth_frame = 0, worst_energy_frame = 0, worst_kinetic_frame = 0;
@@ -524,8 +524,9 @@ static int run_cloth(const scene_options *o, const run_options *r) {
       worst_energy_frame = frame;
     }
     frames = frame + 1;
-    printf("%6d %9.4f %14.6e %14.6e %10.3f %10.4f %9.4f\n", (int)frame, st.simulated_time,
-           st.elastic_energy, st.kinetic_energy, ms_per_step, 1e3 * depth, lowest);
+    printf("%6d %9.4f %14.6e %14.6e %10.3f %10.4f %9.4f %9.2e %9.2e\n", (int)frame,
+           st.simulated_time, st.elastic_energy, st.kinetic_energy, ms_per_step, 1e3 * depth,
+           lowest, st.relative_residual, st.coarse_residual);
     fflush(stdout);
     if (r->out != NULL && step % r->every == 0) {
       char path[4096];
@@ -679,9 +680,9 @@ int command_run(int argc, char **argv) {
            (double)u->top_radius, (double)sc.geometry.body_height, (double)sc.geometry.body_width,
            sc.geometry.body_mass, (double)sc.geometry.top);
   }
-  printf("%6s %9s %14s %14s %9s %10s %9s %7s %6s %5s%s\n", "frame", "time s", "elastic J",
+  printf("%6s %9s %14s %14s %9s %10s %9s %7s %6s %5s%s %9s %9s\n", "frame", "time s", "elastic J",
          "kinetic J", "inverted", "ms/step", "contacts", "inside", "self", "far",
-         funnel ? " passed" : "");
+         funnel ? " passed" : "", "residual", "coarse");
   step_clock clock = step_clock_start();
   run_summary sum;
   memset(&sum, 0, sizeof sum);
@@ -737,7 +738,7 @@ int command_run(int argc, char **argv) {
       sum.passed = bodies_through_funnel(&sc, &fd);
       printf(" %6d", (int)sum.passed);
     }
-    printf("\n");
+    printf(" %9.2e %9.2e\n", st.relative_residual, st.coarse_residual);
     fflush(stdout);
     if (r.out != NULL && step % r.every == 0) { /* frame N is at N * every * dt */
       char path[4096];

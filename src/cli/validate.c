@@ -179,7 +179,7 @@ void validate_series_add(validate_report *r, int index, const char *label, const
 /* ---- The list ------------------------------------------------------------------------------- */
 
 static const validate_experiment experiments[] = {
-    {"convergence", "Fig. 4", "energy within one step: colored Gauss-Seidel vs Jacobi",
+    {"convergence", "Fig. 4", "energy and residual within one step: Gauss-Seidel vs Jacobi",
      validate_exp_convergence},
     {"stiffness", "Fig. 5", "beam strain vs iterations and vs Young's modulus",
      validate_exp_stiffness},

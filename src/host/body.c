@@ -21,8 +21,8 @@ static bool grow_vertices(piola_world *w, int32_t needed) {
   }
   int32_t cap = w->vertex_capacity;
   int32_t c;
-  double **arrays[3] = {&w->x, &w->p, &w->v};
-  for (int i = 0; i < 3; ++i) {
+  double **arrays[4] = {&w->x, &w->p, &w->v, &w->y};
+  for (int i = 0; i < 4; ++i) {
     c = cap;
     if (!piola_grow((void **)arrays[i], 3 * sizeof(double), needed, &c)) {
       return false;
@@ -30,6 +30,10 @@ static bool grow_vertices(piola_world *w, int32_t needed) {
   }
   c = cap;
   if (!piola_grow((void **)&w->w, sizeof(double), needed, &c)) {
+    return false;
+  }
+  c = cap;
+  if (!piola_grow((void **)&w->collider_pushed, 1, needed, &c)) {
     return false;
   }
   if (w->f != NULL) {
@@ -78,6 +82,7 @@ piola_status piola_world_begin_change(piola_world *w) {
 
 void piola_world_changed(piola_world *w) {
   w->tets_dirty = true;
+  w->prediction_valid = false;
   w->ops->invalidate(w); /* piola_world_begin_change() made the host current */
 }
 

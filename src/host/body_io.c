@@ -111,6 +111,9 @@ static piola_status body_write(piola_world *w, piola_body_id id, const float *da
     }
     free(old);
   }
+  if (s == PIOLA_OK) {
+    w->prediction_valid = false; /* the last step's prediction is not this state's */
+  }
   return s;
 }
 

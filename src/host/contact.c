@@ -320,6 +320,32 @@ bool piola_contacts_active(const piola_world *w) {
   return w->def.contacts && w->contacts.triangle_count > 0;
 }
 
+void piola_contacts_mark(const piola_solver_contacts *c, const int32_t *count,
+                         const int32_t *triangle, const int32_t *edge_count,
+                         const int32_t *edge_entry, uint8_t *mark) {
+  const int32_t per_edge = PIOLA_CONTACTS_PER_EDGE;
+  for (int32_t sv = 0; sv < c->vertex_count; ++sv) {
+    for (int32_t k = 0; k < count[sv] && k < K; ++k) {
+      const int32_t *q =
+          c->triangle + 3 * (size_t)piola_contact_entry_triangle(triangle[K * (size_t)sv + k]);
+      mark[c->vertex[sv]] = 1;
+      for (int corner = 0; corner < 3; ++corner) {
+        mark[c->vertex[q[corner]]] = 1;
+      }
+    }
+  }
+  for (int32_t e = 0; edge_count != NULL && e < c->edge_count; ++e) {
+    for (int32_t k = 0; k < edge_count[e] && k < per_edge; ++k) {
+      const int32_t f = edge_entry[per_edge * (size_t)e + k] >> 1;
+      const int32_t ends[4] = {c->edge[4 * (size_t)e], c->edge[4 * (size_t)e + 1],
+                               c->edge[4 * (size_t)f], c->edge[4 * (size_t)f + 1]};
+      for (int j = 0; j < 4; ++j) {
+        mark[c->vertex[ends[j]]] = 1;
+      }
+    }
+  }
+}
+
 bool piola_contacts_any_self(const piola_solver_contacts *c) {
   for (int32_t b = 0; b < c->body_count; ++b) {
     if (c->body_filter[4 * (size_t)b + 2] != 0u) {

@@ -116,6 +116,14 @@ void piola_contacts_free(piola_solver_contacts *c);
 bool piola_contacts_active(const piola_world *w);
 /* Whether some body collides with itself (its self-collision on). */
 bool piola_contacts_any_self(const piola_solver_contacts *c);
+/* Marks (mark[world vertex] = 1) the vertices in the given contact lists of a substep: each
+ * surface vertex with contacts and the corners of its triangles (count, triangle: the
+ * vertex-triangle lists, as c->contact_count, c->contact_triangle), and the ends of both edges of
+ * each edge-edge contact (edge_count, edge_entry: as c->edge_contact_count, c->edge_contact_entry;
+ * NULL without edge contacts). */
+void piola_contacts_mark(const piola_solver_contacts *c, const int32_t *count,
+                         const int32_t *triangle, const int32_t *edge_count,
+                         const int32_t *edge_entry, uint8_t *mark);
 /* The CPU reference's contact stages (host doubles). */
 void piola_cpu_broad_phase(piola_world *w);
 void piola_cpu_narrow_phase(piola_world *w);

@@ -146,6 +146,23 @@ static piola_status cpu_read_all(const piola_world *w, double *x, double *v, dou
   return PIOLA_OK;
 }
 
+static piola_status cpu_read_prediction(const piola_world *w, double *gap, uint8_t *constrained) {
+  for (size_t i = 0; i < 3 * (size_t)w->vertex_count; ++i) {
+    gap[i] = w->x[i] - w->y[i];
+  }
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    constrained[i] = w->collider_count > 0 && w->collider_pushed[i];
+  }
+  if (piola_contacts_active(w)) {
+    const piola_solver_contacts *c = &w->contacts;
+    const bool edges = piola_edge_contacts_active(w);
+    piola_contacts_mark(c, c->contact_count, c->contact_triangle,
+                        edges ? c->edge_contact_count : NULL, edges ? c->edge_contact_entry : NULL,
+                        constrained);
+  }
+  return PIOLA_OK;
+}
+
 static piola_status cpu_contact_counters(const piola_world *w, int32_t out[4]) {
   out[0] = w->contacts.total;
   out[1] = w->contacts.overflow;
@@ -212,6 +229,7 @@ const piola_backend_ops piola_cpu_backend = {
     .collider_impulse = cpu_collider_impulse,
     .read_range = cpu_read_range,
     .read_all = cpu_read_all,
+    .read_prediction = cpu_read_prediction,
     .contact_counters = cpu_contact_counters,
     .attachments_upload = cpu_ok,
     .attachments_release = cpu_attachments_release,

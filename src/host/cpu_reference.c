@@ -46,6 +46,7 @@ static void predict_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
   const double g[3] = {w->def.gravity[0], w->def.gravity[1], w->def.gravity[2]};
   for (int32_t i = begin; i < end; ++i) {
     w->solver.support[4 * (size_t)i + 3] = -1.0;
+    w->collider_pushed[i] = 0;
     double *x = w->x + 3 * (size_t)i, *p = w->p + 3 * (size_t)i, *v = w->v + 3 * (size_t)i;
     if (w->w[i] > 0.0) {
       const double *f = w->f != NULL ? w->f + 3 * (size_t)i : NULL;
@@ -56,6 +57,7 @@ static void predict_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
     } else {
       memcpy(p, x, 3 * sizeof(double));
     }
+    memcpy(w->y + 3 * (size_t)i, p, 3 * sizeof(double));
   }
 }
 
@@ -370,6 +372,7 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
     store3(w->p, i, p);
     store3(support, 0, n);
     support[3] = pushed ? 0.0 : -1.0;
+    w->collider_pushed[i] |= (uint8_t)pushed;
   }
 }
 

@@ -57,6 +57,7 @@ const piola_backend_ops piola_opencl_backend = {
     .collider_impulse = piola_opencl_collider_impulse,
     .read_range = piola_opencl_read_range,
     .read_all = piola_opencl_read_all,
+    .read_prediction = piola_opencl_read_prediction,
     .contact_counters = opencl_contact_counters,
     .attachments_upload = piola_opencl_attachments_upload,
     .attachments_release = piola_opencl_attachments_release,

@@ -332,6 +332,7 @@ piola_status piola_ocl_upload_all(piola_world *w) {
   } sizes[] = {
       {BUF_X, 16 * nv},
       {BUF_D, 16 * nv},
+      {BUF_D0, 16 * nv},
       {BUF_V, 16 * nv},
       {BUF_TETS, 16 * nt},
       {BUF_TET_M, 36 * nt},
@@ -683,6 +684,63 @@ piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, d
                                    double *lambda) {
   piola_status s = read_vertices(w, 0, piola_ocl(w)->vertex_count, x, v);
   return s == PIOLA_OK ? read_tets(w, tet_m, lambda, NULL) : s;
+}
+
+piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, uint8_t *constrained) {
+  const piola_opencl *cl = piola_ocl(w);
+  const size_t nv = (size_t)cl->vertex_count, nsv = (size_t)cl->sv_count,
+               ne = (size_t)cl->edge_count, K = PIOLA_CONTACTS_PER_VERTEX,
+               KE = PIOLA_CONTACTS_PER_EDGE;
+  const bool contacts = piola_contacts_active(w) && nsv == (size_t)w->contacts.vertex_count;
+  const bool edges =
+      contacts && piola_edge_contacts_active(w) && ne == (size_t)w->contacts.edge_count;
+  const size_t lists = contacts ? (1 + K) * nsv + (edges ? (1 + KE) * ne : 0) : 0;
+  float *d = malloc(48 * (nv > 0 ? nv : 1));
+  cl_int *list = malloc(sizeof(cl_int) * (lists + 1));
+  if (d == NULL || list == NULL) {
+    free(d);
+    free(list);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  /* After a step d holds each vertex's displacement over the last substep and d0 the
+   * prediction's, so x - y = d - d0; support.w >= 0 where a collider pushed it in the substep. */
+  float *d0 = d + 4 * nv, *support = d0 + 4 * nv;
+  piola_status s = read_float4(w, BUF_D, 0, (int32_t)nv, d);
+  if (s == PIOLA_OK) {
+    s = read_float4(w, BUF_D0, 0, (int32_t)nv, d0);
+  }
+  if (s == PIOLA_OK) {
+    s = read_float4(w, BUF_SUPPORT, 0, (int32_t)nv, support);
+  }
+  int32_t *count = list, *tri = list + nsv, *edge_count = tri + K * nsv,
+          *edge_entry = edge_count + ne;
+  if (s == PIOLA_OK && contacts) {
+    s = piola_ocl_read_buffer(w, BUF_CONTACT_COUNT, 0, 4 * nsv, count);
+    if (s == PIOLA_OK) {
+      s = piola_ocl_read_buffer(w, BUF_CONTACT_TRI, 0, 4 * K * nsv, tri);
+    }
+    if (s == PIOLA_OK && edges) {
+      s = piola_ocl_read_buffer(w, BUF_EDGE_CONTACT_COUNT, 0, 4 * ne, edge_count);
+    }
+    if (s == PIOLA_OK && edges) {
+      s = piola_ocl_read_buffer(w, BUF_EDGE_CONTACT_ENTRY, 0, 4 * KE * ne, edge_entry);
+    }
+  }
+  if (s == PIOLA_OK) {
+    for (size_t i = 0; i < nv; ++i) {
+      for (size_t c = 0; c < 3; ++c) {
+        gap[3 * i + c] = (double)d[4 * i + c] - (double)d0[4 * i + c];
+      }
+      constrained[i] = w->collider_count > 0 && support[4 * i + 3] >= 0.0f;
+    }
+    if (contacts) {
+      piola_contacts_mark(&w->contacts, count, tri, edges ? edge_count : NULL,
+                          edges ? edge_entry : NULL, constrained);
+    }
+  }
+  free(d);
+  free(list);
+  return s;
 }
 
 piola_status piola_opencl_pull(piola_world *w) {

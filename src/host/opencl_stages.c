@@ -304,6 +304,8 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(KERNEL_PREDICT, 5, hg);
     SET_ARG(KERNEL_PREDICT, 6, hf);
     SET_ARG(KERNEL_PREDICT, 7, nv);
+    SET_ARG(KERNEL_PREDICT, 8, b[BUF_D0]);
+    SET_ARG(KERNEL_PREDICT, 9, b[BUF_SUPPORT]);
     return piola_ocl_enqueue(w, KERNEL_PREDICT, nv, stage);
   }
   case PIOLA_STAGE_RESET_MULTIPLIERS: {
@@ -481,6 +483,7 @@ piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_
   cl_int vertex_count = cl->vertex_count;
   SET_ARG(k, 36, vertex_count);
   SET_ARG(k, 37, b[BUF_COLLIDER_SHAPES]);
+  SET_ARG(k, 38, b[BUF_D0]);
   /* One work-group per body. */
   size_t local = cl->wg, global = (size_t)w->solver.body_count * cl->wg;
   CL_CHECK(piola_ocl_launch(cl->faults, cl->queue, cl->kernels[k], &global, &local, NULL));

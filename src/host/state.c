@@ -615,6 +615,7 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
   w->step_count = (int64_t)get_u64(in + PIOLA_STATE_OFFSET_STEP_COUNT);
   w->simulated_time = get_f64(in + PIOLA_STATE_OFFSET_SIMULATED_TIME);
   w->collider_force_scale = 0.0; /* no step of this state has run yet */
+  w->prediction_valid = false;
 
   /* The host arrays now hold the state: the backend's copy is dropped and uploaded anew before
    * the next step. */

@@ -44,6 +44,7 @@
 #include "world.h"
 
 #include "cpu_reference.h"
+#include "residual.h"
 
 #include <float.h>
 #include <math.h>
@@ -190,6 +191,8 @@ void piola_world_destroy(piola_world *w) {
   free(w->x);
   free(w->p);
   free(w->v);
+  free(w->y);
+  free(w->collider_pushed);
   free(w->w);
   free(w->f);
   piola_solver_tets_free(&w->solver);
@@ -326,6 +329,7 @@ piola_status piola_world_step(piola_world *w) {
     return w->ops->abort_step(w, from_host, s);
   }
   w->collider_force_scale = h * (double)w->def.dt;
+  w->prediction_valid = true;
   piola_world_advance_colliders(w);
   w->step_count++;
   w->simulated_time += (double)w->def.dt;
@@ -447,6 +451,39 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
   return total < INT32_MAX ? (int32_t)total : INT32_MAX;
 }
 
+/* The unconverged-step warning: once per world, when a body's relative residual (the largest,
+ * `worst`, at body slot `slot`) stays above PIOLA_RESIDUAL_WARNING at every stats read over
+ * PIOLA_RESIDUAL_WARNING_STEPS steps. The world is not const here: it was allocated by
+ * piola_world_create, and only this logging record changes. */
+static void warn_unconverged(piola_world *w, int32_t slot, double worst) {
+  if (slot < 0 || w->residual_warned) {
+    return;
+  }
+  if (!(worst > PIOLA_RESIDUAL_WARNING)) {
+    w->residual_high_since = 0;
+    return;
+  }
+  if (w->residual_high_since == 0 || w->step_count < w->residual_high_since) {
+    w->residual_high_since = w->step_count;
+    return;
+  }
+  if (w->step_count - w->residual_high_since < PIOLA_RESIDUAL_WARNING_STEPS) {
+    return;
+  }
+  const piola_body *b = &w->bodies[slot];
+  piola_log(&w->def.logger, PIOLA_LOG_WARNING,
+            "unconverged: body %d (%d vertices, %d %s) has a coarse residual of %.3g, above %g "
+            "at every read for %d steps: its solve is far from the implicit step, and the body "
+            "is softer than its material says. Raise substeps (now %d) or iterations (now %d), "
+            "use a coarser mesh, or a scheme that converges at this resolution "
+            "(docs/solvers.md); stats.coarse_residual has the figure at every read",
+            (int)slot + 1, (int)b->vertex_count, b->cloth ? (int)b->tri_count : (int)b->tet_count,
+            b->cloth ? "triangles" : "tets", worst, PIOLA_RESIDUAL_WARNING,
+            (int)(w->step_count - w->residual_high_since), (int)w->def.substeps,
+            (int)w->def.iterations);
+  w->residual_warned = true;
+}
+
 piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   PIOLA_RETURN_IF_LOST(w);
   if (w == NULL || out == NULL) {
@@ -491,8 +528,9 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   st.largest_color = largest;
   st.smallest_color = colors > 0 ? smallest : 0;
 
-  /* Energies and counts from the current state. */
+  /* Energies, counts and the residual from the current state. */
   piola_status s = PIOLA_OK;
+  piola_residual residual = {0.0, 0.0, -1, 0.0};
   const double *x = w->x, *v = w->v, *tet_m = w->solver.tet_m, *lambda = w->solver.tet_lambda;
   double *buffers = NULL;
   if (!w->ops->host_current(w)) {
@@ -527,6 +565,9 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
       }
     }
     st.kinetic_energy = ke;
+    s = piola_world_residual(w, x, tet_m, &residual);
+    st.relative_residual = residual.relative;
+    st.coarse_residual = residual.coarse;
   }
   free(buffers);
   if (s != PIOLA_OK) {
@@ -565,6 +606,7 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
       ((piola_world *)w)->overflow_logged_step = w->step_count;
     }
   }
+  warn_unconverged((piola_world *)w, residual.worst_slot, residual.worst_coarse);
   st.surface_edges = w->tets_dirty ? 0 : w->contacts.edge_count;
   st.dependent_passes = dependent_passes(w, &st);
   w->ops->describe(w, &st);

@@ -73,6 +73,16 @@ struct piola_world {
   /* Vertices (double): x, p, v are 3 per vertex. */
   int32_t vertex_count, vertex_capacity;
   double *x, *p, *v, *w;
+  /* CPU reference, 3 per vertex: the prediction y = x + h v + h^2 (g + f / m) of the current (after
+   * a step: the last) substep, the inertial target of the implicit step (residual.c) */
+  double *y;
+  /* CPU reference, per vertex: whether a collider pushed it in some collider pass of the current
+   * (after a step: the last) substep (residual.c) */
+  uint8_t *collider_pushed;
+  /* Whether the last substep's prediction still belongs to the state: set by a step, cleared
+   * where positions or velocities are set, bodies are added or removed or a state is loaded
+   * (the residual is then not measured until the next step). */
+  bool prediction_valid;
   double *f; /* 3 per vertex, external force (N); NULL until a body sets forces */
 
   /* The solver's tet arrays, rebuilt from the bodies when tets_dirty. */
@@ -86,6 +96,11 @@ struct piola_world {
   /* The step (step_count) of the last stats read that found contact pairs dropped, 0 if none:
    * pairs dropped in a run of consecutive steps are logged once (piola_world_get_stats). */
   int64_t overflow_logged_step;
+  /* The unconverged-step warning (piola_world_get_stats): the step of the first read in the
+   * current run of reads that found the relative residual above PIOLA_RESIDUAL_WARNING (0: the
+   * last read found it below), and whether the world has warned. */
+  int64_t residual_high_since;
+  bool residual_warned;
   double simulated_time;
   double last_step_ms;
   double stage_ms[PIOLA_STAGE_COUNT];
