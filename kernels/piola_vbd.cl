@@ -18,13 +18,13 @@
 #define PIOLA_VBD_KIND_TET 0
 #define PIOLA_VBD_KIND_TRIANGLE 1
 
-/* The start of a substep's iterations, per vertex, after PREDICT: y0 = d (the displacement
- * x + h v + h^2 (g + f / m) - x, the inertia target), v_t = v - h (g + f / m) the velocity at
+/* The start of a substep's iterations, per vertex, after PREDICT (which left the inertia target
+ * y - x = h v + h^2 (g + f / m) in d0 and in d): v_t = v - h (g + f / m) the velocity at
  * the start of the substep, kept in v_last; with `adaptive`, the initial guess keeps of
  * gravity only the part along the vertex's last acceleration (v_t - v_last) / h, clamped to
  * [0, |g|] (the paper's Sec. 3.7; have_last: v_last holds the last substep's velocity). */
 PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float4 *v,
-                                  __global float4 *d, __global float4 *y0, __global float4 *v_last,
+                                  __global float4 *d, __global float4 *v_last,
                                   __global const float4 *f, int has_forces, float4 gravity, float h,
                                   int have_last, int adaptive, int count) {
   const int i = get_global_id(0);
@@ -33,7 +33,6 @@ PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float
   }
   const float4 xi = x[i];
   float4 di = d[i];
-  y0[i] = di;
   if (!(xi.w > 0.0f)) {
     return;
   }
@@ -60,7 +59,8 @@ PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float
   v_last[i] = vt;
 }
 
-/* One vertex color: vertices[first .. first + count), each one Newton step on its block. */
+/* One vertex color: vertices[first .. first + count), each one Newton step on its block; y0 is
+ * PREDICT's d0 (y - x). */
 PIOLA_KERNEL void piola_vbd_color(
     __global const float4 *x, __global float4 *d, __global const float4 *y0,
     __global const int4 *tets, __global const float *tet_m, __global const float *tet_volume,

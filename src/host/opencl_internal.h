@@ -157,7 +157,6 @@ enum {
   BUF_VBD_VERTICES, /* the vertices by color */
   BUF_VBD_START,    /* per vertex: its first element entry (vertex_count + 1) */
   BUF_VBD_ELEMENTS, /* the element entries */
-  BUF_VBD_Y,        /* per vertex: the substep's predicted displacement y - x (float4) */
   BUF_VBD_V_LAST,   /* per vertex: the velocity at the start of the last substep (float4) */
   BUF_COUNT
 };
@@ -304,8 +303,7 @@ void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
 int32_t piola_opencl_kernel_times(const piola_world *w, piola_kernel_time *out, int32_t capacity);
 piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
                                      float *vel);
-piola_status piola_opencl_read_prediction(const piola_world *w, double *gap,
-                                          uint8_t *constrained);
+piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, uint8_t *constrained);
 piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, double *tet_m,
                                    double *lambda);
 piola_status piola_opencl_pull(piola_world *w);

@@ -21,7 +21,6 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   } sizes[] = {{BUF_VBD_VERTICES, 4 * (size_t)v->vertex_count},
                {BUF_VBD_START, 4 * (nv + 1)},
                {BUF_VBD_ELEMENTS, 4 * (size_t)v->element_count},
-               {BUF_VBD_Y, 16 * nv},
                {BUF_VBD_V_LAST, 16 * nv}};
   piola_status s = PIOLA_OK;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
@@ -39,7 +38,8 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   return s;
 }
 
-/* The start of a substep's iterations (piola_vbd_begin). */
+/* The start of a substep's iterations (piola_vbd_begin): the initial guess; the inertia target
+ * is PREDICT's BUF_D0. */
 static piola_status begin_substep(piola_world *w, double h) {
   piola_opencl *cl = piola_ocl(w);
   cl_mem *b = cl->buffers;
@@ -52,15 +52,14 @@ static piola_status begin_substep(piola_world *w, double h) {
   SET_ARG(k, 0, b[BUF_X]);
   SET_ARG(k, 1, b[BUF_V]);
   SET_ARG(k, 2, b[BUF_D]);
-  SET_ARG(k, 3, b[BUF_VBD_Y]);
-  SET_ARG(k, 4, b[BUF_VBD_V_LAST]);
-  SET_ARG(k, 5, forces);
-  SET_ARG(k, 6, has_forces);
-  SET_ARG(k, 7, g);
-  SET_ARG(k, 8, hf);
-  SET_ARG(k, 9, have_last);
-  SET_ARG(k, 10, adaptive);
-  SET_ARG(k, 11, nv);
+  SET_ARG(k, 3, b[BUF_VBD_V_LAST]);
+  SET_ARG(k, 4, forces);
+  SET_ARG(k, 5, has_forces);
+  SET_ARG(k, 6, g);
+  SET_ARG(k, 7, hf);
+  SET_ARG(k, 8, have_last);
+  SET_ARG(k, 9, adaptive);
+  SET_ARG(k, 10, nv);
   piola_status s = piola_ocl_enqueue(w, k, nv, PIOLA_STAGE_SOLVE_VERTICES);
   if (s == PIOLA_OK) {
     cl->vbd_have_last = true;
@@ -81,7 +80,7 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
   if (s == PIOLA_OK) {
     SET_ARG(k, 0, b[BUF_X]);
     SET_ARG(k, 1, b[BUF_D]);
-    SET_ARG(k, 2, b[BUF_VBD_Y]);
+    SET_ARG(k, 2, b[BUF_D0]);
     SET_ARG(k, 3, b[BUF_TETS]);
     SET_ARG(k, 4, b[BUF_TET_M]);
     SET_ARG(k, 5, b[BUF_TET_VOLUME]);
@@ -105,7 +104,7 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
     cl_int attached = a->count > 0 ? a->vertex_count : 0;
     cl_mem start = attached > 0 ? (cl_mem)a->device[0] : b[BUF_VBD_START];
     cl_mem vertex = attached > 0 ? (cl_mem)a->device[1] : b[BUF_VBD_START];
-    cl_mem targets = attached > 0 ? (cl_mem)a->device[2] : b[BUF_VBD_Y];
+    cl_mem targets = attached > 0 ? (cl_mem)a->device[2] : b[BUF_D0];
     SET_ARG(k, 21, start);
     SET_ARG(k, 22, vertex);
     SET_ARG(k, 23, targets);

@@ -35,7 +35,6 @@ void piola_solver_vbd_free(piola_solver_vbd *v) {
   free(v->vertices);
   free(v->element_start);
   free(v->elements);
-  free(v->y);
   free(v->v_last);
   memset(v, 0, sizeof *v);
 }
@@ -70,11 +69,10 @@ piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tet
   v.vertices = malloc(sizeof(int32_t) * (size_t)(entries > 0 ? entries : 1));
   v.element_start = calloc(nv + 1, sizeof(int32_t));
   v.elements = malloc(sizeof(int32_t) * (size_t)(elements > 0 ? elements : 1));
-  v.y = malloc(sizeof(double) * 3 * (nv > 0 ? nv : 1));
   v.v_last = malloc(sizeof(double) * 3 * (nv > 0 ? nv : 1));
   v.adaptive_init = true;
   int32_t *fill = malloc(sizeof(int32_t) * (nv > 0 ? nv : 1));
-  if (!v.color_first || !v.color_size || !v.vertices || !v.element_start || !v.elements || !v.y ||
+  if (!v.color_first || !v.color_size || !v.vertices || !v.element_start || !v.elements ||
       !v.v_last || !fill) {
     free(fill);
     piola_solver_vbd_free(&v);
@@ -165,7 +163,7 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
   const piola_solver_cloth *sc = &w->cloth;
   const double k_inertia = inv_h2 / w->w[i];
   double reach = INFINITY; /* the trust region (PIOLA_VBD_MAX_STEP) */
-  const piola_v3 xi = piola_vertex_at(w->p, i), yi = piola_vertex_at(v->y, i);
+  const piola_v3 xi = piola_vertex_at(w->p, i), yi = piola_vertex_at(w->y, i);
   piola_v3 g = piola_v3_scale(piola_v3_sub(xi, yi), k_inertia);
   piola_m3 hs = piola_m3_scale(piola_m3_identity(), k_inertia);
   for (int32_t j = v->element_start[i]; j < v->element_start[i + 1]; ++j) {
@@ -260,11 +258,10 @@ static void solve_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
 /* Vertices per chunk of a color split among the threads at least. */
 #define VBD_GRAIN 256
 
-/* The start of a substep's iterations: y from PREDICT's positions, and the initial guess. */
+/* The start of a substep's iterations: the initial guess (PREDICT left y in w->y and w->p). */
 static void begin_substep(piola_world *w, double h) {
   piola_solver_vbd *v = &w->vbd;
   const size_t n = (size_t)w->vertex_count;
-  memcpy(v->y, w->p, sizeof(double) * 3 * n);
   const double g[3] = {w->def.gravity[0], w->def.gravity[1], w->def.gravity[2]};
   const double g_norm = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
   for (size_t i = 0; i < n; ++i) {

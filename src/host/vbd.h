@@ -35,7 +35,6 @@ typedef struct piola_solver_vbd {
   int32_t *element_start; /* world vertex_count + 1 */
   int32_t *elements;
   int32_t element_count;
-  double *y; /* CPU reference: 3 per world vertex, the substep's predicted positions (m) */
   /* CPU reference: 3 per world vertex, the velocity at the start of the last substep (m/s), for
    * the initial guess; valid once have_last is set (the first substep after a build has none). */
   double *v_last;
