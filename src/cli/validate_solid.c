@@ -206,11 +206,13 @@ static int convergence_resolution(const validate_options *o, validate_report *r)
     piola_iteration_scheme scheme;
     float omega;
   } schemes[] = {{"gauss-seidel xpbd", PIOLA_SCHEME_GAUSS_SEIDEL, 1.0f},
-                 {"jacobi w=1.5 xpbd", PIOLA_SCHEME_JACOBI, 1.5f}};
+                 {"jacobi w=1.5 xpbd", PIOLA_SCHEME_JACOBI, 1.5f},
+                 {"vbd", PIOLA_SCHEME_VBD, 1.0f}};
   static const char *const columns[] = {"tets", "iterations", "relative_residual",
                                         "coarse_residual", "step_ms"};
   const int series = validate_series_new(r, X, "residual", 5, columns);
   double first_gs[2] = {0.0, 0.0}, last_gs[3] = {0.0, 0.0, 0.0}, last_coarse[3] = {0.0, 0.0, 0.0};
+  double last_vbd[3] = {0.0, 0.0, 0.0}, last_vbd_coarse[3] = {0.0, 0.0, 0.0};
   int32_t tets_of[3] = {0, 0, 0};
   for (int level = 0; level < resolutions; ++level) {
     for (size_t v = 0; v < sizeof schemes / sizeof schemes[0]; ++v) {
@@ -268,6 +270,10 @@ static int convergence_resolution(const validate_options *o, validate_report *r)
             last_gs[level] = stats.relative_residual;
             last_coarse[level] = stats.coarse_residual;
           }
+          if (schemes[v].scheme == PIOLA_SCHEME_VBD && i == nk - 1) {
+            last_vbd[level] = stats.relative_residual;
+            last_vbd_coarse[level] = stats.coarse_residual;
+          }
         }
       }
       free(zero);
@@ -288,6 +294,11 @@ static int convergence_resolution(const validate_options *o, validate_report *r)
     snprintf(note, sizeof note, "the floor XPBD stops at; coarse residual %.3g",
              last_coarse[level]);
     validate_report_info(r, X, check, "", last_gs[level], note);
+    snprintf(check, sizeof check, "residual: vbd, %d tets, after 50 iterations",
+             (int)tets_of[level]);
+    snprintf(note, sizeof note, "vertex block descent minimises the step; coarse residual %.3g",
+             last_vbd_coarse[level]);
+    validate_report_info(r, X, check, "", last_vbd[level], note);
   }
   return 0;
 }
