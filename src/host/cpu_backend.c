@@ -99,8 +99,9 @@ static piola_status cpu_abort_step(piola_world *w, bool from_host, piola_status 
   return s;
 }
 
+/* A loaded state: vertex block descent's initial guess has no last velocity for it. */
 static void cpu_invalidate(piola_world *w) {
-  (void)w;
+  w->vbd.have_last = false;
 }
 
 static piola_status cpu_range(piola_world *w, int32_t first, int32_t count) {
