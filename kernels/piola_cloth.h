@@ -574,7 +574,7 @@ piola_cloth_bend_material_from_data(piola_cloth_material_data d) {
 }
 
 /* ---- Vertex block descent: one vertex's gradient and Hessian block ---------------------- */
-/* Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent", Sec. 3 (see piola_tet.h for the
+/* Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent" (see piola_tet.h for the
  * method). A triangle's F = sum_j x_j b_j^T (3x2) with b_1, b_2 the rows of Dm^-1 and
  * b_0 = -(b_1 + b_2), so grad_i U = A P b_i and H_ii[:, k] = A dP(e_k b_i^T) b_i, with the
  * differential of orthotropic StVK's P = F S: dP = dF S + F dS, dS = Q de, de the Voigt form of

@@ -554,7 +554,7 @@ PIOLA_FN piola_flags piola_tet_project(const piola_tet_material *mat, piola_m3 d
 
 #ifndef PIOLA_LANES /* one tet at a time (vertex block descent runs one vertex per work-item) */
 /* ---- Vertex block descent: one vertex's gradient and Hessian block --------------------- */
-/* Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent", Sec. 3 (Eqs. 5-7): a vertex i takes a
+/* Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent": a vertex i takes a
  * Newton step on its block of the incremental potential G_i(x) = m_i/(2h^2)|x_i - y_i|^2 + sum of
  * the energies of its elements, H dx = -grad G, H = m_i/h^2 I + sum of the elements' 3x3 blocks
  * d2E/dx_i^2, each made positive semidefinite. For a tet U = V Psi(F) with F = sum_j x_j b_j^T

@@ -22,7 +22,8 @@
  * y - x = h v + h^2 (g + f / m) in d0 and in d): v_t = v - h (g + f / m) the velocity at
  * the start of the substep, kept in v_last; with `adaptive`, the initial guess keeps of
  * gravity only the part along the vertex's last acceleration (v_t - v_last) / h, clamped to
- * [0, |g|] (the paper's Sec. 3.7; have_last: v_last holds the last substep's velocity). */
+ * [0, |g|] (the paper's adaptive initialization; have_last: v_last holds the last substep's
+ * velocity). */
 PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float4 *v,
                                   __global float4 *d, __global float4 *v_last,
                                   __global const float4 *f, int has_forces, float4 gravity, float h,

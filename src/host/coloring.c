@@ -12,10 +12,10 @@
  * The lower bound on the color count is the largest number of tets sharing a vertex.
  *
  * Vertex coloring (vertex block descent, Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent",
- * Sec. 3.3): vertices that share an item conflict. Greedy first fit in smallest-last order
- * (Matula, Beck 1983, "Smallest-last ordering and clustering and graph coloring algorithms"),
- * which needs at most one color more than the graph's degeneracy, then the same kind of
- * balancing pass, so that the colors (one dependent pass each) have nearly equal sizes.
+ * parallelization by vertex coloring): vertices that share an item conflict. Greedy first fit in
+ * smallest-last order (Matula, Beck 1983, "Smallest-last ordering and clustering and graph coloring
+ * algorithms"), which needs at most one color more than the graph's degeneracy, then the same kind
+ * of balancing pass, so that the colors (one dependent pass each) have nearly equal sizes.
  */
 #include "coloring.h"
 

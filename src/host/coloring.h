@@ -19,7 +19,7 @@ piola_status piola_color_tets(const int32_t *tets, int32_t tet_count, int32_t ve
 bool piola_coloring_is_valid(const int32_t *tets, int32_t tet_count, int32_t vertex_count,
                              const int32_t *colors);
 
-/* Vertex coloring for vertex block descent (Chen, Liu, Yang, Yuksel 2024, Sec. 3.3): no two
+/* Vertex coloring for vertex block descent (Chen, Liu, Yang, Yuksel 2024): no two
  * vertices of one item (a tet, a cloth triangle (a, b, c, -1), a bending stencil) share a
  * color, so a color's vertices take their Newton steps in parallel. Smallest-last greedy order
  * (Matula, Beck 1983), first fit, then a balancing pass towards equal color sizes;

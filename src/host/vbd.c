@@ -3,17 +3,21 @@
  *
  * Each substep minimizes the incremental potential of implicit Euler,
  *   G(x) = sum_i m_i / (2 h^2) |x_i - y_i|^2 + sum of the elements' energies,
- * y = x + h v + h^2 (g + f/m) the predicted positions of PREDICT (which are also the initial
- * guess), by block coordinate descent: per iteration, color after color, every vertex i of the
+ * y = x + h v + h^2 (g + f/m) the predicted positions of PREDICT (w->y), by block coordinate
+ * descent: per iteration, color after color, every vertex i of the
  * color takes one Newton step on its own 3x3 block of G with the other vertices held,
  *   H_i dx_i = -grad_i G,  H_i = m_i / h^2 I + sum of its elements' blocks d2E/dx_i^2,
- * each block projected to the positive semidefinite cone (paper Sec. 3.2-3.4; the blocks of the
- * shared headers, kernels/piola_tet.h). Vertices of one color share no element (the vertex
+ * each block projected to the positive semidefinite cone (the paper's local Newton step; the blocks
+ * of the shared headers, kernels/piola_tet.h). Vertices of one color share no element (the vertex
  * coloring of coloring.c), so a color's steps are independent: they run in parallel, in any
  * order, with the same result. The energies and their parameters are the XPBD scheme's (U =
  * V Psi(F), E = 1 / compliance), so a converged step of either scheme is the same implicit
- * Euler step. Colliders, contacts and attachments run as the XPBD step runs them, projected
- * after each iteration (world.c); the velocities come from the positions as in XPBD.
+ * Euler step. Soft attachments are energies in their vertices' blocks and hard ones hold their
+ * vertices on their targets (kernels/piola_attach.h). Colliders and body contacts run as the XPBD
+ * step runs them, projected after each iteration (world.c); a vertex a collider pushed steps on
+ * its surface (piola_vbd_supported_step). A step is at most PIOLA_VBD_MAX_STEP of the vertex's
+ * smallest element height. The initial guess is the paper's adaptive initialization, from the
+ * velocity of the last substep. The velocities come from the positions as in XPBD.
  *
  * This file holds the vertex lists of the solver arrays and the CPU reference's stage. A
  * vertex sums its elements in the fixed order of its list, so the result is bitwise repeatable
@@ -275,7 +279,7 @@ static void begin_substep(piola_world *w, double h) {
       vt[k] = w->v[3 * i + k] - h * (g[k] + (f != NULL ? f[k] * w->w[i] : 0.0));
     }
     if (v->adaptive_init && g_norm > 0.0) {
-      /* The paper's adaptive initialization (Sec. 3.7): of gravity only the part along the
+      /* The paper's adaptive initialization: of gravity only the part along the
        * vertex's last acceleration, clamped to [0, |g|]: a resting vertex (supported, its
        * acceleration zero) starts where it is, a falling one where it falls. */
       double a_dot = 0.0;
