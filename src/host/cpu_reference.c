@@ -96,11 +96,17 @@ static int project(piola_world *w, int32_t t, double inv_h2, bool supported, pio
   }
   double *lambda = &w->solver.tet_lambda[2 * (size_t)t];
   const double lambda_before[2] = {lambda[0], lambda[1]};
-  const int flags = piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
-                                    mat->compliance * inv_h2, piola_vertex_at(w->p, q[0]),
-                                    piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]),
-                                    piola_vertex_at(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
-                                    w->w[q[3]], any ? &support : NULL, lambda, dx);
+  /* The material damping's motion since the substep's start, x - x^n = p - x. */
+  piola_v3 motion[4];
+  const bool damped = mat->damping > 0.0;
+  for (int k = 0; k < 4 && damped; ++k) {
+    motion[k] = piola_v3_sub(piola_vertex_at(w->p, q[k]), piola_vertex_at(w->x, q[k]));
+  }
+  const int flags = piola_tet_solve(
+      mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t], mat->compliance * inv_h2,
+      mat->damping * sqrt(inv_h2), piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+      piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), damped ? motion : NULL, w->w[q[0]],
+      w->w[q[1]], w->w[q[2]], w->w[q[3]], any ? &support : NULL, lambda, dx);
   if (share < 1.0 && (flags & PIOLA_TET_WORKED)) {
     piola_inverted_scale(share, dx, support.held, lambda, lambda_before);
   }

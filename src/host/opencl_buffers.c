@@ -469,6 +469,7 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       md[i].plastic_creep = e->def.plastic_creep;
       md[i].plastic_max = e->def.plastic_max;
       md[i].split = e->constants.split;
+      md[i].damping = (float)e->constants.damping;
     }
     s = piola_ocl_write_buffer(w, BUF_MATERIALS, 0, sizeof(piola_material_data) * nm, md);
   }
