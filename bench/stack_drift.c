@@ -11,8 +11,11 @@
  * (a pyramid box's move) exceeds 5 mm or a box ends off. Public API only.
  *
  *   piola_stack_drift [--backend cpu|opencl] [--youngs PA] [--iterations N] [--substeps N]
- *                     [--drop M] [--damping 1/S] [--offsets A,B,...] [--pyramid]
- *                     [--check]
+ *                     [--drop M] [--damping 1/S] [--material-damping S]
+ *                     [--offsets A,B,...] [--pyramid] [--check]
+ *
+ * --damping is the world's velocity damping (1/s), --material-damping the boxes' material
+ * damping (piola_material.damping, s).
  */
 #include "piola/piola.h"
 
@@ -23,7 +26,7 @@
 
 typedef struct options {
   piola_backend backend;
-  float youngs, drop, damping;
+  float youngs, drop, damping, material_damping;
   int32_t iterations, substeps;
   float offsets[16];
   int offset_count;
@@ -79,6 +82,7 @@ static piola_status stack_world(const options *o, piola_world **w, piola_tet_mes
   *mat = piola_default_material();
   mat->model = PIOLA_MODEL_NEOHOOKEAN;
   mat->youngs_modulus = o->youngs;
+  mat->damping = o->material_damping;
   return PIOLA_OK;
 }
 
@@ -142,6 +146,7 @@ static int parse(int argc, char **argv, options *o) {
   o->youngs = 1e6f;
   o->drop = 0.15f;
   o->damping = 0.0f;
+  o->material_damping = 0.0f;
   o->iterations = 5;
   o->substeps = 2;
   o->offset_count = 0;
@@ -166,6 +171,8 @@ static int parse(int argc, char **argv, options *o) {
       o->drop = (float)atof(v);
     } else if (strcmp(a, "--damping") == 0) {
       o->damping = (float)atof(v);
+    } else if (strcmp(a, "--material-damping") == 0) {
+      o->material_damping = (float)atof(v);
     } else if (strcmp(a, "--iterations") == 0) {
       o->iterations = atoi(v);
     } else if (strcmp(a, "--substeps") == 0) {
@@ -269,8 +276,9 @@ int main(int argc, char **argv) {
     return o.check && failed;
   }
   printf("box on box: E %.3g Pa, %d iterations, %d substeps, drop %.3f m, damping %.3g 1/s, "
-         "%s\n",
+         "material damping %.3g s, %s\n",
          (double)o.youngs, (int)o.iterations, (int)o.substeps, (double)o.drop, (double)o.damping,
+         (double)o.material_damping,
          o.backend == PIOLA_BACKEND_OPENCL ? "OpenCL" : "CPU reference");
   printf("%8s %10s %16s %22s\n", "offset", "overhang", "moved 1 s after", "drift 0.5 s .. 2.5 s");
   for (int i = 0; i < o.offset_count; ++i) {

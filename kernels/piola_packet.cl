@@ -286,10 +286,10 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     }
     piola_real lambda[2] = {lambda0_v, lambda1_v};
     piola_v3 dx[4];
-    const piola_flags flags = piola_tet_solve(
-        &mat, dm_inv, volume_v, mat.compliance * inv_h2, mat.damping * sqrt(inv_h2), p[0], p[1],
-        p[2], p[3], damped ? motion : 0, wv[0], wv[1], wv[2], wv[3], supported ? &sup : 0, lambda,
-        dx);
+    const piola_flags flags =
+        piola_tet_solve(&mat, dm_inv, volume_v, mat.compliance * inv_h2, mat.damping * sqrt(inv_h2),
+                        p[0], p[1], p[2], p[3], damped ? motion : 0, wv[0], wv[1], wv[2], wv[3],
+                        supported ? &sup : 0, lambda, dx);
     if (inverted_only) { /* each lane's share of its projection (piola_inverted_share) */
       const piola_real before[2] = {lambda0_v, lambda1_v};
       piola_inverted_scale(piola_inverted_share(p[0], p[1], p[2], p[3], volume_v), dx, sup.held,

@@ -196,11 +196,11 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
   /* The material damping's motion since the substep's start, x - x^n: the displacements. */
   const piola_v3 motion[4] = {piola_v3_from4(d0), piola_v3_from4(d1), piola_v3_from4(d2),
                               piola_v3_from4(d3)};
-  int flags = piola_tet_solve(
-      &mat, r->m, r->volume, mat.compliance * inv_h2, mat.damping * sqrt(inv_h2),
-      piola_position(x0, d0), piola_position(x1, d1), piola_position(x2, d2),
-      piola_position(x3, d3), motion, x0.w, x1.w, x2.w, x3.w,
-      PIOLA_SUPPORT_RECORD(supported, &support), lambda, dx);
+  int flags =
+      piola_tet_solve(&mat, r->m, r->volume, mat.compliance * inv_h2, mat.damping * sqrt(inv_h2),
+                      piola_position(x0, d0), piola_position(x1, d1), piola_position(x2, d2),
+                      piola_position(x3, d3), motion, x0.w, x1.w, x2.w, x3.w,
+                      PIOLA_SUPPORT_RECORD(supported, &support), lambda, dx);
   if (share < 1.0f && (flags & PIOLA_TET_WORKED)) {
     const piola_real lambda_before[2] = {r->lambda[0], r->lambda[1]};
     piola_inverted_scale(share, dx, support.held, lambda, lambda_before);

@@ -547,8 +547,8 @@ PIOLA_FN piola_flags piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_
                                      piola_real w2, piola_real w3, piola_tet_support *support,
                                      piola_real *lambda, piola_v3 *dx) {
   if (!mat->split || mat->solver != PIOLA_TET_SOLVER_XPBD) {
-    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, gamma, x0, x1, x2, x3, motion,
-                                w0, w1, w2, w3, support, 0, &lambda[0], dx);
+    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, gamma, x0, x1, x2, x3, motion, w0,
+                                w1, w2, w3, support, 0, &lambda[0], dx);
   }
   piola_tet_material part = *mat;
   part.lambda = PIOLA_R(0.0);

@@ -248,9 +248,9 @@ typedef struct piola_material {
    * Green strain exceeds plastic_yield (Frobenius norm, dimensionless), its excess over the
    * yield flows into the plastic strain at the rate plastic_creep (1/s), whose norm is capped at
    * plastic_max. */
-  float plastic_yield;     /**< dimensionless strain, >= 0; default 0.1 */
-  float plastic_creep;     /**< 1/s, >= 0; default 0 (plasticity off) */
-  float plastic_max;       /**< dimensionless strain, in [0, 0.5); default 0.3 */
+  float plastic_yield; /**< dimensionless strain, >= 0; default 0.1 */
+  float plastic_creep; /**< 1/s, >= 0; default 0 (plasticity off) */
+  float plastic_max;   /**< dimensionless strain, in [0, 0.5); default 0.3 */
   /** Material damping of the elastic energy, s (>= 0; default 0: undamped): a Rayleigh damping
    * proportional to the stiffness, a damping stress of about damping * dP/dt, through XPBD's
    * constraint damping (Macklin et al. 2016, Eq. 26). A deformation mode of angular frequency w

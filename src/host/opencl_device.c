@@ -484,8 +484,8 @@ piola_status piola_opencl_layout_probe(const char *device_spec,
     k = clCreateKernel(prog, "piola_layout_probe", &e);
   }
   if (s == PIOLA_OK && e == CL_SUCCESS) {
-    buf = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, PIOLA_LAYOUT_PROBE_COUNT * sizeof(cl_int), NULL,
-                         &e);
+    buf =
+        clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, PIOLA_LAYOUT_PROBE_COUNT * sizeof(cl_int), NULL, &e);
   }
   if (s == PIOLA_OK && e == CL_SUCCESS) {
     e = clSetKernelArg(k, 0, sizeof buf, &buf);
