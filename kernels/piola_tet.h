@@ -30,8 +30,8 @@
  *   dx_i    = -w_i grad_i U^ ((C + alpha~ lambda) C + gamma G) / ((1 + gamma) S + alpha~ C^2)
  * (dx_i = w_i grad_i C dlambda, the C of grad C taken out of dlambda's C^2). gamma = 0 gives the
  * undamped projection bit for bit. At rest x = x^n at the end of a substep, G = 0 there, so the
- * damping moves no equilibrium; it slows each projection by 1 + gamma, so an unconverged solve
- * (few iterations) is softer while the body moves. The PBD form has no compliance and no time
+ * damping moves no equilibrium of the converged step; it slows each projection by 1 + gamma, so
+ * an unconverged solve (few iterations) is softer. The PBD form has no compliance and no time
  * scale: there gamma = 0 (the damping does not apply).
  *
  * Inverted elements (Irving, Teran, Fedkiw 2004): F = U F^ V^T with rotations U, V and the
