@@ -159,8 +159,8 @@ void test_float_cloth_rest_noise(piola_test *t) {
     }
     float lambda = 0.0f;
     piola_v3 dx[4];
-    worked +=
-        piola_cloth_tri_correction(&m, dm_inv, area, 0.0f, x[0], x[1], x[2], 1, 1, 1, &lambda, dx);
+    worked += piola_cloth_tri_correction(&m, dm_inv, area, 0.0f, 0.0f, x[0], x[1], x[2], 0, 1, 1, 1,
+                                         &lambda, dx);
     for (int a = 0; a < 4; ++a) {
       piola_v3 p = hinge[a];
       x[a] = piola_v3_add(piola_v3_make(r.m[0] * p.x + r.m[1] * p.y + r.m[2] * p.z,
@@ -168,8 +168,8 @@ void test_float_cloth_rest_noise(piola_test *t) {
                                         r.m[6] * p.x + r.m[7] * p.y + r.m[8] * p.z),
                           shift);
     }
-    worked += piola_cloth_bend_correction(&b, &rest, 0.0f, x[0], x[1], x[2], x[3], 1, 1, 1, 1,
-                                          &lambda, dx);
+    worked += piola_cloth_bend_correction(&b, &rest, 0.0f, 0.0f, x[0], x[1], x[2], x[3], 0, 1, 1, 1,
+                                          1, &lambda, dx);
     CHECK(t, lambda == 0.0f);
   }
   CHECK_MSG(t, worked == 0, "%d projections worked on rounding noise", worked);

@@ -283,6 +283,9 @@ typedef struct piola_cloth_material {
   /** PIOLA_SOLVER_XPBD (default: stiffness means what the moduli say) or PIOLA_SOLVER_PBD (the
    * paper's form: the moduli cancel out, stiffness comes from dt and the iteration count). */
   piola_solver solver;
+  /** Material damping of the membrane and bending energies, s (finite, >= 0; default 0:
+   * undamped), as piola_material.damping. */
+  float damping;
   int32_t internal_cookie; /**< set by piola_default_cloth_material(); do not change */
 } piola_cloth_material;
 

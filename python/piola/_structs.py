@@ -170,7 +170,8 @@ class Material(Def):
 
 class ClothMaterial(Def):
     """A cloth body's material (piola_cloth_material): density (kg/m^2), stretch_weft,
-    stretch_warp, shear (N/m), poisson_weft, bending_stiffness (N m), solver ("xpbd", "pbd").
+    stretch_warp, shear (N/m), poisson_weft, bending_stiffness (N m), solver ("xpbd", "pbd"),
+    damping (s, the material damping).
     Unset fields have piola_default_cloth_material()'s values."""
 
     _cname = "piola_cloth_material"

@@ -245,6 +245,7 @@ piola_cloth_material piola_default_cloth_material(void) {
   m.poisson_weft = 0.3f;
   m.bending_stiffness = 1.0e-4f;
   m.solver = PIOLA_SOLVER_XPBD;
+  m.damping = 0.0f;
   m.internal_cookie = PIOLA_COOKIE;
   return m;
 }
@@ -282,6 +283,10 @@ piola_status piola_cloth_material_check(const piola_cloth_material *m, char *rea
   if (!isfinite(m->bending_stiffness) || !(m->bending_stiffness >= 0.0f)) {
     snprintf(reason, n, "bending_stiffness must be finite and >= 0 N m (got %g)",
              (double)m->bending_stiffness);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
+  if (!isfinite(m->damping) || !(m->damping >= 0.0f)) {
+    snprintf(reason, n, "damping must be finite and >= 0 s (got %g)", (double)m->damping);
     return PIOLA_ERROR_INVALID_MATERIAL;
   }
   return PIOLA_OK;

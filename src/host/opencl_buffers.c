@@ -298,6 +298,7 @@ static piola_status upload_cloth(piola_world *w) {
       md[i].tri_compliance = (float)e->tri.compliance;
       md[i].bend_compliance = (float)e->bend.compliance;
       md[i].solver = e->tri.solver;
+      md[i].damping = (float)e->tri.damping;
     }
     s = piola_ocl_write_buffer(w, BUF_CLOTH_MATERIALS, 0, sizeof(piola_cloth_material_data) * nm,
                                md);

@@ -29,6 +29,7 @@ def test_material_defaults_are_the_c_defaults():
     c = piola.ClothMaterial()
     assert (c.density, c.stretch_weft, c.stretch_warp, c.shear) == (0.2, 1000.0, 1000.0, 100.0)
     assert (c.poisson_weft, c.bending_stiffness, c.solver) == (0.3, 1e-4, "xpbd")
+    assert c.damping == 0.0
 
 
 def test_material_keywords_and_attributes():
