@@ -22,6 +22,13 @@
  * The paper's plain PBD form (its Eq. 3 with C = U^) is dx_i = -w_i grad_i U^ U^ / S; there k
  * cancels out, so stiffness has a meaning only in the XPBD form. Multipliers accumulate dlambda
  * and are reset by the caller once per substep.
+ *
+ * Material damping (XPBD's constraint damping, Macklin et al. 2016, Eq. 26), as in piola_tet.h:
+ * with gamma = damping / h and G = sum_i grad_i U^ . (x_i - x_i^n) (the corners' motion since the
+ * substep's start), multiplied through by C^2,
+ *   dlambda = -((C + alpha~ lambda) C^2 + gamma G C) / ((1 + gamma) S + alpha~ C^2)
+ *   dx_i    = -w_i grad_i U^ ((C + alpha~ lambda) C + gamma G) / ((1 + gamma) S + alpha~ C^2)
+ * gamma = 0 is the undamped projection bit for bit; the PBD form ignores it.
  */
 #ifndef PIOLA_CLOTH_H
 #define PIOLA_CLOTH_H
@@ -78,14 +85,16 @@ typedef struct piola_m32 {
 /* The update of an energy constraint (see the module comment) from U^ = u > 0,
  * S = sum_i w_i |grad_i U^|^2, the largest inverse mass w_max and the element's inverse squared
  * length scale inv_l2: writes *step so that dx_i = w_i grad_i U^ * step and accumulates *lambda.
- * Returns 0 (nothing to do, *lambda untouched) when every vertex is pinned or the denominator is
- * below the relative guard. */
+ * rate = gamma G, the damping's share (0 undamped; see the module comment). Returns 0 (nothing
+ * to do, *lambda untouched) when every vertex is pinned or the denominator is below the relative
+ * guard. */
 PIOLA_FN int piola_cloth_energy_step(piola_int solver, piola_real u, piola_real s,
-                                     piola_real alpha_tilde, piola_real w_max, piola_real inv_l2,
-                                     piola_real *lambda, piola_real *step) {
+                                     piola_real alpha_tilde, piola_real gamma, piola_real rate,
+                                     piola_real w_max, piola_real inv_l2, piola_real *lambda,
+                                     piola_real *step) {
   int xpbd = solver == PIOLA_CLOTH_SOLVER_XPBD;
   piola_real c2 = PIOLA_R(2.0) * u;
-  piola_real denominator = xpbd ? s + alpha_tilde * c2 : s;
+  piola_real denominator = xpbd ? (PIOLA_R(1.0) + gamma) * s + alpha_tilde * c2 : s;
   if (!(w_max > PIOLA_R(0.0)) ||
       !(denominator > PIOLA_CLOTH_DENOMINATOR_EPSILON * w_max * u * u * inv_l2)) {
     return 0;
@@ -94,14 +103,28 @@ PIOLA_FN int piola_cloth_energy_step(piola_int solver, piola_real u, piola_real 
   if (xpbd) {
     piola_real c = sqrt(c2);
     piola_real num = -(c + alpha_tilde * (*lambda));
-    *step = num * c / denominator;
-    dlambda = num * c2 / denominator;
+    *step = (num * c - rate) / denominator;
+    dlambda = (num * c2 - rate * c) / denominator;
   } else {
     *step = -u / denominator;
     dlambda = *step;
   }
   *lambda += dlambda;
   return 1;
+}
+
+/* The damping's share gamma G of a constraint with n corners: gradients g[0..n-1] (of U^),
+ * motions since the substep's start motion[0..n-1]; 0 without damping (gamma 0 or no motion) or
+ * for the PBD form. */
+PIOLA_FN piola_real piola_cloth_damping_rate(piola_int solver, piola_real gamma, const piola_v3 *g,
+                                             const piola_v3 *motion, int n) {
+  piola_real g_motion = PIOLA_R(0.0);
+  if (motion && gamma > PIOLA_R(0.0) && solver == PIOLA_CLOTH_SOLVER_XPBD) {
+    for (int k = 0; k < n; ++k) {
+      g_motion += piola_v3_dot(g[k], motion[k]);
+    }
+  }
+  return gamma * g_motion;
 }
 
 /* ---- Membrane: orthotropic Saint Venant-Kirchhoff (paper Sec. 4.3) ---------------------- */
@@ -111,6 +134,7 @@ typedef struct piola_cloth_tri_material {
   piola_real c11, c12, c22, c33; /* Q / k in Voigt form (see piola_cloth_tri_material_make) */
   piola_real compliance;         /* alpha = 1 / k, m/N */
   piola_int solver;              /* PIOLA_CLOTH_SOLVER_* */
+  piola_real damping;            /* Rayleigh beta, s (XPBD; 0: undamped) */
 } piola_cloth_tri_material;
 
 /* Orthotropic plane stress in the material axes 1 = weft, 2 = warp, with Voigt strain
@@ -145,6 +169,7 @@ PIOLA_FN int piola_cloth_tri_material_make(piola_real stretch_weft, piola_real s
   mat->c33 = shear / k;
   mat->compliance = PIOLA_R(1.0) / k;
   mat->solver = solver;
+  mat->damping = PIOLA_R(0.0);
   return 1;
 }
 
@@ -272,11 +297,14 @@ PIOLA_FN piola_real piola_cloth_tri_energy(const piola_cloth_tri_material *mat, 
 /* One projection of a triangle's membrane constraint (see the module comment): the position
  * corrections dx[0..2] of the vertices at x0..x2, which the caller adds. *lambda accumulates
  * the multiplier (for PBD, the step -U^/S, kept as a record that the projection did work).
- * alpha_tilde = compliance / h^2 (ignored for PBD); w_i inverse masses (0 = pinned). Returns
- * PIOLA_CLOTH_WORKED or 0 (at rest, all pinned, or a stationary energy: dx = 0). */
+ * alpha_tilde = compliance / h^2 (ignored for PBD); gamma = damping / h and motion[0..2] the
+ * corners' motion since the substep's start (the material damping; motion may be 0 where gamma
+ * is 0); w_i inverse masses (0 = pinned). Returns PIOLA_CLOTH_WORKED or 0 (at rest, all pinned,
+ * or a stationary energy: dx = 0). */
 PIOLA_FN int piola_cloth_tri_correction(const piola_cloth_tri_material *mat, piola_m2 dm_inv,
-                                        piola_real area, piola_real alpha_tilde, piola_v3 x0,
-                                        piola_v3 x1, piola_v3 x2, piola_real w0, piola_real w1,
+                                        piola_real area, piola_real alpha_tilde, piola_real gamma,
+                                        piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                        const piola_v3 *motion, piola_real w0, piola_real w1,
                                         piola_real w2, piola_real *lambda, piola_v3 *dx) {
   piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   dx[0] = dx[1] = dx[2] = zero;
@@ -290,8 +318,9 @@ PIOLA_FN int piola_cloth_tri_correction(const piola_cloth_tri_material *mat, pio
   piola_real inv_l2 = dm_inv.m[0] * dm_inv.m[0] + dm_inv.m[1] * dm_inv.m[1] +
                       dm_inv.m[2] * dm_inv.m[2] + dm_inv.m[3] * dm_inv.m[3];
   piola_real step;
-  if (!piola_cloth_energy_step(mat->solver, u, s, alpha_tilde, fmax(fmax(w0, w1), w2), inv_l2,
-                               lambda, &step)) {
+  const piola_real rate = piola_cloth_damping_rate(mat->solver, gamma, g, motion, 3);
+  if (!piola_cloth_energy_step(mat->solver, u, s, alpha_tilde, gamma, rate, fmax(fmax(w0, w1), w2),
+                               inv_l2, lambda, &step)) {
     return 0;
   }
   dx[0] = piola_v3_scale(g[0], w0 * step);
@@ -306,8 +335,8 @@ PIOLA_FN int piola_cloth_tri_project(const piola_cloth_tri_material *mat, piola_
                                      piola_v3 *x1, piola_v3 *x2, piola_real w0, piola_real w1,
                                      piola_real w2, piola_real *lambda) {
   piola_v3 dx[3];
-  int flags = piola_cloth_tri_correction(mat, dm_inv, area, alpha_tilde, *x0, *x1, *x2, w0, w1, w2,
-                                         lambda, dx);
+  int flags = piola_cloth_tri_correction(mat, dm_inv, area, alpha_tilde, PIOLA_R(0.0), *x0, *x1,
+                                         *x2, 0, w0, w1, w2, lambda, dx);
   *x0 = piola_v3_add(*x0, dx[0]);
   *x1 = piola_v3_add(*x1, dx[1]);
   *x2 = piola_v3_add(*x2, dx[2]);
@@ -367,6 +396,7 @@ PIOLA_FN int piola_cloth_tri_project(const piola_cloth_tri_material *mat, piola_
 typedef struct piola_cloth_bend_material {
   piola_real compliance; /* alpha = 1 / k = 3 / D, 1/(N m) */
   piola_int solver;      /* PIOLA_CLOTH_SOLVER_* */
+  piola_real damping;    /* Rayleigh beta, s (XPBD; 0: undamped) */
 } piola_cloth_bend_material;
 
 /* Bending material of plate bending stiffness D = E t^3 / (12 (1 - nu^2)) (N m). Returns 1, or
@@ -378,6 +408,7 @@ PIOLA_FN int piola_cloth_bend_material_make(piola_real bending_stiffness, piola_
   }
   mat->compliance = PIOLA_R(3.0) / bending_stiffness;
   mat->solver = solver;
+  mat->damping = PIOLA_R(0.0);
   return 1;
 }
 
@@ -501,8 +532,9 @@ PIOLA_FN piola_real piola_cloth_bend_energy(const piola_cloth_bend_rest *rest, p
  * with a curved rest state, or a stationary energy: dx = 0). */
 PIOLA_FN int piola_cloth_bend_correction(const piola_cloth_bend_material *mat,
                                          const piola_cloth_bend_rest *rest, piola_real alpha_tilde,
-                                         piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3,
-                                         piola_real w0, piola_real w1, piola_real w2, piola_real w3,
+                                         piola_real gamma, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                         piola_v3 x3, const piola_v3 *motion, piola_real w0,
+                                         piola_real w1, piola_real w2, piola_real w3,
                                          piola_real *lambda, piola_v3 *dx) {
   piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   dx[0] = dx[1] = dx[2] = dx[3] = zero;
@@ -514,8 +546,9 @@ PIOLA_FN int piola_cloth_bend_correction(const piola_cloth_bend_material *mat,
   piola_real s = w0 * piola_v3_dot(g[0], g[0]) + w1 * piola_v3_dot(g[1], g[1]) +
                  w2 * piola_v3_dot(g[2], g[2]) + w3 * piola_v3_dot(g[3], g[3]);
   piola_real step;
-  if (!piola_cloth_energy_step(mat->solver, u, s, alpha_tilde, fmax(fmax(w0, w1), fmax(w2, w3)),
-                               rest->q, lambda, &step)) {
+  const piola_real rate = piola_cloth_damping_rate(mat->solver, gamma, g, motion, 4);
+  if (!piola_cloth_energy_step(mat->solver, u, s, alpha_tilde, gamma, rate,
+                               fmax(fmax(w0, w1), fmax(w2, w3)), rest->q, lambda, &step)) {
     return 0;
   }
   dx[0] = piola_v3_scale(g[0], w0 * step);
@@ -532,8 +565,8 @@ PIOLA_FN int piola_cloth_bend_project(const piola_cloth_bend_material *mat,
                                       piola_real w0, piola_real w1, piola_real w2, piola_real w3,
                                       piola_real *lambda) {
   piola_v3 dx[4];
-  int flags = piola_cloth_bend_correction(mat, rest, alpha_tilde, *x0, *x1, *x2, *x3, w0, w1, w2,
-                                          w3, lambda, dx);
+  int flags = piola_cloth_bend_correction(mat, rest, alpha_tilde, PIOLA_R(0.0), *x0, *x1, *x2, *x3,
+                                          0, w0, w1, w2, w3, lambda, dx);
   *x0 = piola_v3_add(*x0, dx[0]);
   *x1 = piola_v3_add(*x1, dx[1]);
   *x2 = piola_v3_add(*x2, dx[2]);
@@ -551,7 +584,7 @@ typedef struct piola_cloth_material_data {
   piola_f32 tri_compliance;     /* 1 / k of the membrane, m/N */
   piola_f32 bend_compliance;    /* 3 / D, 1/(N m) */
   piola_i32 solver;             /* PIOLA_CLOTH_SOLVER_* */
-  piola_i32 pad;
+  piola_f32 damping;            /* Rayleigh beta, s */
 } piola_cloth_material_data;
 
 PIOLA_FN piola_cloth_tri_material piola_cloth_tri_material_from_data(piola_cloth_material_data d) {
@@ -562,6 +595,7 @@ PIOLA_FN piola_cloth_tri_material piola_cloth_tri_material_from_data(piola_cloth
   m.c33 = (piola_real)d.c33;
   m.compliance = (piola_real)d.tri_compliance;
   m.solver = d.solver;
+  m.damping = (piola_real)d.damping;
   return m;
 }
 
@@ -570,6 +604,7 @@ piola_cloth_bend_material_from_data(piola_cloth_material_data d) {
   piola_cloth_bend_material m;
   m.compliance = (piola_real)d.bend_compliance;
   m.solver = d.solver;
+  m.damping = (piola_real)d.damping;
   return m;
 }
 

@@ -167,9 +167,11 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
   /* Gather: lane l holds tet first + begin + l (the last tet again in spare lanes). */
   int corner[4][PIOLA_L], material[PIOLA_L];
   float4 pos[4][PIOLA_L], normal[4][PIOLA_L]; /* x + d with x.w; the support's normal */
+  float4 disp[4][PIOLA_L]; /* d, the motion since the substep's start (with material damping) */
   float m[9][PIOLA_L], volume[PIOLA_L], lambda0[PIOLA_L], lambda1[PIOLA_L];
   int supported = 0;
   int one_material = 1; /* whether every lane has the first lane's material */
+  int damped = 0;       /* whether a lane's material has damping */
   for (int l = 0; l < PIOLA_L; ++l) {
     const int t = first + begin + min(l, n - 1);
     const int4 q = tets[t];
@@ -179,9 +181,11 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     corner[3][l] = q.w;
     material[l] = tet_material[t];
     one_material &= material[l] == material[0];
+    damped |= materials[material[l]].damping > 0.0f;
     for (int k = 0; k < 4; ++k) {
       const float4 xv = x[corner[k][l]], dv = d[corner[k][l]];
       pos[k][l] = (float4)(xv.xyz + dv.xyz, xv.w);
+      disp[k][l] = dv;
       /* A supported corner (d.w >= 0, piola_tet_support) brings its collider's normal; a free
        * one a zero normal, which leaves its projection as without support. */
       normal[k][l] = dv.w >= 0.0f ? support[corner[k][l]] : (float4)(0.0f);
@@ -225,11 +229,15 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     lambda0_v = piola_lanes_load(lambda0);
     lambda1_v = piola_lanes_load(lambda1);
   }
-  piola_v3 p[4];
+  piola_v3 p[4], motion[4];
   piola_real wv[4];
   piola_tet_support sup;
   for (int k = 0; k < 4; ++k) {
     p[k] = piola_lanes_transpose(pos[k], &wv[k]);
+    if (damped) {
+      piola_real unused;
+      motion[k] = piola_lanes_transpose(disp[k], &unused);
+    }
     if (supported) {
       piola_real unused;
       sup.normal[k] = piola_lanes_transpose(normal[k], &unused);
@@ -251,8 +259,9 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
       mat.mu = (piola_real)(paths.mu);
       mat.lambda = (piola_real)(paths.lambda);
       mat.compliance = (piola_real)(paths.compliance);
+      mat.damping = (piola_real)(paths.damping);
     } else {
-      float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L];
+      float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L], damping[PIOLA_L];
       for (int l = 0; l < PIOLA_L; ++l) {
         const piola_material_data md = materials[material[l]];
         if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
@@ -261,10 +270,12 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
         mu[l] = md.mu;
         la[l] = md.lambda;
         compliance[l] = md.compliance;
+        damping[l] = md.damping;
       }
       mat.mu = piola_lanes_load(mu);
       mat.lambda = piola_lanes_load(la);
       mat.compliance = piola_lanes_load(compliance);
+      mat.damping = piola_lanes_load(damping);
     }
     mat.model = paths.model;
     mat.solver = paths.solver;
@@ -276,8 +287,9 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
     piola_real lambda[2] = {lambda0_v, lambda1_v};
     piola_v3 dx[4];
     const piola_flags flags =
-        piola_tet_solve(&mat, dm_inv, volume_v, mat.compliance * inv_h2, p[0], p[1], p[2], p[3],
-                        wv[0], wv[1], wv[2], wv[3], supported ? &sup : 0, lambda, dx);
+        piola_tet_solve(&mat, dm_inv, volume_v, mat.compliance * inv_h2, mat.damping * sqrt(inv_h2),
+                        p[0], p[1], p[2], p[3], damped ? motion : 0, wv[0], wv[1], wv[2], wv[3],
+                        supported ? &sup : 0, lambda, dx);
     if (inverted_only) { /* each lane's share of its projection (piola_inverted_share) */
       const piola_real before[2] = {lambda0_v, lambda1_v};
       piola_inverted_scale(piola_inverted_share(p[0], p[1], p[2], p[3], volume_v), dx, sup.held,

@@ -193,10 +193,14 @@ PIOLA_FN int piola_project_tet_at(piola_tet_arrays a, __constant piola_material_
       support.normal[3] = piola_v3_from4(a.support[r->q.w]);
     }
   }
+  /* The material damping's motion since the substep's start, x - x^n: the displacements. */
+  const piola_v3 motion[4] = {piola_v3_from4(d0), piola_v3_from4(d1), piola_v3_from4(d2),
+                              piola_v3_from4(d3)};
   int flags =
-      piola_tet_solve(&mat, r->m, r->volume, mat.compliance * inv_h2, piola_position(x0, d0),
-                      piola_position(x1, d1), piola_position(x2, d2), piola_position(x3, d3), x0.w,
-                      x1.w, x2.w, x3.w, PIOLA_SUPPORT_RECORD(supported, &support), lambda, dx);
+      piola_tet_solve(&mat, r->m, r->volume, mat.compliance * inv_h2, mat.damping * sqrt(inv_h2),
+                      piola_position(x0, d0), piola_position(x1, d1), piola_position(x2, d2),
+                      piola_position(x3, d3), motion, x0.w, x1.w, x2.w, x3.w,
+                      PIOLA_SUPPORT_RECORD(supported, &support), lambda, dx);
   if (share < 1.0f && (flags & PIOLA_TET_WORKED)) {
     const piola_real lambda_before[2] = {r->lambda[0], r->lambda[1]};
     piola_inverted_scale(share, dx, support.held, lambda, lambda_before);
@@ -470,9 +474,13 @@ PIOLA_FN void piola_solve_cloth_tri(__global const float4 *x, __global float4 *d
   float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z];
   piola_real lambda = a.tri_lambda[t];
   piola_v3 dx[3];
+  const float4 d0 = d[q.x], d1 = d[q.y], d2 = d[q.z];
+  /* The material damping's motion since the substep's start, x - x^n: the displacements. */
+  const piola_v3 motion[3] = {piola_v3_from4(d0), piola_v3_from4(d1), piola_v3_from4(d2)};
   if (piola_cloth_tri_correction(&mat, dm, a.tri_area[t], mat.compliance * inv_h2,
-                                 piola_position(x0, d[q.x]), piola_position(x1, d[q.y]),
-                                 piola_position(x2, d[q.z]), x0.w, x1.w, x2.w, &lambda, dx) &
+                                 mat.damping * sqrt(inv_h2), piola_position(x0, d0),
+                                 piola_position(x1, d1), piola_position(x2, d2), motion, x0.w, x1.w,
+                                 x2.w, &lambda, dx) &
       PIOLA_CLOTH_WORKED) {
     a.tri_lambda[t] = (float)lambda;
     d[q.x] = piola_displace(d[q.x], dx[0]);
@@ -501,9 +509,13 @@ PIOLA_FN void piola_solve_cloth_bend(__global const float4 *x, __global float4 *
   float4 x0 = x[q.x], x1 = x[q.y], x2 = x[q.z], x3 = x[q.w];
   piola_real lambda = a.bend_lambda[t];
   piola_v3 dx[4];
-  if (piola_cloth_bend_correction(&mat, &rest, mat.compliance * inv_h2, piola_position(x0, d[q.x]),
-                                  piola_position(x1, d[q.y]), piola_position(x2, d[q.z]),
-                                  piola_position(x3, d[q.w]), x0.w, x1.w, x2.w, x3.w, &lambda, dx) &
+  const float4 d0 = d[q.x], d1 = d[q.y], d2 = d[q.z], d3 = d[q.w];
+  const piola_v3 motion[4] = {piola_v3_from4(d0), piola_v3_from4(d1), piola_v3_from4(d2),
+                              piola_v3_from4(d3)};
+  if (piola_cloth_bend_correction(&mat, &rest, mat.compliance * inv_h2, mat.damping * sqrt(inv_h2),
+                                  piola_position(x0, d0), piola_position(x1, d1),
+                                  piola_position(x2, d2), piola_position(x3, d3), motion, x0.w,
+                                  x1.w, x2.w, x3.w, &lambda, dx) &
       PIOLA_CLOTH_WORKED) {
     a.bend_lambda[t] = (float)lambda;
     d[q.x] = piola_displace(d[q.x], dx[0]);
@@ -878,4 +890,5 @@ __kernel void piola_layout_probe(__global int *out) {
   out[13] = (int)((__private char *)&m.plastic_max - mb);
   out[14] = (int)sizeof(float4);
   out[15] = (int)sizeof(int4);
+  out[16] = (int)((__private char *)&m.damping - mb);
 }

@@ -18,6 +18,22 @@
  * The paper's plain PBD form (its Eq. 3 with C = U^) is the same with alpha~ = 0 and C^2
  * replaced by U^: dx_i = -w_i grad_i U^ U^ / S. There E cancels out.
  *
+ * Material damping (XPBD's constraint damping, Macklin et al. 2016, Eq. 26): a Rayleigh damping
+ * proportional to the stiffness, a dissipation potential (1/2) beta alpha^-1 dC/dt^2 with beta
+ * the material's damping (s), whose force along grad C is -beta E dC/dt. With beta~ = h^2 beta
+ * alpha^-1 and gamma = alpha~ beta~ / h = beta / h (dimensionless: E cancels), and x - x^n the
+ * motion of the corners since the substep's start,
+ *   dlambda = (-C - alpha~ lambda - gamma grad C (x - x^n)) / ((1 + gamma) |grad C|_w^2 + alpha~).
+ * With grad C = grad U^ / C, |grad C|_w^2 = S / C^2 and grad C (x - x^n) = G / C, where
+ * G = sum_i grad_i U^ . (x_i - x_i^n); multiplied through by C^2:
+ *   dlambda = -((C + alpha~ lambda) C^2 + gamma G C) / ((1 + gamma) S + alpha~ C^2)
+ *   dx_i    = -w_i grad_i U^ ((C + alpha~ lambda) C + gamma G) / ((1 + gamma) S + alpha~ C^2)
+ * (dx_i = w_i grad_i C dlambda, the C of grad C taken out of dlambda's C^2). gamma = 0 gives the
+ * undamped projection bit for bit. At rest x = x^n at the end of a substep, G = 0 there, so the
+ * damping moves no equilibrium of the converged step; it slows each projection by 1 + gamma, so
+ * an unconverged solve (few iterations) is softer. The PBD form has no compliance and no time
+ * scale: there gamma = 0 (the damping does not apply).
+ *
  * Inverted elements (Irving, Teran, Fedkiw 2004): F = U F^ V^T with rotations U, V and the
  * reflection folded into the smallest singular value; the energy is evaluated on the principal
  * stretches, clamped from below at PIOLA_CLAMP_STRETCH = 1/sqrt(3), the stretch at which the
@@ -72,9 +88,10 @@ typedef struct piola_tet_material {
   piola_int solver;      /* PIOLA_TET_SOLVER_* */
   piola_int inversion;   /* PIOLA_TET_INVERSION_* */
   piola_int split;       /* XPBD: 1 = the mu and lambda terms as two constraints */
+  piola_real damping;    /* Rayleigh beta of the elastic energy, s (XPBD; 0: undamped) */
 } piola_tet_material;
 
-/* A material as stored for the kernels (40 bytes, same layout in C and OpenCL C). */
+/* A material as stored for the kernels (44 bytes, same layout in C and OpenCL C). */
 typedef struct piola_material_data {
   piola_f32 mu, lambda, compliance; /* as in piola_tet_material */
   piola_i32 model, solver, inversion;
@@ -82,6 +99,7 @@ typedef struct piola_material_data {
   piola_f32 plastic_creep; /* 1/s */
   piola_f32 plastic_max;   /* dimensionless strain */
   piola_i32 split;         /* as in piola_tet_material */
+  piola_f32 damping;       /* s, as in piola_tet_material */
 } piola_material_data;
 
 PIOLA_FN piola_tet_material piola_tet_material_from_data(piola_material_data d) {
@@ -93,6 +111,7 @@ PIOLA_FN piola_tet_material piola_tet_material_from_data(piola_material_data d) 
   m.solver = d.solver;
   m.inversion = d.inversion;
   m.split = d.split;
+  m.damping = (piola_real)d.damping;
   return m;
 }
 
@@ -420,11 +439,14 @@ PIOLA_FN piola_tet_support piola_tet_support_none(void) {
  * corrections, not new positions, so that a float caller can add them to a small displacement
  * and keep their precision). *lambda accumulates the multiplier (for PBD, the step -U^/S, kept
  * as a record that the projection did work). alpha_tilde = compliance / h^2 (ignored for PBD).
+ * gamma = damping / h, motion[0..3] = x_k - x_k^n, the corners' motion since the substep's start
+ * (the material damping; both ignored for PBD, and motion may be 0 where gamma is 0).
  * support: the corners resting on colliders, whose held motion it adds to (0 where all four are
  * free). Returns PIOLA_TET_WORKED | PIOLA_TET_USED_SVD flags; dx is zero unless WORKED. */
 PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m3 dm_inv,
-                                          piola_real volume, piola_real alpha_tilde, piola_v3 x0,
-                                          piola_v3 x1, piola_v3 x2, piola_v3 x3, piola_real w0,
+                                          piola_real volume, piola_real alpha_tilde,
+                                          piola_real gamma, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                          piola_v3 x3, const piola_v3 *motion, piola_real w0,
                                           piola_real w1, piola_real w2, piola_real w3,
                                           piola_tet_support *support, int sign_by_measure,
                                           piola_real *lambda, piola_v3 *dx) {
@@ -455,6 +477,14 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
   piola_real c2 = PIOLA_R(2.0) * u;
   piola_real c = sign_by_measure && measure < PIOLA_R(0.0) ? -sqrt(c2) : sqrt(c2);
   piola_real num = -(c + alpha_tilde * (*lambda));
+  /* The damping's share of the numerator, gamma G (see the module comment); exactly 0 without
+   * damping, which leaves every expression below as without it. */
+  piola_real rate = PIOLA_R(0.0);
+  const piola_real damped = xpbd ? gamma : PIOLA_R(0.0);
+  if (motion && PIOLA_ANY(damped > PIOLA_R(0.0))) {
+    rate = damped * (piola_v3_dot(g0, motion[0]) + piola_v3_dot(g1, motion[1]) +
+                     piola_v3_dot(g2, motion[2]) + piola_v3_dot(g3, motion[3]));
+  }
   /* Supported corners (see piola_tet_support): the step has the sign of `direction` (the
    * denominator is positive), so corner k would move into its collider where direction
    * (g_k . n_k) < 0; that normal part gn[k] of its gradient is then taken out of its mass. */
@@ -462,7 +492,7 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
   const piola_real wk[4] = {w0, w1, w2, w3};
   piola_real gn[4] = {PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0)};
   if (support) {
-    const piola_real direction = xpbd ? num * c : -u;
+    const piola_real direction = xpbd ? num * c - rate : -u;
     PIOLA_UNROLL
     for (int k = 0; k < 4; ++k) {
       const piola_real d = piola_v3_dot(g[k], support->normal[k]);
@@ -470,7 +500,7 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
       s -= wk[k] * gn[k] * gn[k];
     }
   }
-  piola_real denominator = xpbd ? s + alpha_tilde * c2 : s;
+  piola_real denominator = xpbd ? (PIOLA_R(1.0) + damped) * s + alpha_tilde * c2 : s;
   work = work && w_max > PIOLA_R(0.0) &&
          denominator > PIOLA_DENOMINATOR_EPSILON * w_max * u * u * piola_m3_frobenius2(dm_inv);
   if (!PIOLA_ANY(work)) {
@@ -478,8 +508,8 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
   }
   piola_real step, dlambda;
   if (xpbd) {
-    step = num * c / denominator;
-    dlambda = num * c2 / denominator;
+    step = (num * c - rate) / denominator;
+    dlambda = (num * c2 - rate * c) / denominator;
   } else {
     step = -u / denominator;
     dlambda = step;
@@ -511,24 +541,34 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
  * (the cone |m| would flip its gradient, and with it the multiplier's push, on rounding).
  * lambda[0..1] are the multipliers of the two constraints (lambda[0] alone without the split). */
 PIOLA_FN piola_flags piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_inv,
-                                     piola_real volume, piola_real alpha_tilde, piola_v3 x0,
-                                     piola_v3 x1, piola_v3 x2, piola_v3 x3, piola_real w0,
-                                     piola_real w1, piola_real w2, piola_real w3,
-                                     piola_tet_support *support, piola_real *lambda, piola_v3 *dx) {
+                                     piola_real volume, piola_real alpha_tilde, piola_real gamma,
+                                     piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3,
+                                     const piola_v3 *motion, piola_real w0, piola_real w1,
+                                     piola_real w2, piola_real w3, piola_tet_support *support,
+                                     piola_real *lambda, piola_v3 *dx) {
   if (!mat->split || mat->solver != PIOLA_TET_SOLVER_XPBD) {
-    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0, w1, w2, w3,
-                                support, 0, &lambda[0], dx);
+    return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, gamma, x0, x1, x2, x3, motion, w0,
+                                w1, w2, w3, support, 0, &lambda[0], dx);
   }
   piola_tet_material part = *mat;
   part.lambda = PIOLA_R(0.0);
-  piola_flags flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, x0, x1, x2, x3, w0,
-                                           w1, w2, w3, support, 0, &lambda[0], dx);
+  piola_flags flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, gamma, x0, x1, x2,
+                                           x3, motion, w0, w1, w2, w3, support, 0, &lambda[0], dx);
   piola_v3 dl[4];
+  /* The second constraint sees the corners where the first left them, motion included. */
+  piola_v3 moved[4];
+  if (motion) {
+    PIOLA_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      moved[k] = piola_v3_add(motion[k], dx[k]);
+    }
+  }
   part.lambda = mat->lambda;
   part.mu = PIOLA_R(0.0);
-  flags |= piola_tet_correction(
-      &part, dm_inv, volume, alpha_tilde, piola_v3_add(x0, dx[0]), piola_v3_add(x1, dx[1]),
-      piola_v3_add(x2, dx[2]), piola_v3_add(x3, dx[3]), w0, w1, w2, w3, support, 1, &lambda[1], dl);
+  flags |= piola_tet_correction(&part, dm_inv, volume, alpha_tilde, gamma, piola_v3_add(x0, dx[0]),
+                                piola_v3_add(x1, dx[1]), piola_v3_add(x2, dx[2]),
+                                piola_v3_add(x3, dx[3]), motion ? moved : 0, w0, w1, w2, w3,
+                                support, 1, &lambda[1], dl);
   PIOLA_UNROLL
   for (int k = 0; k < 4; ++k) {
     dx[k] = piola_v3_add(dx[k], dl[k]);
@@ -536,15 +576,15 @@ PIOLA_FN piola_flags piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_
   return flags;
 }
 
-/* piola_tet_correction() applied in place to x0..x3. */
+/* piola_tet_correction() applied in place to x0..x3, undamped. */
 PIOLA_FN piola_flags piola_tet_project(const piola_tet_material *mat, piola_m3 dm_inv,
                                        piola_real volume, piola_real alpha_tilde, piola_v3 *x0,
                                        piola_v3 *x1, piola_v3 *x2, piola_v3 *x3, piola_real w0,
                                        piola_real w1, piola_real w2, piola_real w3,
                                        piola_real *lambda) {
   piola_v3 dx[4];
-  piola_flags flags = piola_tet_correction(mat, dm_inv, volume, alpha_tilde, *x0, *x1, *x2, *x3, w0,
-                                           w1, w2, w3, 0, 0, lambda, dx);
+  piola_flags flags = piola_tet_correction(mat, dm_inv, volume, alpha_tilde, PIOLA_R(0.0), *x0, *x1,
+                                           *x2, *x3, 0, w0, w1, w2, w3, 0, 0, lambda, dx);
   *x0 = piola_v3_add(*x0, dx[0]);
   *x1 = piola_v3_add(*x1, dx[1]);
   *x2 = piola_v3_add(*x2, dx[2]);

@@ -108,11 +108,12 @@ void test_cloth_add_bad_input(piola_test *t) {
   } mats[] = {{"density 0", 0, 0.0f},         {"density NaN", 0, NAN},
               {"stretch_weft < 0", 1, -1.0f}, {"stretch_warp 0", 2, 0.0f},
               {"shear inf", 3, INFINITY},     {"poisson_weft 1 (det <= 0)", 4, 1.0f},
-              {"bending < 0", 5, -1e-3f},     {"bending NaN", 5, NAN}};
+              {"bending < 0", 5, -1e-3f},     {"bending NaN", 5, NAN},
+              {"damping < 0", 6, -1e-3f},     {"damping inf", 6, INFINITY}};
   for (size_t i = 0; i < sizeof mats / sizeof mats[0]; ++i) {
     bad = mat;
-    float *f[6] = {&bad.density, &bad.stretch_weft, &bad.stretch_warp,
-                   &bad.shear,   &bad.poisson_weft, &bad.bending_stiffness};
+    float *f[7] = {&bad.density,      &bad.stretch_weft,      &bad.stretch_warp, &bad.shear,
+                   &bad.poisson_weft, &bad.bending_stiffness, &bad.damping};
     *f[mats[i].field] = mats[i].value;
     EXPECT_UNCHANGED(mats[i].name, piola_world_add_cloth(w, &good, &bad, NULL, &out),
                      PIOLA_ERROR_INVALID_MATERIAL);

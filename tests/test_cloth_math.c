@@ -47,7 +47,7 @@ static double v3_dist(piola_v3 a, piola_v3 b) {
 /* A cloth-like orthotropic material: weft twice as stiff as warp, soft shear (valid, so the
  * zeroed fallback is never used; piola_cloth_tri_init_frames tests the validation). */
 static piola_cloth_tri_material cloth_material(int solver) {
-  piola_cloth_tri_material m = {0, 0, 0, 0, 0, 0};
+  piola_cloth_tri_material m = {0, 0, 0, 0, 0, 0, 0};
   piola_cloth_tri_material_make(2000.0, 1000.0, 150.0, 0.3, solver, &m);
   return m;
 }
@@ -397,10 +397,10 @@ void test_cloth_tri_projection(piola_test *t) {
   REQUIRE(t, piola_cloth_tri_material_make(2e3, 1e3, 1.5e2, 0.3, PIOLA_CLOTH_SOLVER_PBD, &stiff));
   piola_v3 dx_soft[3], dx_stiff[3];
   double l1 = 0.0, l2 = 0.0;
-  CHECK(t, piola_cloth_tri_correction(&soft, dm_inv, area, 0.0, rest[0], stretched, rest[2], 1, 1,
-                                      1, &l1, dx_soft) == PIOLA_CLOTH_WORKED);
-  CHECK(t, piola_cloth_tri_correction(&stiff, dm_inv, area, 0.0, rest[0], stretched, rest[2], 1, 1,
-                                      1, &l2, dx_stiff) == PIOLA_CLOTH_WORKED);
+  CHECK(t, piola_cloth_tri_correction(&soft, dm_inv, area, 0.0, 0.0, rest[0], stretched, rest[2],
+                                      NULL, 1, 1, 1, &l1, dx_soft) == PIOLA_CLOTH_WORKED);
+  CHECK(t, piola_cloth_tri_correction(&stiff, dm_inv, area, 0.0, 0.0, rest[0], stretched, rest[2],
+                                      NULL, 1, 1, 1, &l2, dx_stiff) == PIOLA_CLOTH_WORKED);
   for (int a = 0; a < 3; ++a) {
     CHECK(t, v3_dist(dx_soft[a], dx_stiff[a]) < 1e-12 * piola_v3_length(dx_stiff[1]));
   }
@@ -859,7 +859,7 @@ void test_cloth_bend_projection(piola_test *t) {
   piola_v3 dx[4], g[4];
   double lambda = 0.0;
   CHECK(t, piola_cloth_bend_gradient(&rest, folded[0], folded[1], folded[2], folded[3], g) < 0.0);
-  CHECK(t, piola_cloth_bend_correction(&mat, &rest, 1.0, folded[0], folded[1], folded[2], folded[3],
-                                       1, 1, 1, 1, &lambda, dx) == 0 &&
+  CHECK(t, piola_cloth_bend_correction(&mat, &rest, 1.0, 0.0, folded[0], folded[1], folded[2],
+                                       folded[3], NULL, 1, 1, 1, 1, &lambda, dx) == 0 &&
                lambda == 0.0);
 }

@@ -135,6 +135,7 @@ static piola_tet_material material(int model, int inversion, double nu) {
   m.model = model;
   m.solver = PIOLA_TET_SOLVER_XPBD;
   m.inversion = inversion;
+  m.damping = 0.0;
   return m;
 }
 
@@ -393,11 +394,11 @@ void test_projection_supported_corner(piola_test *t) {
   const piola_v3 up = piola_v3_make(0, 1, 0), zero = piola_v3_make(0, 0, 0);
   double l_free[2] = {0, 0}, l_zero[2] = {0, 0}, l_held[2] = {0, 0};
   piola_v3 d_free[4], d_zero[4], d_held[4];
-  int f_free = piola_tet_solve(&m, dm_inv, volume, alpha, x[0], x[1], x[2], x[3], 1, 1, 1, 1, NULL,
-                               l_free, d_free);
+  int f_free = piola_tet_solve(&m, dm_inv, volume, alpha, 0.0, x[0], x[1], x[2], x[3], NULL, 1, 1,
+                               1, 1, NULL, l_free, d_free);
   piola_tet_support none = piola_tet_support_none();
-  int f_zero = piola_tet_solve(&m, dm_inv, volume, alpha, x[0], x[1], x[2], x[3], 1, 1, 1, 1, &none,
-                               l_zero, d_zero);
+  int f_zero = piola_tet_solve(&m, dm_inv, volume, alpha, 0.0, x[0], x[1], x[2], x[3], NULL, 1, 1,
+                               1, 1, &none, l_zero, d_zero);
   CHECK(t, (f_free & PIOLA_TET_WORKED) && f_zero == f_free);
   CHECK(t, l_free[0] == l_zero[0] && l_free[1] == l_zero[1]);
   for (int k = 0; k < 4; ++k) {
@@ -409,8 +410,8 @@ void test_projection_supported_corner(piola_test *t) {
             d_free[3].y);
   piola_tet_support ground = piola_tet_support_none();
   ground.normal[0] = ground.normal[1] = ground.normal[2] = ground.normal[3] = up;
-  int f_held = piola_tet_solve(&m, dm_inv, volume, alpha, x[0], x[1], x[2], x[3], 1, 1, 1, 1,
-                               &ground, l_held, d_held);
+  int f_held = piola_tet_solve(&m, dm_inv, volume, alpha, 0.0, x[0], x[1], x[2], x[3], NULL, 1, 1,
+                               1, 1, &ground, l_held, d_held);
   CHECK(t, f_held & PIOLA_TET_WORKED);
   piola_v3 momentum = zero, moved[4];
   for (int k = 0; k < 4; ++k) {

@@ -174,60 +174,64 @@ void test_opencl_list_devices(piola_test *t) {
 void test_opencl_struct_layout(piola_test *t) {
   if (!opencl_test_ready(t)) {
 #ifndef PIOLA_WITH_OPENCL
-    int32_t unused[16];
+    int32_t unused[PIOLA_LAYOUT_PROBE_COUNT];
     CHECK_STATUS(t, piola_opencl_layout_probe(NULL, unused, NULL), PIOLA_ERROR_UNSUPPORTED);
 #endif
     return;
   }
 #ifdef PIOLA_WITH_OPENCL
-  static const char *const names[16] = {"sizeof(piola_collider_data)",
-                                        "offsetof(piola_collider_data, a)",
-                                        "offsetof(piola_collider_data, b)",
-                                        "offsetof(piola_collider_data, c)",
-                                        "offsetof(piola_collider_data, kind)",
-                                        "offsetof(piola_collider_data, static_friction)",
-                                        "offsetof(piola_collider_data, dynamic_friction)",
-                                        "sizeof(piola_material_data)",
-                                        "offsetof(piola_material_data, mu)",
-                                        "offsetof(piola_material_data, compliance)",
-                                        "offsetof(piola_material_data, model)",
-                                        "offsetof(piola_material_data, inversion)",
-                                        "offsetof(piola_material_data, plastic_yield)",
-                                        "offsetof(piola_material_data, plastic_max)",
-                                        "sizeof(float4)",
-                                        "sizeof(int4)"};
-  const int32_t host[16] = {(int32_t)sizeof(piola_collider_data),
-                            (int32_t)offsetof(piola_collider_data, a),
-                            (int32_t)offsetof(piola_collider_data, b),
-                            (int32_t)offsetof(piola_collider_data, c),
-                            (int32_t)offsetof(piola_collider_data, kind),
-                            (int32_t)offsetof(piola_collider_data, static_friction),
-                            (int32_t)offsetof(piola_collider_data, dynamic_friction),
-                            (int32_t)sizeof(piola_material_data),
-                            (int32_t)offsetof(piola_material_data, mu),
-                            (int32_t)offsetof(piola_material_data, compliance),
-                            (int32_t)offsetof(piola_material_data, model),
-                            (int32_t)offsetof(piola_material_data, inversion),
-                            (int32_t)offsetof(piola_material_data, plastic_yield),
-                            (int32_t)offsetof(piola_material_data, plastic_max),
-                            (int32_t)sizeof(cl_float4),
-                            (int32_t)sizeof(cl_int4)};
-  int32_t device[16];
-  for (int i = 0; i < 16; ++i) {
+  static const char *const names[PIOLA_LAYOUT_PROBE_COUNT] = {
+      "sizeof(piola_collider_data)",
+      "offsetof(piola_collider_data, a)",
+      "offsetof(piola_collider_data, b)",
+      "offsetof(piola_collider_data, c)",
+      "offsetof(piola_collider_data, kind)",
+      "offsetof(piola_collider_data, static_friction)",
+      "offsetof(piola_collider_data, dynamic_friction)",
+      "sizeof(piola_material_data)",
+      "offsetof(piola_material_data, mu)",
+      "offsetof(piola_material_data, compliance)",
+      "offsetof(piola_material_data, model)",
+      "offsetof(piola_material_data, inversion)",
+      "offsetof(piola_material_data, plastic_yield)",
+      "offsetof(piola_material_data, plastic_max)",
+      "sizeof(float4)",
+      "sizeof(int4)",
+      "offsetof(piola_material_data, damping)"};
+  const int32_t host[PIOLA_LAYOUT_PROBE_COUNT] = {
+      (int32_t)sizeof(piola_collider_data),
+      (int32_t)offsetof(piola_collider_data, a),
+      (int32_t)offsetof(piola_collider_data, b),
+      (int32_t)offsetof(piola_collider_data, c),
+      (int32_t)offsetof(piola_collider_data, kind),
+      (int32_t)offsetof(piola_collider_data, static_friction),
+      (int32_t)offsetof(piola_collider_data, dynamic_friction),
+      (int32_t)sizeof(piola_material_data),
+      (int32_t)offsetof(piola_material_data, mu),
+      (int32_t)offsetof(piola_material_data, compliance),
+      (int32_t)offsetof(piola_material_data, model),
+      (int32_t)offsetof(piola_material_data, inversion),
+      (int32_t)offsetof(piola_material_data, plastic_yield),
+      (int32_t)offsetof(piola_material_data, plastic_max),
+      (int32_t)sizeof(cl_float4),
+      (int32_t)sizeof(cl_int4),
+      (int32_t)offsetof(piola_material_data, damping)};
+  int32_t device[PIOLA_LAYOUT_PROBE_COUNT];
+  for (int i = 0; i < PIOLA_LAYOUT_PROBE_COUNT; ++i) {
     device[i] = -12345;
   }
   capture_log log;
   piola_logger logger = capture_logger(&log);
   REQUIRE_OK(t, piola_opencl_layout_probe(NULL, device, &logger));
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < PIOLA_LAYOUT_PROBE_COUNT; ++i) {
     CHECK_MSG(t, device[i] == host[i], "%s: %d on the device, %d on the host", names[i],
               (int)device[i], (int)host[i]);
   }
   /* The sizes the kernels' comments promise, and the host buffers' strides (16 bytes per
    * vertex and per tet index set). */
-  CHECK(t, host[0] == 128 && host[7] == 40 && host[14] == 16 && host[15] == 16);
+  CHECK(t, host[0] == 128 && host[7] == 44 && host[14] == 16 && host[15] == 16 && host[16] == 40);
   /* A device that does not exist: its status, and nothing written. */
-  int32_t untouched[16];
+  int32_t untouched[PIOLA_LAYOUT_PROBE_COUNT];
   memcpy(untouched, device, sizeof untouched);
   CHECK_STATUS(t, piola_opencl_layout_probe("no-such-device-xyz", untouched, &logger),
                PIOLA_ERROR_NO_DEVICE);

@@ -394,7 +394,7 @@ void test_add_body_rejects_bad_materials(piola_test *t) {
   if (!busy_world_make(t, &b)) {
     return;
   }
-  enum { CASES = 23 };
+  enum { CASES = 26 };
   for (int i = 0; i < CASES; ++i) {
     piola_material m = piola_default_material();
     piola_status expected = PIOLA_ERROR_INVALID_MATERIAL;
@@ -467,6 +467,15 @@ void test_add_body_rejects_bad_materials(piola_test *t) {
       memset(&m, 0, sizeof m); /* a zeroed struct is not a default-made one */
       expected = PIOLA_ERROR_INVALID_DEF;
       break;
+    case 22:
+      m.damping = -1e-3f;
+      break;
+    case 23:
+      m.damping = NAN;
+      break;
+    case 24:
+      m.damping = INFINITY;
+      break;
     default:
       m.plastic_creep = 10.0f;
       m.plastic_max = 0.6f;
@@ -483,8 +492,13 @@ void test_add_body_rejects_bad_materials(piola_test *t) {
     CHECK_MSG(t, id.index1 == 77 && id.generation == 77, "material case %d wrote the id", i);
     CHECK_MSG(t, b.log.count[PIOLA_LOG_ERROR] == errors + 1, "material case %d: not logged", i);
   }
-  /* The boundary values that are valid: nu = 0, yield = 0, creep = 0, max = 0. */
+  /* The boundary values that are valid: nu = 0, yield = 0, creep = 0, max = 0, damping 0 (the
+   * default) and a large damping. */
   piola_material ok = piola_default_material();
+  CHECK(t, ok.damping == 0.0f);
+  piola_material damped = ok;
+  damped.damping = 10.0f;
+  CHECK_STATUS(t, piola_world_add_tet_body(b.w, &b.box, &damped, NULL, NULL), PIOLA_OK);
   ok.poisson_ratio = 0.0f;
   ok.plastic_yield = 0.0f;
   ok.plastic_max = 0.0f;

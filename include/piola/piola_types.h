@@ -258,9 +258,17 @@ typedef struct piola_material {
    * Green strain exceeds plastic_yield (Frobenius norm, dimensionless), its excess over the
    * yield flows into the plastic strain at the rate plastic_creep (1/s), whose norm is capped at
    * plastic_max. */
-  float plastic_yield;     /**< dimensionless strain, >= 0; default 0.1 */
-  float plastic_creep;     /**< 1/s, >= 0; default 0 (plasticity off) */
-  float plastic_max;       /**< dimensionless strain, in [0, 0.5); default 0.3 */
+  float plastic_yield; /**< dimensionless strain, >= 0; default 0.1 */
+  float plastic_creep; /**< 1/s, >= 0; default 0 (plasticity off) */
+  float plastic_max;   /**< dimensionless strain, in [0, 0.5); default 0.3 */
+  /** Material damping of the elastic energy, s (finite, >= 0; default 0: undamped): a Rayleigh
+   * damping proportional to the stiffness, a damping stress of about damping * dP/dt, through
+   * XPBD's constraint damping (Macklin et al. 2016, Eq. 26). A deformation mode of angular
+   * frequency w loses its energy at the rate damping * w^2; rigid motion is not damped, nor is
+   * the converged step's equilibrium moved. It slows the solve's convergence by 1 + damping / h
+   * per projection (h the substep), so with few iterations bodies are softer. XPBD form only (the
+   * PBD form ignores it). See docs/physics.md. */
+  float damping;
   int32_t internal_cookie; /**< set by piola_default_material(); do not change */
 } piola_material;
 
@@ -285,6 +293,9 @@ typedef struct piola_cloth_material {
   /** PIOLA_SOLVER_XPBD (default: stiffness means what the moduli say) or PIOLA_SOLVER_PBD (the
    * paper's form: the moduli cancel out, stiffness comes from dt and the iteration count). */
   piola_solver solver;
+  /** Material damping of the membrane and bending energies, s (finite, >= 0; default 0:
+   * undamped), as piola_material.damping. */
+  float damping;
   int32_t internal_cookie; /**< set by piola_default_cloth_material(); do not change */
 } piola_cloth_material;
 

@@ -161,8 +161,8 @@ class Def:
 class Material(Def):
     """A tet body's material (piola_material): model ("stvk", "neohookean"), solver ("xpbd",
     "pbd"), youngs_modulus (Pa), poisson_ratio, density (kg/m^3), handle_inversion ("off",
-    "on", "always"), split ("lame", "none"), plastic_yield, plastic_creep (1/s), plastic_max.
-    Unset fields have piola_default_material()'s values."""
+    "on", "always"), split ("lame", "none"), plastic_yield, plastic_creep (1/s), plastic_max,
+    damping (s, the material damping). Unset fields have piola_default_material()'s values."""
 
     _cname = "piola_material"
     _default = "piola_default_material"
@@ -170,7 +170,8 @@ class Material(Def):
 
 class ClothMaterial(Def):
     """A cloth body's material (piola_cloth_material): density (kg/m^2), stretch_weft,
-    stretch_warp, shear (N/m), poisson_weft, bending_stiffness (N m), solver ("xpbd", "pbd").
+    stretch_warp, shear (N/m), poisson_weft, bending_stiffness (N m), solver ("xpbd", "pbd"),
+    damping (s, the material damping).
     Unset fields have piola_default_cloth_material()'s values."""
 
     _cname = "piola_cloth_material"

@@ -136,6 +136,7 @@ void scene_print_help(void) {
          "  --plastic-yield Y   plastic yield strain (default 0.1)\n"
          "  --plastic-creep C   plastic creep in 1/s (default 0: plasticity off)\n"
          "  --plastic-max M     largest plastic strain (default 0.3)\n"
+         "  --material-damping S  material damping of the elastic energy in s (default 0)\n"
          "  --squash F          initial vertical scale of each body (default: grid 0.6,\n"
          "                      funnel 1)\n"
          "  --body-height M     scale each body uniformly to M metres tall (default: grid the\n"
@@ -254,6 +255,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     ok = parse_float(a, v, &o->material.plastic_creep);
   } else if (strcmp(a, "--plastic-max") == 0) {
     ok = parse_float(a, v, &o->material.plastic_max);
+  } else if (strcmp(a, "--material-damping") == 0) {
+    ok = parse_float(a, v, &o->material.damping);
   } else if (strcmp(a, "--squash") == 0) {
     ok = parse_float_min(a, v, 0.0f, true, &o->squash);
   } else if (strcmp(a, "--body-height") == 0) {

@@ -61,7 +61,8 @@ piola_status piola_opencl_try_build(const char *device_spec, const char *source,
   return PIOLA_ERROR_UNSUPPORTED;
 }
 
-piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
+piola_status piola_opencl_layout_probe(const char *device_spec,
+                                       int32_t out[PIOLA_LAYOUT_PROBE_COUNT],
                                        const piola_logger *logger) {
   (void)device_spec;
   (void)out;

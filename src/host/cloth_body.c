@@ -319,6 +319,8 @@ static int32_t intern_cloth_material(piola_world *w, const piola_cloth_material 
     e->bend.compliance = 0.0; /* no stencils are built */
     e->bend.solver = (piola_int)m->solver;
   }
+  e->tri.damping = m->damping;
+  e->bend.damping = m->damping;
   return w->cloth_material_count++;
 }
 

@@ -159,6 +159,7 @@ piola_material piola_default_material(void) {
   m.plastic_yield = 0.1f;
   m.plastic_creep = 0.0f;
   m.plastic_max = 0.3f;
+  m.damping = 0.0f;
   m.internal_cookie = PIOLA_COOKIE;
   return m;
 }
@@ -227,6 +228,10 @@ piola_status piola_material_check(const piola_material *m, char *reason, size_t 
              (double)m->plastic_yield, (double)m->plastic_creep, (double)m->plastic_max);
     return PIOLA_ERROR_INVALID_MATERIAL;
   }
+  if (!isfinite(m->damping) || !(m->damping >= 0.0f)) {
+    snprintf(reason, n, "damping must be finite and >= 0 s (got %g)", (double)m->damping);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
   return PIOLA_OK;
 }
 
@@ -240,6 +245,7 @@ piola_cloth_material piola_default_cloth_material(void) {
   m.poisson_weft = 0.3f;
   m.bending_stiffness = 1.0e-4f;
   m.solver = PIOLA_SOLVER_XPBD;
+  m.damping = 0.0f;
   m.internal_cookie = PIOLA_COOKIE;
   return m;
 }
@@ -279,6 +285,10 @@ piola_status piola_cloth_material_check(const piola_cloth_material *m, char *rea
              (double)m->bending_stiffness);
     return PIOLA_ERROR_INVALID_MATERIAL;
   }
+  if (!isfinite(m->damping) || !(m->damping >= 0.0f)) {
+    snprintf(reason, n, "damping must be finite and >= 0 s (got %g)", (double)m->damping);
+    return PIOLA_ERROR_INVALID_MATERIAL;
+  }
   return PIOLA_OK;
 }
 
@@ -292,6 +302,7 @@ piola_tet_material piola_material_constants(const piola_material *m) {
   c.solver = (piola_int)m->solver;
   c.inversion = (piola_int)m->handle_inversion;
   c.split = m->split == PIOLA_SPLIT_LAME;
+  c.damping = m->damping;
   return c;
 }
 

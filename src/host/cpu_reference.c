@@ -96,11 +96,17 @@ static int project(piola_world *w, int32_t t, double inv_h2, bool supported, pio
   }
   double *lambda = &w->solver.tet_lambda[2 * (size_t)t];
   const double lambda_before[2] = {lambda[0], lambda[1]};
-  const int flags = piola_tet_solve(mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t],
-                                    mat->compliance * inv_h2, piola_vertex_at(w->p, q[0]),
-                                    piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]),
-                                    piola_vertex_at(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
-                                    w->w[q[3]], any ? &support : NULL, lambda, dx);
+  /* The material damping's motion since the substep's start, x - x^n = p - x. */
+  piola_v3 motion[4];
+  const bool damped = mat->damping > 0.0;
+  for (int k = 0; k < 4 && damped; ++k) {
+    motion[k] = piola_v3_sub(piola_vertex_at(w->p, q[k]), piola_vertex_at(w->x, q[k]));
+  }
+  const int flags = piola_tet_solve(
+      mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t], mat->compliance * inv_h2,
+      mat->damping * sqrt(inv_h2), piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+      piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), damped ? motion : NULL, w->w[q[0]],
+      w->w[q[1]], w->w[q[2]], w->w[q[3]], any ? &support : NULL, lambda, dx);
   if (share < 1.0 && (flags & PIOLA_TET_WORKED)) {
     piola_inverted_scale(share, dx, support.held, lambda, lambda_before);
   }
@@ -251,11 +257,15 @@ static void project_cloth_tri(piola_world *w, int32_t i, double inv_h2) {
   const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
   piola_m2 dm;
   memcpy(dm.m, c->tri_dm_inv + 4 * (size_t)i, sizeof dm.m);
-  piola_v3 dx[3];
-  if (piola_cloth_tri_correction(mat, dm, c->tri_area[i], mat->compliance * inv_h2,
-                                 piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
-                                 piola_vertex_at(w->p, q[2]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
-                                 &c->tri_lambda[i], dx) &
+  piola_v3 dx[3], motion[3];
+  const bool damped = mat->damping > 0.0;
+  for (int k = 0; k < 3 && damped; ++k) {
+    motion[k] = piola_v3_sub(piola_vertex_at(w->p, q[k]), piola_vertex_at(w->x, q[k]));
+  }
+  if (piola_cloth_tri_correction(
+          mat, dm, c->tri_area[i], mat->compliance * inv_h2, mat->damping * sqrt(inv_h2),
+          piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]),
+          damped ? motion : NULL, w->w[q[0]], w->w[q[1]], w->w[q[2]], &c->tri_lambda[i], dx) &
       PIOLA_CLOTH_WORKED) {
     for (int k = 0; k < 3; ++k) {
       add3(w->p, q[k], dx[k]);
@@ -269,10 +279,15 @@ static void project_cloth_bend(piola_world *w, int32_t i, double inv_h2) {
   const piola_cloth_bend_material *mat = &w->cloth_materials[c->bend_material[i]].bend;
   const double *r = c->bend_rest + 6 * (size_t)i;
   piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
-  piola_v3 dx[4];
-  if (piola_cloth_bend_correction(mat, &rest, mat->compliance * inv_h2, piola_vertex_at(w->p, q[0]),
-                                  piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]),
-                                  piola_vertex_at(w->p, q[3]), w->w[q[0]], w->w[q[1]], w->w[q[2]],
+  piola_v3 dx[4], motion[4];
+  const bool damped = mat->damping > 0.0;
+  for (int k = 0; k < 4 && damped; ++k) {
+    motion[k] = piola_v3_sub(piola_vertex_at(w->p, q[k]), piola_vertex_at(w->x, q[k]));
+  }
+  if (piola_cloth_bend_correction(mat, &rest, mat->compliance * inv_h2, mat->damping * sqrt(inv_h2),
+                                  piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                                  piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]),
+                                  damped ? motion : NULL, w->w[q[0]], w->w[q[1]], w->w[q[2]],
                                   w->w[q[3]], &c->bend_lambda[i], dx) &
       PIOLA_CLOTH_WORKED) {
     for (int k = 0; k < 4; ++k) {

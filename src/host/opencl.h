@@ -13,8 +13,11 @@
 /* For tests: builds `source` for a device and reports the status (build log to the logger). */
 piola_status piola_opencl_try_build(const char *device_spec, const char *source,
                                     const piola_logger *logger);
+/* The number of values the piola_layout_probe kernel writes. */
+#define PIOLA_LAYOUT_PROBE_COUNT 17
 /* For tests: runs the piola_layout_probe kernel; out[] as written by that kernel. */
-piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
+piola_status piola_opencl_layout_probe(const char *device_spec,
+                                       int32_t out[PIOLA_LAYOUT_PROBE_COUNT],
                                        const piola_logger *logger);
 /* The binary of an OpenCL world's main program, or with `packets` of its packet program, as the
  * device's compiler returned it (PTX text on NVIDIA GPUs, a device ELF or bitcode elsewhere), in

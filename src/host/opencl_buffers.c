@@ -298,6 +298,7 @@ static piola_status upload_cloth(piola_world *w) {
       md[i].tri_compliance = (float)e->tri.compliance;
       md[i].bend_compliance = (float)e->bend.compliance;
       md[i].solver = e->tri.solver;
+      md[i].damping = (float)e->tri.damping;
     }
     s = piola_ocl_write_buffer(w, BUF_CLOTH_MATERIALS, 0, sizeof(piola_cloth_material_data) * nm,
                                md);
@@ -469,6 +470,7 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       md[i].plastic_creep = e->def.plastic_creep;
       md[i].plastic_max = e->def.plastic_max;
       md[i].split = e->constants.split;
+      md[i].damping = (float)e->constants.damping;
     }
     s = piola_ocl_write_buffer(w, BUF_MATERIALS, 0, sizeof(piola_material_data) * nm, md);
   }

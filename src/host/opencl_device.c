@@ -464,7 +464,8 @@ void piola_opencl_destroy(piola_world *w) {
   w->backend_data = NULL;
 }
 
-piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
+piola_status piola_opencl_layout_probe(const char *device_spec,
+                                       int32_t out[PIOLA_LAYOUT_PROBE_COUNT],
                                        const piola_logger *logger) {
   device_entry d;
   piola_status s = pick_device(device_spec, logger, &d);
@@ -485,7 +486,8 @@ piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
     k = clCreateKernel(prog, "piola_layout_probe", &e);
   }
   if (s == PIOLA_OK && e == CL_SUCCESS) {
-    buf = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, 16 * sizeof(cl_int), NULL, &e);
+    buf =
+        clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, PIOLA_LAYOUT_PROBE_COUNT * sizeof(cl_int), NULL, &e);
   }
   if (s == PIOLA_OK && e == CL_SUCCESS) {
     e = clSetKernelArg(k, 0, sizeof buf, &buf);
@@ -495,9 +497,9 @@ piola_status piola_opencl_layout_probe(const char *device_spec, int32_t out[16],
     e = clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
   }
   if (s == PIOLA_OK && e == CL_SUCCESS) {
-    cl_int tmp[16];
+    cl_int tmp[PIOLA_LAYOUT_PROBE_COUNT];
     e = clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof tmp, tmp, 0, NULL, NULL);
-    for (int i = 0; i < 16 && e == CL_SUCCESS; ++i) {
+    for (int i = 0; i < PIOLA_LAYOUT_PROBE_COUNT && e == CL_SUCCESS; ++i) {
       out[i] = tmp[i];
     }
   }

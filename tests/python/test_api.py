@@ -25,9 +25,11 @@ def test_material_defaults_are_the_c_defaults():
     assert (m.model, m.solver, m.handle_inversion, m.split) == ("stvk", "xpbd", "on", "lame")
     assert (m.youngs_modulus, m.poisson_ratio, m.density) == (1e5, 0.3, 1000.0)
     assert (m.plastic_yield, m.plastic_creep, m.plastic_max) == (0.1, 0.0, 0.3)
+    assert m.damping == 0.0
     c = piola.ClothMaterial()
     assert (c.density, c.stretch_weft, c.stretch_warp, c.shear) == (0.2, 1000.0, 1000.0, 100.0)
     assert (c.poisson_weft, c.bending_stiffness, c.solver) == (0.3, 1e-4, "xpbd")
+    assert c.damping == 0.0
 
 
 def test_material_keywords_and_attributes():
