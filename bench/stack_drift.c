@@ -7,10 +7,11 @@
  * the 2 s that start 0.5 s after the first touch (the landing's bounces over): from start to end
  * (drift) and the largest distance from the start at any step (largest move: a box that rocks
  * may end near where it started); "off" where the upper box ended below the lower box's top (it
- * slid or tipped off). With --pyramid it stacks six such boxes (3, 2, 1; 2 cm apart in a row,
- * each row placed --drop above the one under it)
- * and prints, per box, how far its centre moves over 5 s. --check makes it exit 1 where a drift
- * or a largest move (a pyramid box's move) exceeds 5 mm or a box ends off. Public API only.
+ * slid or tipped off), and the most tets inverted (det F <= 0) at the end of any step after the
+ * touch (none: no tet of either box is pressed flat). With --pyramid it stacks six such boxes (3,
+ * 2, 1; 2 cm apart in a row, each row placed --drop above the one under it) and prints, per box,
+ * how far its centre moves over 5 s. --check makes it exit 1 where a drift or a largest move (a
+ * pyramid box's move) exceeds 5 mm, a box ends off or a tet inverts. Public API only.
  *
  *   piola_stack_drift [--backend cpu|opencl] [--youngs PA] [--iterations N] [--substeps N]
  *                     [--drop M] [--damping 1/S] [--material-damping S]
@@ -42,7 +43,8 @@ typedef struct outcome {
   double at_touch, after_1s, drift_2s; /* m, the upper box's centre along x */
   double largest_2s;                   /* m, its largest distance along x from the 2 s's start */
   int touch_step;
-  int off; /* ended below the lower box's top */
+  int off;      /* ended below the lower box's top */
+  int inverted; /* the most tets inverted (det F <= 0) at the end of any step after the touch */
 } outcome;
 
 static double centre_x(piola_world *w, piola_body_id b, float *x, int32_t n, double *min_y) {
@@ -124,6 +126,12 @@ static piola_status run(const options *o, float offset, outcome *out) {
       break; /* never landed */
     }
     if (out->touch_step >= 0) {
+      piola_stats st;
+      if (s == PIOLA_OK) {
+        s = piola_world_get_stats(w, &st);
+      }
+      out->inverted =
+          s == PIOLA_OK && st.inverted_tets > out->inverted ? st.inverted_tets : out->inverted;
       const int since = step - out->touch_step;
       if (since == 200) {
         out->after_1s = c - out->at_touch;
@@ -228,12 +236,18 @@ static piola_status pyramid(const options *o, int *failed) {
   const int32_t n = m.vertex_count;
   float *x = malloc(sizeof *x * 3 * (size_t)n);
   double start[6][3], moved[6];
+  int inverted = 0; /* the most tets inverted at the end of a step */
   memset(moved, 0, sizeof moved);
   if (s == PIOLA_OK && x == NULL) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   }
   for (int step = 0; step < 1100 && s == PIOLA_OK; ++step) {
     s = piola_world_step(w);
+    piola_stats st;
+    if (s == PIOLA_OK) {
+      s = piola_world_get_stats(w, &st);
+    }
+    inverted = s == PIOLA_OK && st.inverted_tets > inverted ? st.inverted_tets : inverted;
     for (int i = 0; i < 6 && s == PIOLA_OK && step >= 99; ++i) {
       s = piola_body_get_positions(w, box[i], x, n);
       double c[3] = {0.0, 0.0, 0.0};
@@ -256,6 +270,8 @@ static piola_status pyramid(const options *o, int *failed) {
       printf("  row %d, box at x %+.2f: %.4f m\n", row[i], (double)cx[i], moved[i]);
       *failed |= !(moved[i] <= STACK_DRIFT_LIMIT);
     }
+    printf("  tets inverted at the end of a step: %d at most\n", inverted);
+    *failed |= inverted > 0;
   }
   free(x);
   piola_mesh_free(&m);
@@ -276,8 +292,8 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (o.check) {
-      printf("pyramid: %s (every box within %.3f m)\n", failed ? "FAILED" : "stands",
-             STACK_DRIFT_LIMIT);
+      printf("pyramid: %s (every box within %.3f m, no tet inverted)\n",
+             failed ? "FAILED" : "stands", STACK_DRIFT_LIMIT);
     }
     return o.check && failed;
   }
@@ -286,8 +302,8 @@ int main(int argc, char **argv) {
          (double)o.youngs, (int)o.iterations, (int)o.substeps, (double)o.drop, (double)o.damping,
          (double)o.material_damping,
          o.backend == PIOLA_BACKEND_OPENCL ? "OpenCL" : "CPU reference");
-  printf("%8s %10s %16s %22s %14s\n", "offset", "overhang", "moved 1 s after",
-         "drift 0.5 s .. 2.5 s", "largest move");
+  printf("%8s %10s %16s %22s %14s %9s\n", "offset", "overhang", "moved 1 s after",
+         "drift 0.5 s .. 2.5 s", "largest move", "inverted");
   for (int i = 0; i < o.offset_count; ++i) {
     outcome r;
     memset(&r, 0, sizeof r);
@@ -296,15 +312,15 @@ int main(int argc, char **argv) {
       fprintf(stderr, "piola_stack_drift: %s\n", piola_status_string(s));
       return 1;
     }
-    printf("%8.3f %9.0f%% %16.4f %22.4f %14.4f%s\n", (double)o.offsets[i],
+    printf("%8.3f %9.0f%% %16.4f %22.4f %14.4f %9d%s\n", (double)o.offsets[i],
            100.0 * (double)o.offsets[i] / 0.3, r.after_1s, r.drift_2s, r.largest_2s,
-           r.off ? "  off: it ended below the lower box's top" : "");
-    failed |=
-        r.off || !(fabs(r.drift_2s) <= STACK_DRIFT_LIMIT) || !(r.largest_2s <= STACK_DRIFT_LIMIT);
+           (int)r.inverted, r.off ? "  off: it ended below the lower box's top" : "");
+    failed |= r.off || !(fabs(r.drift_2s) <= STACK_DRIFT_LIMIT) ||
+              !(r.largest_2s <= STACK_DRIFT_LIMIT) || r.inverted > 0;
   }
   if (o.check) {
-    printf("box on box: %s (every drift within %.3f m)\n", failed ? "FAILED" : "stands",
-           STACK_DRIFT_LIMIT);
+    printf("box on box: %s (every drift and largest move within %.3f m, no tet inverted)\n",
+           failed ? "FAILED" : "stands", STACK_DRIFT_LIMIT);
   }
   return o.check && failed;
 }

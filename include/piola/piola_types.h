@@ -531,7 +531,7 @@ typedef struct piola_stats {
   /** How far the last substep is from the implicit Euler step the solver approximates
    * (dimensionless, in [0, 1]): |r| / (|M a| + |F| + |grad E|) with the step's force residual
    * r = M (x - y) / h^2 + grad E(x) (y the substep's prediction, E the elastic energies and the
-   * soft attachments' potentials), M a the inertial forces, F = M g + f the external ones, 2-norms
+   * soft attachments' potentials, with the material damping's forces), M a the inertial forces, F = M g + f the external ones, 2-norms
    * over the vertices that no collider, body contact or hard attachment holds (and not of PBD
    * materials). 0 for the implicit step itself; evaluated in double from the current state at
    * each read. The mesh's finest modes dominate it (docs/solvers.md). 0 before the first step and

@@ -125,10 +125,12 @@ typedef struct piola_backend_ops {
   piola_status (*read_all)(const piola_world *w, double *x, double *v, double *tet_m,
                            double *lambda);
   /* What the residual of the last substep needs (residual.c; called only while
-   * w->prediction_valid): per vertex gap = x - y, its position less the substep's prediction
-   * (3 each, m), and constrained[i] = 1 where a collider pushed the vertex in some
+   * w->prediction_valid): per vertex gap = x - y, its position less the substep's prediction,
+   * and motion = x - x^n, less its position at the substep's start (3 each, m), and
+   * constrained[i] = 1 where a collider pushed the vertex in some
    * collider pass of the substep or it is in one of its contacts (piola_contacts_mark), else 0. */
-  piola_status (*read_prediction)(const piola_world *w, double *gap, uint8_t *constrained);
+  piola_status (*read_prediction)(const piola_world *w, double *gap, double *motion,
+                                  uint8_t *constrained);
   /* The contacts kept and dropped in the last substep: vertex-triangle, then edge-edge. */
   piola_status (*contact_counters)(const piola_world *w, int32_t out[4]);
 

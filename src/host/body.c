@@ -21,8 +21,8 @@ static bool grow_vertices(piola_world *w, int32_t needed) {
   }
   int32_t cap = w->vertex_capacity;
   int32_t c;
-  double **arrays[4] = {&w->x, &w->p, &w->v, &w->y};
-  for (int i = 0; i < 4; ++i) {
+  double **arrays[5] = {&w->x, &w->p, &w->v, &w->y, &w->x_start};
+  for (int i = 0; i < 5; ++i) {
     c = cap;
     if (!piola_grow((void **)arrays[i], 3 * sizeof(double), needed, &c)) {
       return false;

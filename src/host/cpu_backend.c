@@ -147,9 +147,11 @@ static piola_status cpu_read_all(const piola_world *w, double *x, double *v, dou
   return PIOLA_OK;
 }
 
-static piola_status cpu_read_prediction(const piola_world *w, double *gap, uint8_t *constrained) {
+static piola_status cpu_read_prediction(const piola_world *w, double *gap, double *motion,
+                                        uint8_t *constrained) {
   for (size_t i = 0; i < 3 * (size_t)w->vertex_count; ++i) {
     gap[i] = w->x[i] - w->y[i];
+    motion[i] = w->x[i] - w->x_start[i];
   }
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     constrained[i] = w->collider_count > 0 && w->collider_pushed[i];

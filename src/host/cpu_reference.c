@@ -58,6 +58,7 @@ static void predict_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
       memcpy(p, x, 3 * sizeof(double));
     }
     memcpy(w->y + 3 * (size_t)i, p, 3 * sizeof(double));
+    memcpy(w->x_start + 3 * (size_t)i, x, 3 * sizeof(double));
   }
 }
 

@@ -688,7 +688,8 @@ piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, d
   return s == PIOLA_OK ? read_tets(w, tet_m, lambda, NULL) : s;
 }
 
-piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, uint8_t *constrained) {
+piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, double *motion,
+                                          uint8_t *constrained) {
   const piola_opencl *cl = piola_ocl(w);
   const size_t nv = (size_t)cl->vertex_count, nsv = (size_t)cl->sv_count,
                ne = (size_t)cl->edge_count, K = PIOLA_CONTACTS_PER_VERTEX,
@@ -704,7 +705,7 @@ piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, uin
     free(list);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  /* After a step d holds each vertex's displacement over the last substep and d0 the
+  /* After a step d holds each vertex's displacement over the last substep (x - x^n) and d0 the
    * prediction's, so x - y = d - d0; support.w >= 0 where a collider pushed it in the substep. */
   float *d0 = d + 4 * nv, *support = d0 + 4 * nv;
   piola_status s = read_float4(w, BUF_D, 0, (int32_t)nv, d);
@@ -732,6 +733,7 @@ piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, uin
     for (size_t i = 0; i < nv; ++i) {
       for (size_t c = 0; c < 3; ++c) {
         gap[3 * i + c] = (double)d[4 * i + c] - (double)d0[4 * i + c];
+        motion[3 * i + c] = (double)d[4 * i + c];
       }
       constrained[i] = w->collider_count > 0 && support[4 * i + 3] >= 0.0f;
     }

@@ -303,7 +303,8 @@ void piola_opencl_stage_ms(const piola_world *w, double out[PIOLA_STAGE_COUNT]);
 int32_t piola_opencl_kernel_times(const piola_world *w, piola_kernel_time *out, int32_t capacity);
 piola_status piola_opencl_read_range(const piola_world *w, int32_t first, int32_t count, float *xyz,
                                      float *vel);
-piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, uint8_t *constrained);
+piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, double *motion,
+                                          uint8_t *constrained);
 piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, double *tet_m,
                                    double *lambda);
 piola_status piola_opencl_pull(piola_world *w);

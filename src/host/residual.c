@@ -7,7 +7,9 @@
  * kernels/piola_tet.h and piola_cloth.h): the positions x of the substep's end satisfy
  *   r(x) = M (x - y) / h^2 + grad E(x) = 0,   y = x_n + h v_n + h^2 (g + M^-1 f)
  * with E the elastic energies of the tets and the cloth and the potentials of the soft
- * attachments, y the substep's prediction (the inertial target), h the substep. A local solver
+ * attachments, y the substep's prediction (the inertial target), h the substep; a material with
+ * damping adds its dissipation's forces to grad E, as its damped projection's fixed point has them
+ * (add_damping). A local solver
  * (Gauss-Seidel over constraints or vertices) stopped after a few iterations leaves r != 0; the
  * finer the mesh, the more of it, mostly in the low frequencies (a fine body is then softer than
  * its Young's modulus says).
@@ -32,26 +34,66 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Adds the elastic forces' negatives, grad E (N, 3 per vertex), of the tets (solver arrays,
- * with the matrices tet_m, which carry the plastic state) and the cloth bodies at x. */
-static void elastic_gradient(const piola_world *w, const double *x, const double *tet_m,
-                             double *grad) {
+/* The material damping's force of one constraint of energy U = k u (stiffness k, u = U / k) with
+ * gradients g[0..n-1] of u at corners q[0..n-1] (plus `offset`), added to grad: XPBD's damped
+ * projection (kernels/piola_tet.h, Macklin et al. 2016, Eq. 26) stops where
+ * (C + alpha~ lambda) C + gamma G = 0, G = sum_i g_i . (x_i - x_i^n), gamma = damping / h, so its
+ * constraint force is k (g + gamma G g / (2 u)): the damping adds k gamma G g / (2 u). */
+static void add_damping(double k, double gamma, double u, const piola_v3 *g, const int32_t *q,
+                        int32_t offset, int n, const double *motion, double *grad) {
+  if (!(gamma > 0.0) || !(u > 0.0)) {
+    return;
+  }
+  double big_g = 0.0;
+  for (int j = 0; j < n; ++j) {
+    big_g += piola_v3_dot(g[j], piola_vertex_at(motion, q[j] + offset));
+  }
+  const double scale = k * gamma * big_g / (2.0 * u);
+  for (int j = 0; j < n; ++j) {
+    double *o = grad + 3 * (size_t)(q[j] + offset);
+    o[0] += scale * g[j].x;
+    o[1] += scale * g[j].y;
+    o[2] += scale * g[j].z;
+  }
+}
+
+/* Adds the elastic forces' negatives, grad E (N, 3 per vertex), of the tets (solver arrays, with
+ * the matrices tet_m, which carry the plastic state) and the cloth bodies at x, with the material
+ * damping's forces of the substep's motion (x - x^n, 3 per vertex) where a material has it: the
+ * negatives of the constraint forces at the solve's fixed point. */
+static void elastic_gradient(const piola_world *w, const double *x, const double *motion,
+                             const double *tet_m, double *grad) {
   const piola_solver_tets *s = &w->solver;
+  const double h = (double)w->def.dt / w->def.substeps;
   for (int32_t t = 0; t < s->tet_count; ++t) {
     const int32_t *q = s->tet_vertices + 4 * (size_t)t;
     const piola_material_entry *e = &w->materials[s->tet_material[t]];
     piola_m3 m;
     memcpy(m.m, tet_m + 9 * (size_t)t, sizeof m.m);
+    const piola_v3 x0 = piola_vertex_at(x, q[0]), x1 = piola_vertex_at(x, q[1]),
+                   x2 = piola_vertex_at(x, q[2]), x3 = piola_vertex_at(x, q[3]);
     piola_v3 g[4];
-    piola_tet_gradient(&e->constants, m, s->tet_volume[t], piola_vertex_at(x, q[0]),
-                       piola_vertex_at(x, q[1]), piola_vertex_at(x, q[2]), piola_vertex_at(x, q[3]),
-                       g);
+    piola_tet_gradient(&e->constants, m, s->tet_volume[t], x0, x1, x2, x3, g);
     const double youngs = (double)e->def.youngs_modulus;
     for (int k = 0; k < 4; ++k) {
       double *o = grad + 3 * (size_t)q[k];
       o[0] += youngs * g[k].x;
       o[1] += youngs * g[k].y;
       o[2] += youngs * g[k].z;
+    }
+    const double gamma = (double)e->def.damping / h;
+    if (gamma > 0.0) {
+      /* per constraint: the whole energy, or its mu and lambda terms (piola_tet_solve) */
+      const bool split = e->constants.split != 0;
+      for (int part = 0; part < (split ? 2 : 1); ++part) {
+        piola_tet_material pm = e->constants;
+        if (split) {
+          pm.mu = part == 0 ? e->constants.mu : 0.0;
+          pm.lambda = part == 0 ? 0.0 : e->constants.lambda;
+        }
+        const double u = piola_tet_gradient(&pm, m, s->tet_volume[t], x0, x1, x2, x3, g);
+        add_damping(youngs, gamma, u, g, q, 0, 4, motion, grad);
+      }
     }
   }
   for (int32_t i = 0; i < w->body_ids.count; ++i) {
@@ -61,28 +103,31 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
     }
     const piola_cloth_material_entry *e = &w->cloth_materials[b->cloth_material];
     const int32_t o = b->vertex_offset;
-    const double k_tri = 1.0 / e->tri.compliance;
+    const double k_tri = 1.0 / e->tri.compliance, gamma = (double)e->def.damping / h;
     for (int32_t t = 0; t < b->tri_count; ++t) {
       const int32_t *q = b->tris + 3 * (size_t)t;
       piola_m2 dm;
       memcpy(dm.m, b->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
       piola_v3 g[3];
-      piola_cloth_tri_gradient(&e->tri, dm, b->tri_area[t], piola_vertex_at(x, q[0] + o),
-                               piola_vertex_at(x, q[1] + o), piola_vertex_at(x, q[2] + o), g);
+      const double u =
+          piola_cloth_tri_gradient(&e->tri, dm, b->tri_area[t], piola_vertex_at(x, q[0] + o),
+                                   piola_vertex_at(x, q[1] + o), piola_vertex_at(x, q[2] + o), g);
       for (int k = 0; k < 3; ++k) {
         double *r = grad + 3 * (size_t)(q[k] + o);
         r[0] += k_tri * g[k].x;
         r[1] += k_tri * g[k].y;
         r[2] += k_tri * g[k].z;
       }
+      add_damping(k_tri, gamma, u, g, q, o, 3, motion, grad);
     }
     for (int32_t k = 0; k < b->bend_count; ++k) {
       const int32_t *q = b->bends + 4 * (size_t)k;
       const double *rr = b->bend_rest + 6 * (size_t)k;
       piola_cloth_bend_rest rest = {{rr[0], rr[1], rr[2], rr[3]}, rr[4], rr[5]};
       piola_v3 g[4];
-      piola_cloth_bend_gradient(&rest, piola_vertex_at(x, q[0] + o), piola_vertex_at(x, q[1] + o),
-                                piola_vertex_at(x, q[2] + o), piola_vertex_at(x, q[3] + o), g);
+      const double u = piola_cloth_bend_gradient(
+          &rest, piola_vertex_at(x, q[0] + o), piola_vertex_at(x, q[1] + o),
+          piola_vertex_at(x, q[2] + o), piola_vertex_at(x, q[3] + o), g);
       const double k_bend = 1.0 / e->bend.compliance;
       for (int j = 0; j < 4; ++j) {
         double *r = grad + 3 * (size_t)(q[j] + o);
@@ -90,6 +135,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
         r[1] += k_bend * g[j].y;
         r[2] += k_bend * g[j].z;
       }
+      add_damping(k_bend, gamma, u, g, q, o, 4, motion, grad);
     }
   }
 }
@@ -212,18 +258,18 @@ piola_status piola_world_residual(const piola_world *w, const double *x, const d
     return PIOLA_OK;
   }
   const size_t nv = (size_t)w->vertex_count;
-  double *gap = malloc(sizeof(double) * 6 * nv);
+  double *gap = malloc(sizeof(double) * 9 * nv);
   uint8_t *constrained = malloc(nv);
   if (gap == NULL || constrained == NULL) {
     free(gap);
     free(constrained);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  double *grad = gap + 3 * nv;
-  piola_status s = w->ops->read_prediction(w, gap, constrained);
+  double *grad = gap + 3 * nv, *motion = grad + 3 * nv;
+  piola_status s = w->ops->read_prediction(w, gap, motion, constrained);
   if (s == PIOLA_OK) {
     memset(grad, 0, sizeof(double) * 3 * nv);
-    elastic_gradient(w, x, tet_m, grad);
+    elastic_gradient(w, x, motion, tet_m, grad);
     attachment_terms(w, x, grad, constrained);
     residual_sums fine = {0.0, 0.0, 0.0, 0.0}, coarse = fine;
     for (int32_t i = 0; i < w->body_ids.count; ++i) {

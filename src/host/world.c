@@ -192,6 +192,7 @@ void piola_world_destroy(piola_world *w) {
   free(w->p);
   free(w->v);
   free(w->y);
+  free(w->x_start);
   free(w->collider_pushed);
   free(w->w);
   free(w->f);

@@ -76,6 +76,9 @@ struct piola_world {
   /* CPU reference, 3 per vertex: the prediction y = x + h v + h^2 (g + f / m) of the current (after
    * a step: the last) substep, the inertial target of the implicit step (residual.c) */
   double *y;
+  /* CPU reference, 3 per vertex: the positions at the start of the current (after a step: the
+   * last) substep, x^n (the material damping's term of the residual) */
+  double *x_start;
   /* CPU reference, per vertex: whether a collider pushed it in some collider pass of the current
    * (after a step: the last) substep (residual.c) */
   uint8_t *collider_pushed;
