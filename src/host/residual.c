@@ -65,6 +65,8 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
                              const double *tet_m, double *grad) {
   const piola_solver_tets *s = &w->solver;
   const double h = (double)w->def.dt / w->def.substeps;
+  /* vertex block descent does not apply the material damping (docs/solvers.md) */
+  const double damped = w->def.iteration_scheme == PIOLA_SCHEME_VBD ? 0.0 : 1.0;
   for (int32_t t = 0; t < s->tet_count; ++t) {
     const int32_t *q = s->tet_vertices + 4 * (size_t)t;
     const piola_material_entry *e = &w->materials[s->tet_material[t]];
@@ -81,7 +83,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
       o[1] += youngs * g[k].y;
       o[2] += youngs * g[k].z;
     }
-    const double gamma = (double)e->def.damping / h;
+    const double gamma = damped * (double)e->def.damping / h;
     if (gamma > 0.0) {
       /* per constraint: the whole energy, or its mu and lambda terms (piola_tet_solve) */
       const bool split = e->constants.split != 0;
@@ -103,7 +105,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
     }
     const piola_cloth_material_entry *e = &w->cloth_materials[b->cloth_material];
     const int32_t o = b->vertex_offset;
-    const double k_tri = 1.0 / e->tri.compliance, gamma = (double)e->def.damping / h;
+    const double k_tri = 1.0 / e->tri.compliance, gamma = damped * (double)e->def.damping / h;
     for (int32_t t = 0; t < b->tri_count; ++t) {
       const int32_t *q = b->tris + 3 * (size_t)t;
       piola_m2 dm;
