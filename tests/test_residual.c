@@ -95,26 +95,24 @@ void test_opencl_residual_free_fall_is_zero(piola_test *t) {
 static void check_substeps(piola_test *t, piola_backend backend) {
   capture_log log;
   piola_body_id b;
-  piola_stats st[3];
-  const int32_t substeps[3] = {1, 4, 16};
-  for (int k = 0; k < 3; ++k) {
+  piola_stats st[2];
+  const int32_t substeps[2] = {1, 4};
+  for (int k = 0; k < 2; ++k) {
     piola_world *w = column(t, backend, &log, 4, 1e5f, substeps[k], 5, true, &b);
     REQUIRE(t, w != NULL);
     st[k] = stats_after(t, w, 300);
     piola_world_destroy(w);
   }
-  printf("  settled column, 768 tets: relative residual %.3g / %.3g / %.3g, coarse %.3g / %.3g / "
-         "%.3g at 1 / 4 / 16 substeps\n",
-         st[0].relative_residual, st[1].relative_residual, st[2].relative_residual,
-         st[0].coarse_residual, st[1].coarse_residual, st[2].coarse_residual);
+  printf("  settled column, 768 tets: relative residual %.3g / %.3g, coarse %.3g / %.3g at 1 / 4 "
+         "substeps\n",
+         st[0].relative_residual, st[1].relative_residual, st[0].coarse_residual,
+         st[1].coarse_residual);
   CHECK(t, st[0].relative_residual > 0.05 && st[0].relative_residual < 0.5);
-  for (int k = 1; k < 3; ++k) {
-    CHECK(t, st[k].relative_residual < 0.3 * st[k - 1].relative_residual);
-    CHECK(t, st[k].coarse_residual < 0.3 * st[k - 1].coarse_residual);
-  }
+  CHECK(t, st[1].relative_residual < 0.3 * st[0].relative_residual);
+  CHECK(t, st[1].coarse_residual < 0.3 * st[0].coarse_residual);
   /* The coarse sums cancel the finest modes: never above the fine measure here, and the settled
    * column's shape (its sag within 2% of the closed form at every substep count) does not warn. */
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < 2; ++k) {
     CHECK(t, st[k].coarse_residual <= st[k].relative_residual * 1.0001);
   }
   CHECK(t, st[0].coarse_residual < PIOLA_RESIDUAL_WARNING);
