@@ -688,6 +688,17 @@ piola_status piola_opencl_read_all(const piola_world *w, double *x, double *v, d
   return s == PIOLA_OK ? read_tets(w, tet_m, lambda, NULL) : s;
 }
 
+/* Reads the vertex-triangle contact lists of the last substep: per surface vertex its count, and
+ * its PIOLA_CONTACTS_PER_VERTEX triangle entries (as piola_solver_contacts.contact_count,
+ * contact_triangle), nsv surface vertices. */
+static piola_status read_contact_lists(const piola_world *w, size_t nsv, cl_int *count,
+                                       cl_int *triangle) {
+  piola_status s = piola_ocl_read_buffer(w, BUF_CONTACT_COUNT, 0, 4 * nsv, count);
+  return s == PIOLA_OK ? piola_ocl_read_buffer(w, BUF_CONTACT_TRI, 0,
+                                               4 * PIOLA_CONTACTS_PER_VERTEX * nsv, triangle)
+                       : s;
+}
+
 piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, double *motion,
                                           uint8_t *constrained) {
   const piola_opencl *cl = piola_ocl(w);
@@ -718,10 +729,7 @@ piola_status piola_opencl_read_prediction(const piola_world *w, double *gap, dou
   int32_t *count = list, *tri = list + nsv, *edge_count = tri + K * nsv,
           *edge_entry = edge_count + ne;
   if (s == PIOLA_OK && contacts) {
-    s = piola_ocl_read_buffer(w, BUF_CONTACT_COUNT, 0, 4 * nsv, count);
-    if (s == PIOLA_OK) {
-      s = piola_ocl_read_buffer(w, BUF_CONTACT_TRI, 0, 4 * K * nsv, tri);
-    }
+    s = read_contact_lists(w, nsv, count, tri);
     if (s == PIOLA_OK && edges) {
       s = piola_ocl_read_buffer(w, BUF_EDGE_CONTACT_COUNT, 0, 4 * ne, edge_count);
     }
@@ -769,10 +777,7 @@ piola_status piola_opencl_pull(piola_world *w) {
   }
   /* The contact lists of the last substep (what the next narrow phase takes as the previous). */
   if (s == PIOLA_OK) {
-    s = piola_ocl_read_buffer(w, BUF_CONTACT_COUNT, 0, 4 * nsv, lists);
-  }
-  if (s == PIOLA_OK) {
-    s = piola_ocl_read_buffer(w, BUF_CONTACT_TRI, 0, 4 * K * nsv, lists + nsv);
+    s = read_contact_lists(w, nsv, lists, lists + nsv);
   }
   if (s == PIOLA_OK) {
     if (nsv > 0 && (size_t)w->contacts.vertex_count == nsv) {

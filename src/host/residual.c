@@ -34,6 +34,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Adds k g[j] to grad at each corner q[j] + offset of an element of n corners. */
+static void add_scaled(double k, const piola_v3 *g, const int32_t *q, int32_t offset, int n,
+                       double *grad) {
+  for (int j = 0; j < n; ++j) {
+    double *o = grad + 3 * (size_t)(q[j] + offset);
+    o[0] += k * g[j].x;
+    o[1] += k * g[j].y;
+    o[2] += k * g[j].z;
+  }
+}
+
 /* The material damping's force of one constraint of energy U = k u (stiffness k, u = U / k) with
  * gradients g[0..n-1] of u at corners q[0..n-1] (plus `offset`), added to grad: XPBD's damped
  * projection (kernels/piola_tet.h, Macklin et al. 2016, Eq. 26) stops where
@@ -48,13 +59,7 @@ static void add_damping(double k, double gamma, double u, const piola_v3 *g, con
   for (int j = 0; j < n; ++j) {
     big_g += piola_v3_dot(g[j], piola_vertex_at(motion, q[j] + offset));
   }
-  const double scale = k * gamma * big_g / (2.0 * u);
-  for (int j = 0; j < n; ++j) {
-    double *o = grad + 3 * (size_t)(q[j] + offset);
-    o[0] += scale * g[j].x;
-    o[1] += scale * g[j].y;
-    o[2] += scale * g[j].z;
-  }
+  add_scaled(k * gamma * big_g / (2.0 * u), g, q, offset, n, grad);
 }
 
 /* Adds the elastic forces' negatives, grad E (N, 3 per vertex), of the tets (solver arrays, with
@@ -77,12 +82,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
     piola_v3 g[4];
     piola_tet_gradient(&e->constants, m, s->tet_volume[t], x0, x1, x2, x3, g);
     const double youngs = (double)e->def.youngs_modulus;
-    for (int k = 0; k < 4; ++k) {
-      double *o = grad + 3 * (size_t)q[k];
-      o[0] += youngs * g[k].x;
-      o[1] += youngs * g[k].y;
-      o[2] += youngs * g[k].z;
-    }
+    add_scaled(youngs, g, q, 0, 4, grad);
     const double gamma = damped * (double)e->def.damping / h;
     if (gamma > 0.0) {
       /* per constraint: the whole energy, or its mu and lambda terms (piola_tet_solve) */
@@ -114,12 +114,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
       const double u =
           piola_cloth_tri_gradient(&e->tri, dm, b->tri_area[t], piola_vertex_at(x, q[0] + o),
                                    piola_vertex_at(x, q[1] + o), piola_vertex_at(x, q[2] + o), g);
-      for (int k = 0; k < 3; ++k) {
-        double *r = grad + 3 * (size_t)(q[k] + o);
-        r[0] += k_tri * g[k].x;
-        r[1] += k_tri * g[k].y;
-        r[2] += k_tri * g[k].z;
-      }
+      add_scaled(k_tri, g, q, o, 3, grad);
       add_damping(k_tri, gamma, u, g, q, o, 3, motion, grad);
     }
     for (int32_t k = 0; k < b->bend_count; ++k) {
@@ -131,12 +126,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
           &rest, piola_vertex_at(x, q[0] + o), piola_vertex_at(x, q[1] + o),
           piola_vertex_at(x, q[2] + o), piola_vertex_at(x, q[3] + o), g);
       const double k_bend = 1.0 / e->bend.compliance;
-      for (int j = 0; j < 4; ++j) {
-        double *r = grad + 3 * (size_t)(q[j] + o);
-        r[0] += k_bend * g[j].x;
-        r[1] += k_bend * g[j].y;
-        r[2] += k_bend * g[j].z;
-      }
+      add_scaled(k_bend, g, q, o, 4, grad);
       add_damping(k_bend, gamma, u, g, q, o, 4, motion, grad);
     }
   }
