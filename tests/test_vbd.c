@@ -495,7 +495,7 @@ void test_vbd_bitwise_repeatable(piola_test *t) {
 void test_vbd_bad_scheme_refused(piola_test *t) {
   piola_test_log log;
   piola_world_def def = piola_test_world_def(&log, NULL);
-  def.iteration_scheme = (piola_iteration_scheme)3;
+  def.iteration_scheme = (piola_iteration_scheme)4;
   piola_world *w = (piola_world *)&def; /* overwritten with NULL on failure */
   CHECK_STATUS(t, piola_world_create(&def, &w), PIOLA_ERROR_INVALID_ARGUMENT);
   CHECK(t, w == NULL && log.count[PIOLA_LOG_ERROR] == 1);

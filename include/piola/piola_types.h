@@ -111,6 +111,10 @@ typedef enum piola_stage {
   /** Vertex block descent (PIOLA_SCHEME_VBD): one pass over the vertex colors per iteration,
    * each vertex one Newton step on its block; runs instead of SOLVE_TETS under that scheme */
   PIOLA_STAGE_SOLVE_VERTICES,
+  /** The multigrid scheme (PIOLA_SCHEME_MULTIGRID): one Newton step on the whole substep per
+   * iteration, its linear system solved by conjugate gradients preconditioned by multigrid;
+   * runs instead of SOLVE_TETS under that scheme */
+  PIOLA_STAGE_SOLVE_GLOBAL,
   PIOLA_STAGE_COUNT
 } piola_stage;
 
@@ -130,7 +134,15 @@ typedef enum piola_iteration_scheme {
    * incremental potential (inertia plus the energies of its elements, the same materials as
    * XPBD). One pass per vertex color per iteration (docs/solvers.md). max_colors and
    * jacobi_omega do not apply. */
-  PIOLA_SCHEME_VBD = 2
+  PIOLA_SCHEME_VBD = 2,
+  /** Multigrid (docs/solvers.md): each iteration is one Newton step on the whole substep's
+   * incremental potential (inertia plus the tets' energies, the same materials as XPBD), its
+   * linear system solved by conjugate gradients preconditioned by an aggregation multigrid over
+   * rigid clusters of vertices, so that the slow modes of a fine mesh converge as fast as the
+   * fast ones. The CPU reference runs it (PIOLA_BACKEND_AUTO then picks the CPU reference; an
+   * OpenCL world refuses it); tet bodies only (a cloth body is refused). max_colors and
+   * jacobi_omega do not apply. */
+  PIOLA_SCHEME_MULTIGRID = 3
 } piola_iteration_scheme;
 
 /** How the OpenCL backend launches a substep (the CPU reference ignores it). */
@@ -267,8 +279,8 @@ typedef struct piola_material {
    * frequency w loses its energy at the rate damping * w^2; rigid motion is not damped, nor is
    * the converged step's equilibrium moved. It slows the solve's convergence by 1 + damping / h
    * per projection (h the substep), so with few iterations bodies are softer. XPBD form only (the
-   * PBD form ignores it); not applied under PIOLA_SCHEME_VBD (adding the body warns). See
-   * docs/physics.md. */
+   * PBD form ignores it); not applied under PIOLA_SCHEME_VBD and PIOLA_SCHEME_MULTIGRID (adding the
+   * body warns). See docs/physics.md. */
   float damping;
   int32_t internal_cookie; /**< set by piola_default_material(); do not change */
 } piola_material;
@@ -526,23 +538,39 @@ typedef struct piola_stats {
    * attachments (if any) once more; the velocities; plasticity (if any). Times the substeps.
    * Under PIOLA_SCHEME_VBD the tet, tail and cloth colors of an iteration are its vertex colors
    * (vertex_color_count), the attachments are part of them (no pass of their own), and there is
-   * no inverted-tet pass. */
+   * no inverted-tet pass. Under PIOLA_SCHEME_MULTIGRID an iteration's solve is one Newton step:
+   * the assembly, the setup of each multigrid level, per conjugate-gradient iteration (the last
+   * step's mean, linear_iterations) its product, its two sums and a V-cycle (11 passes per level
+   * above the coarsest, 1 for the coarsest), and the line search. */
   int32_t dependent_passes;
   /** How far the last substep is from the implicit Euler step the solver approximates
    * (dimensionless, in [0, 1]): |r| / (|M a| + |F| + |grad E|) with the step's force residual
    * r = M (x - y) / h^2 + grad E(x) (y the substep's prediction, E the elastic energies and the
-   * soft attachments' potentials, with the material damping's forces), M a the inertial forces, F = M g + f the external ones, 2-norms
-   * over the vertices that no collider, body contact or hard attachment holds (and not of PBD
-   * materials). 0 for the implicit step itself; evaluated in double from the current state at
-   * each read. The mesh's finest modes dominate it (docs/solvers.md). 0 before the first step and
-   * after positions, velocities or bodies change or a state is loaded, until the next step. */
+   * soft attachments' potentials, with the material damping's forces), M a the inertial forces, F =
+   * M g + f the external ones, 2-norms over the vertices that no collider, body contact or hard
+   * attachment holds (and not of PBD materials). 0 for the implicit step itself; evaluated in
+   * double from the current state at each read. The mesh's finest modes dominate it
+   * (docs/solvers.md). 0 before the first step and after positions, velocities or bodies change or
+   * a state is loaded, until the next step. */
   double relative_residual;
   /** The same measure with r and the forces first summed over the cells of a coarse grid laid
    * over each body (PIOLA_RESIDUAL_CELLS cubes along its longest side): the part of the residual
    * a body's shape shows, where the unconverged solve makes it softer (or stiffer) than its
    * material. Above PIOLA_RESIDUAL_WARNING the logger warns (docs/solvers.md). */
   double coarse_residual;
+  /** Under PIOLA_SCHEME_MULTIGRID: the last step's conjugate-gradient iterations, summed over
+   * its Newton steps (one per iteration and substep), the levels of its multigrid hierarchy and
+   * the largest residual a linear solve stopped at, relative to its right-hand side (goal
+   * PIOLA_MULTIGRID_CG_TOLERANCE); 0 under the other schemes. */
+  int32_t linear_iterations;
+  int32_t multigrid_levels;
+  double linear_residual;
 } piola_stats;
+
+/** Under PIOLA_SCHEME_MULTIGRID, conjugate gradients stop at this residual relative to the
+ * right-hand side (or after PIOLA_MULTIGRID_CG_MAX iterations): an inexact Newton step. */
+#define PIOLA_MULTIGRID_CG_TOLERANCE 1e-3
+#define PIOLA_MULTIGRID_CG_MAX 200
 
 /** Cells along a body's longest side of the grid of piola_stats.coarse_residual. */
 #define PIOLA_RESIDUAL_CELLS 4

@@ -155,8 +155,9 @@ void scene_print_help(void) {
          "  --no-edge-contacts  only vertices meet triangles (the default)\n"
          "  --contact-thickness M  distance kept between touching bodies (default 0.01)\n"
          "  --contact-friction MU  friction between bodies (default 0.5)\n");
-  printf("  --scheme S          gauss-seidel (default: colored), jacobi or vbd (vertex block "
-         "descent)\n"
+  printf("  --scheme S          gauss-seidel (default: colored), jacobi, vbd (vertex block\n"
+         "                      descent) or multigrid (a Newton step per iteration, solved by\n"
+         "                      multigrid-preconditioned conjugate gradients; CPU reference)\n"
          "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
          "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
@@ -274,12 +275,11 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
   } else if (strcmp(a, "--contact-friction") == 0) {
     ok = parse_float_min(a, v, 0.0f, false, &o->contact_friction);
   } else if (strcmp(a, "--scheme") == 0) {
-    static const char *const names[] = {"gauss-seidel", "jacobi", "vbd"};
-    int k = choose(a, v, names, 3);
+    /* in the order of piola_iteration_scheme */
+    static const char *const names[] = {"gauss-seidel", "jacobi", "vbd", "multigrid"};
+    int k = choose(a, v, names, 4);
     ok = k >= 0;
-    o->scheme = k == 2   ? PIOLA_SCHEME_VBD
-                : k == 1 ? PIOLA_SCHEME_JACOBI
-                         : PIOLA_SCHEME_GAUSS_SEIDEL;
+    o->scheme = ok ? (piola_iteration_scheme)k : PIOLA_SCHEME_GAUSS_SEIDEL;
   } else if (strcmp(a, "--max-colors") == 0) {
     ok = parse_int(a, v, 0, &o->max_colors);
   } else if (strcmp(a, "--omega") == 0) {

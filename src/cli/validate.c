@@ -546,7 +546,8 @@ int command_validate(int argc, char **argv) {
   static const piola_backend backends[] = {PIOLA_BACKEND_CPU_REFERENCE, PIOLA_BACKEND_OPENCL,
                                            PIOLA_BACKEND_AUTO};
   int backend = -1, scheme = -1;
-  static const char *const scheme_names[] = {"gauss-seidel", "jacobi", "vbd", NULL};
+  /* in the order of piola_iteration_scheme */
+  static const char *const scheme_names[] = {"gauss-seidel", "jacobi", "vbd", "multigrid", NULL};
   bool list = false;
   const cli_option options[] = {
       {"--quick", CLI_FLAG, &o.quick, 0, NULL, NULL,
@@ -566,7 +567,8 @@ int command_validate(int argc, char **argv) {
       {"--device", CLI_STRING, &o.device, 0, NULL, "SPEC",
        "OpenCL device: P:D, gpu, cpu or a name substring"},
       {"--scheme", CLI_CHOICE, &scheme, 0, scheme_names, "S",
-       "gauss-seidel (default), jacobi or vbd (vertex block descent): the\n"
+       "gauss-seidel (default), jacobi, vbd (vertex block descent) or\n"
+       "multigrid (global Newton steps, CPU reference): the\n"
        "iteration scheme of the experiments ('convergence' compares them all)"},
       {"--threads", CLI_INT, &o.cpu_threads, 0, NULL, "N",
        "CPU reference: threads per step, the same result for any N\n"
@@ -596,9 +598,7 @@ int command_validate(int argc, char **argv) {
     o.backend = backends[backend];
   }
   if (scheme >= 0) {
-    o.scheme = scheme == 2   ? PIOLA_SCHEME_VBD
-               : scheme == 1 ? PIOLA_SCHEME_JACOBI
-                             : PIOLA_SCHEME_GAUSS_SEIDEL;
+    o.scheme = (piola_iteration_scheme)scheme;
   }
   if (only != NULL) {
     for (const char *p = only; *p != '\0';) {

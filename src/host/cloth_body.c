@@ -335,6 +335,12 @@ piola_status piola_world_add_cloth(piola_world *w, const piola_tri_mesh *mesh,
     PIOLA_MISUSE(w, "mesh != NULL && material != NULL");
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
+  if (w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID) {
+    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+              "piola_world_add_cloth: the multigrid scheme solves tet bodies only; simulate cloth "
+              "under gauss-seidel or vbd (docs/solvers.md)");
+    return PIOLA_ERROR_UNSUPPORTED;
+  }
   piola_body_build build;
   int32_t uv_fallback = 0;
   piola_status s = prepare_cloth(w, mesh, material, translation, &build, &uv_fallback);

@@ -70,7 +70,7 @@ const char *piola_stage_name(piola_stage stage) {
   static const char *const names[PIOLA_STAGE_COUNT] = {
       "predict",           "reset_multipliers", "broad_phase",   "narrow_phase", "solve_tets",
       "solve_cloth",       "solve_bending",     "contact",       "attachments",  "collide",
-      "update_velocities", "plasticity",        "solve_vertices"};
+      "update_velocities", "plasticity",        "solve_vertices", "solve_global"};
   return (stage >= 0 && stage < PIOLA_STAGE_COUNT) ? names[stage] : "unknown";
 }
 

@@ -479,6 +479,9 @@ void piola_cpu_stage(piola_world *w, piola_stage stage, double h) {
   case PIOLA_STAGE_SOLVE_VERTICES:
     piola_cpu_solve_vertices(w, h);
     break;
+  case PIOLA_STAGE_SOLVE_GLOBAL:
+    piola_cpu_solve_global(w, h);
+    break;
   case PIOLA_STAGE_SOLVE_CLOTH: /* timing entries of SOLVE_TETS, not passes of their own */
   case PIOLA_STAGE_SOLVE_BENDING:
   case PIOLA_STAGE_COUNT:

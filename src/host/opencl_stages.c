@@ -392,6 +392,8 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   }
   case PIOLA_STAGE_SOLVE_VERTICES:
     return piola_ocl_solve_vertices(w, h);
+  case PIOLA_STAGE_SOLVE_GLOBAL: /* the multigrid scheme: no OpenCL world runs it */
+    return PIOLA_ERROR_UNSUPPORTED;
   case PIOLA_STAGE_SOLVE_CLOTH: /* timing entries of SOLVE_TETS, not passes of their own */
   case PIOLA_STAGE_SOLVE_BENDING:
     return PIOLA_OK;

@@ -301,10 +301,20 @@ piola_status piola_world_build_tets(piola_world *w) {
       piola_solver_cloth_free(&nc);
     }
   }
+  piola_solver_newton nn;
+  if (s == PIOLA_OK) {
+    s = piola_solver_newton_build(w, &nw, &nn);
+    if (s != PIOLA_OK) {
+      piola_solver_cloth_free(&nc);
+      piola_solver_vbd_free(&nv);
+    }
+  }
   if (s != PIOLA_OK) {
     piola_solver_tets_free(&nw);
     return s;
   }
+  piola_solver_newton_free(&w->newton);
+  w->newton = nn;
   piola_solver_cloth_free(&w->cloth);
   w->cloth = nc;
   piola_solver_vbd_free(&w->vbd);

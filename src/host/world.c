@@ -17,7 +17,9 @@
  * Under vertex block descent (PIOLA_SCHEME_VBD, vbd.c; Chen, Liu, Yang, Yuksel 2024) the same
  * schedule runs with "solve vertices" (each vertex color in turn, one Newton step per vertex of
  * the color on its block of the incremental potential) in place of "solve tets", and without
- * the inverted-tet pass.
+ * the inverted-tet pass; under the multigrid scheme (PIOLA_SCHEME_MULTIGRID, newton.c) with
+ * "solve global" (one Newton step on the whole incremental potential) in its place. Both hold
+ * the attachments in their own solve.
  *
  * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
  * every iteration, and where a contact presses on a flat tet whose four corners lie on the
@@ -65,7 +67,8 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
     return PIOLA_ERROR_NON_FINITE;
   }
   if ((def->iteration_scheme != PIOLA_SCHEME_GAUSS_SEIDEL &&
-       def->iteration_scheme != PIOLA_SCHEME_JACOBI && def->iteration_scheme != PIOLA_SCHEME_VBD) ||
+       def->iteration_scheme != PIOLA_SCHEME_JACOBI && def->iteration_scheme != PIOLA_SCHEME_VBD &&
+       def->iteration_scheme != PIOLA_SCHEME_MULTIGRID) ||
       def->max_colors < 0 || !(def->jacobi_omega > 0.0f && def->jacobi_omega < 2.0f) ||
       (def->schedule != PIOLA_SCHEDULE_AUTO && def->schedule != PIOLA_SCHEDULE_STAGES &&
        def->schedule != PIOLA_SCHEDULE_BODIES)) {
@@ -135,7 +138,15 @@ piola_status piola_world_create_with_faults(const piola_world_def *def, piola_fa
   }
   w->def = *def;
   w->ops = NULL;
-  if (def->backend == PIOLA_BACKEND_OPENCL || def->backend == PIOLA_BACKEND_AUTO) {
+  const bool multigrid = def->iteration_scheme == PIOLA_SCHEME_MULTIGRID;
+  if (def->backend == PIOLA_BACKEND_OPENCL && multigrid) {
+    piola_log(&def->logger, PIOLA_LOG_ERROR,
+              "piola_world_create: the multigrid scheme runs on the CPU reference only (backend "
+              "cpu, or auto)");
+    free(w);
+    return PIOLA_ERROR_UNSUPPORTED;
+  }
+  if (def->backend == PIOLA_BACKEND_OPENCL || (def->backend == PIOLA_BACKEND_AUTO && !multigrid)) {
     const piola_backend_ops *opencl = piola_backend_find(PIOLA_BACKEND_OPENCL);
     if (opencl == NULL) {
       piola_log(&def->logger, PIOLA_LOG_ERROR,
@@ -199,6 +210,7 @@ void piola_world_destroy(piola_world *w) {
   piola_solver_tets_free(&w->solver);
   piola_solver_cloth_free(&w->cloth);
   piola_solver_vbd_free(&w->vbd);
+  piola_solver_newton_free(&w->newton);
   piola_contacts_free(&w->contacts);
   free(w);
 }
@@ -255,9 +267,15 @@ piola_status piola_world_step(piola_world *w) {
   /* Vertex block descent: SOLVE_VERTICES in place of SOLVE_TETS (tets and cloth alike), per
    * stage, and no inverted-tet pass (its extended energies recover inverted tets within the
    * iterations; there are no multipliers to carry on from). */
-  const bool vbd = w->def.iteration_scheme == PIOLA_SCHEME_VBD;
-  const piola_stage solve = vbd ? PIOLA_STAGE_SOLVE_VERTICES : PIOLA_STAGE_SOLVE_TETS;
-  const bool per_body = !vbd && w->ops->per_body(w);
+  /* The multigrid scheme likewise: SOLVE_GLOBAL (one Newton step of the whole substep) in place
+   * of SOLVE_TETS, attachments in its solve, no inverted-tet pass. */
+  const bool minimizes = w->def.iteration_scheme == PIOLA_SCHEME_VBD ||
+                         w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
+  const piola_stage solve = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID
+                                ? PIOLA_STAGE_SOLVE_GLOBAL
+                            : minimizes ? PIOLA_STAGE_SOLVE_VERTICES
+                                        : PIOLA_STAGE_SOLVE_TETS;
+  const bool per_body = !minimizes && w->ops->per_body(w);
   const bool contacts = piola_contacts_active(w);
   const bool attachments = w->attach.count > 0;
   const bool only_tet_bodies = w->solver.body_count == w->body_count;
@@ -288,14 +306,14 @@ piola_status piola_world_step(piola_world *w) {
         if (s == PIOLA_OK && contacts) {
           s = run_stage(w, PIOLA_STAGE_CONTACT, h);
         }
-        if (s == PIOLA_OK && attachments && !vbd) { /* VBD: in the vertices' blocks */
+        if (s == PIOLA_OK && attachments && !minimizes) { /* VBD: in the vertices' blocks */
           s = run_stage(w, PIOLA_STAGE_ATTACHMENTS, h);
         }
         if (s == PIOLA_OK && w->collider_count > 0) {
           s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
         }
       }
-      if (s == PIOLA_OK && contacts && !vbd) {
+      if (s == PIOLA_OK && contacts && !minimizes) {
         w->tets_inverted_only = true;
         s = per_body ? w->ops->substep_bodies(w, h, PIOLA_BODIES_INVERTED)
                      : run_stage(w, PIOLA_STAGE_SOLVE_TETS, h);
@@ -438,9 +456,15 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
     plastic =
         piola_id_pool_alive(&w->body_ids, i) && !b->cloth && w->materials[b->material].plastic;
   }
-  const bool vbd = w->def.iteration_scheme == PIOLA_SCHEME_VBD;
+  const bool multigrid = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
+  const bool vbd = w->def.iteration_scheme == PIOLA_SCHEME_VBD || multigrid;
   const int64_t tets = (int64_t)st->color_count + (st->jacobi_tets > 0);
-  const int64_t solve = vbd ? (int64_t)st->vertex_color_count : tets + st->cloth_color_count;
+  const piola_solver_newton *nw = &w->newton;
+  const int64_t levels = nw->mg.level_count;
+  const int64_t cg = nw->newton_steps > 0 ? nw->cg_iterations / nw->newton_steps : 0;
+  const int64_t solve = multigrid ? 1 + levels + cg * (3 + 11 * (levels - 1) + 1) + 1
+                        : vbd     ? (int64_t)st->vertex_color_count
+                                  : tets + st->cloth_color_count;
   const int64_t iteration =
       solve + (contacts ? 2 : 0) + (attachments && !vbd) + (w->collider_count > 0);
   const int64_t substep =
@@ -610,6 +634,11 @@ piola_status piola_world_get_stats(const piola_world *w, piola_stats *out) {
   warn_unconverged((piola_world *)w, residual.worst_slot, residual.worst_coarse);
   st.surface_edges = w->tets_dirty ? 0 : w->contacts.edge_count;
   st.dependent_passes = dependent_passes(w, &st);
+  if (w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID) {
+    st.linear_iterations = w->newton.cg_iterations;
+    st.multigrid_levels = w->newton.mg.level_count;
+    st.linear_residual = w->newton.cg_relative;
+  }
   w->ops->describe(w, &st);
   *out = st;
   return PIOLA_OK;

@@ -24,6 +24,7 @@
 #include "render_mesh.h"
 #include "solver_arrays.h"
 #include "thread_pool.h"
+#include "newton.h"
 #include "vbd.h"
 
 #include <math.h>
@@ -94,6 +95,7 @@ struct piola_world {
   piola_solver_cloth cloth; /* rebuilt with the tet arrays */
   piola_solver_contacts contacts;
   piola_solver_vbd vbd; /* vertex block descent's lists (PIOLA_SCHEME_VBD), rebuilt with them */
+  piola_solver_newton newton; /* the multigrid scheme's matrix (PIOLA_SCHEME_MULTIGRID), too */
 
   int64_t step_count;
   /* The step (step_count) of the last stats read that found contact pairs dropped, 0 if none:

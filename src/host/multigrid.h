@@ -1,0 +1,80 @@
+/* Piola multigrid (multigrid.c): conjugate gradients preconditioned by an aggregation multigrid
+ * over rigid clusters, for the symmetric positive definite 3x3-block matrices of the global
+ * Newton step (newton.c, PIOLA_SCHEME_MULTIGRID).
+ *
+ * The structure (the levels' patterns and aggregates) is built once per mesh topology; the
+ * values (the coarse matrices, the smoothers' blocks and the coarsest factors) are set up
+ * again for every matrix. */
+#ifndef PIOLA_MULTIGRID_H
+#define PIOLA_MULTIGRID_H
+
+#include "piola/piola.h"
+
+#include "thread_pool.h"
+
+#include <stdint.h>
+
+/* Levels at most (the finest included). */
+#define PIOLA_MG_MAX_LEVELS 12
+
+/* A square sparse matrix of bs x bs blocks (bs 3 or 6), by block rows: row i's blocks are
+ * start[i] .. start[i + 1] - 1, in increasing column col[k], each bs * bs values row-major at
+ * val + k bs^2; diag[i] is the index of row i's diagonal block (every row has one). */
+typedef struct piola_bsr {
+  int32_t n, bs;
+  int32_t *start, *col, *diag;
+  double *val;
+} piola_bsr;
+
+/* One level: its matrix, its smoother, and the way down to the next (none on the coarsest). */
+typedef struct piola_mg_level {
+  piola_bsr a;
+  double *smoother;      /* per row, the inverse of its l1 block (bs * bs) */
+  double *position;      /* per node, the point its rigid motions turn about (m) */
+  int32_t *aggregate;    /* per node, its node on the next level, or -1 (isolated: not coarsened) */
+  double *prolong;       /* per node, the block bs x bs_next of the prolongation */
+  int32_t *coarse_block; /* per block of `a`, the next level's block it adds to, or -1 */
+  int32_t *member_start, *members; /* per node of the next level, the nodes of its aggregate */
+  double *x, *b, *r;               /* work vectors (n bs) */
+} piola_mg_level;
+
+typedef struct piola_multigrid {
+  int32_t level_count;
+  piola_mg_level level[PIOLA_MG_MAX_LEVELS];
+  /* The coarsest level's connected components (the bodies' last clusters), each solved by a
+   * dense Cholesky factor: component c is nodes component_nodes[component_start[c] ..], its
+   * factor (size m = nodes bs, m x m lower, row-major) at factor + factor_start[c]. */
+  int32_t component_count;
+  int32_t *component_start, *component_nodes;
+  int64_t *factor_start;
+  double *factor, *dense_b;
+  /* PCG's vectors on the finest level (n 3 each) */
+  double *cg_r, *cg_z, *cg_p, *cg_q;
+  piola_pool *pool;
+} piola_multigrid;
+
+/* The structure of the hierarchy over the pattern of an n x n block matrix of 3x3 blocks
+ * (start, col as in piola_bsr; every row holds its diagonal). The finest level's values
+ * (mg->level[0].a.val) are the caller's to fill before piola_multigrid_setup(). All or nothing:
+ * out of memory leaves *mg empty. */
+piola_status piola_multigrid_build(int32_t n, const int32_t *start, const int32_t *col,
+                                   piola_pool *pool, piola_multigrid *mg);
+void piola_multigrid_free(piola_multigrid *mg);
+
+/* The values of the hierarchy for the finest matrix now in level[0].a.val, whose nodes stand at
+ * `positions` (m, 3 per node): the rigid motions of each cluster about its centroid span the
+ * next level (unsmoothed aggregation with the rigid-body modes as the near null space: Vanek,
+ * Mandel, Brezina 1996; coarse matrices by the Galerkin product P^T A P). */
+void piola_multigrid_setup(piola_multigrid *mg, const double *positions);
+
+/* Solves A x = b by conjugate gradients preconditioned by one V-cycle per iteration, x from
+ * zero, in the subspace the filter leaves: per node kind[i] 0 (free), 1 (no motion along the
+ * unit normal[3 i]) or 2 (fixed; its row and column of A must be the identity times a
+ * positive number). Stops when |r| <= tolerance |b| (filtered) or after max_iterations;
+ * returns the iterations, writes |r| / |b| to *relative. Deterministic: every sum in a fixed
+ * order. */
+int32_t piola_multigrid_solve(piola_multigrid *mg, const double *b, const uint8_t *kind,
+                              const double *normal, double tolerance, int32_t max_iterations,
+                              double *x, double *relative);
+
+#endif /* PIOLA_MULTIGRID_H */

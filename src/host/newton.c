@@ -1,0 +1,407 @@
+/* Piola global Newton step: the multigrid scheme (PIOLA_SCHEME_MULTIGRID).
+ *
+ * Each substep minimizes the incremental potential of implicit Euler,
+ *   G(x) = sum_i m_i / (2 h^2) |x_i - y_i|^2 + sum of the elements' energies,
+ * y the predicted positions of PREDICT (w->y), the same step a converged XPBD or vertex block
+ * descent step takes (the energies and their parameters are the XPBD scheme's, U = V Psi(F),
+ * E = 1 / compliance). Each iteration of the substep is one projected Newton step on the whole
+ * of G (Teran, Sifakis, Irving, Fedkiw 2005, Sec. 4):
+ *   (M / h^2 + sum_e H_e) dx = -grad G,
+ * every element Hessian H_e projected to the positive semidefinite cone (piola_tet_hessian),
+ * solved by conjugate gradients preconditioned by the aggregation multigrid of multigrid.c to
+ * PIOLA_MULTIGRID_CG_TOLERANCE, then a backtracking line search on G (Armijo's condition; Nocedal,
+ * Wright 2006, Sec. 3.1). Multigrid makes the cost of a converged linear solve grow with the
+ * vertices, not with their square: a global step reaches the slow modes of a fine mesh that
+ * Gauss-Seidel over elements needs hundreds of sweeps for (MGPBD, Li et al. 2025, solves XPBD's
+ * dual system the same way; this scheme solves the primal one, whose unknowns are the 3 n
+ * positions rather than one multiplier per constraint).
+ *
+ * Pinned vertices (inverse mass 0) and hard attachments (held on their targets) are fixed in
+ * the solve; soft attachments are energies (1 / (2 alpha)) |x - target|^2. A vertex a
+ * collider pushed in the substep's last COLLIDE stage keeps its place along the collider's
+ * normal in the solve (the filter of a constrained particle, Baraff, Witkin 1998, "Large Steps
+ * in Cloth Simulation", Sec. 5.3) and moves freely along its surface; colliders and body
+ * contacts then project as in the XPBD step, after each iteration (world.c).
+ */
+#include "world.h"
+
+#include "newton.h"
+
+#include "piola_attach.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void piola_solver_newton_free(piola_solver_newton *n) {
+  free(n->start);
+  free(n->col);
+  free(n->tet_block);
+  piola_multigrid_free(&n->mg);
+  free(n->gradient);
+  free(n->dx);
+  free(n->trial);
+  free(n->normal);
+  free(n->kind);
+  memset(n, 0, sizeof *n);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_tets *st,
+                                       piola_solver_newton *out) {
+  memset(out, 0, sizeof *out);
+  if (w->def.iteration_scheme != PIOLA_SCHEME_MULTIGRID) {
+    return PIOLA_OK;
+  }
+  piola_solver_newton n;
+  memset(&n, 0, sizeof n);
+  const int32_t nv = w->vertex_count, nt = st->tet_count;
+  const size_t nvb = (size_t)(nv > 0 ? nv : 1);
+  n.vertex_count = nv;
+  /* Each vertex's tets, then its neighbours through them (itself included), sorted. */
+  int32_t *inc_start = calloc(nvb + 1, sizeof(int32_t));
+  int32_t *inc = malloc(sizeof(int32_t) * (size_t)(nt > 0 ? 4 * nt : 1));
+  int32_t *mark = malloc(sizeof(int32_t) * nvb);
+  n.start = calloc(nvb + 1, sizeof(int32_t));
+  if (!inc_start || !inc || !mark || !n.start) {
+    free(inc_start);
+    free(inc);
+    free(mark);
+    piola_solver_newton_free(&n);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int32_t t = 0; t < nt; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      inc_start[st->tet_vertices[4 * (size_t)t + k] + 1]++;
+    }
+  }
+  for (int32_t i = 0; i < nv; ++i) {
+    inc_start[i + 1] += inc_start[i];
+    mark[i] = -1;
+  }
+  {
+    int32_t *fill = malloc(sizeof(int32_t) * nvb);
+    if (fill == NULL) {
+      free(inc_start);
+      free(inc);
+      free(mark);
+      piola_solver_newton_free(&n);
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(fill, inc_start, sizeof(int32_t) * nvb);
+    for (int32_t t = 0; t < nt; ++t) {
+      for (int k = 0; k < 4; ++k) {
+        inc[fill[st->tet_vertices[4 * (size_t)t + k]]++] = t;
+      }
+    }
+    free(fill);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int32_t i = 0; i < nv; ++i) {
+      int32_t at = pass == 0 ? 0 : n.start[i];
+      mark[i] = i;
+      if (pass == 1) {
+        n.col[at] = i;
+      }
+      at++;
+      for (int32_t e = inc_start[i]; e < inc_start[i + 1]; ++e) {
+        const int32_t *q = st->tet_vertices + 4 * (size_t)inc[e];
+        for (int k = 0; k < 4; ++k) {
+          if (mark[q[k]] != i) {
+            mark[q[k]] = i;
+            if (pass == 1) {
+              n.col[at] = q[k];
+            }
+            at++;
+          }
+        }
+      }
+      if (pass == 0) {
+        n.start[i + 1] = at;
+      } else {
+        qsort(n.col + n.start[i], (size_t)(at - n.start[i]), sizeof(int32_t), cmp_i32);
+      }
+    }
+    if (pass == 0) {
+      for (int32_t i = 0; i < nv; ++i) {
+        n.start[i + 1] += n.start[i];
+        mark[i] = -1;
+      }
+      n.col = malloc(sizeof(int32_t) * (size_t)(n.start[nv] > 0 ? n.start[nv] : 1));
+      if (n.col == NULL) {
+        break;
+      }
+    }
+  }
+  free(inc_start);
+  free(inc);
+  free(mark);
+  n.tet_block = malloc(sizeof(int32_t) * 16 * (size_t)(nt > 0 ? nt : 1));
+  n.gradient = malloc(sizeof(double) * 3 * nvb);
+  n.dx = malloc(sizeof(double) * 3 * nvb);
+  n.trial = malloc(sizeof(double) * 3 * nvb);
+  n.normal = malloc(sizeof(double) * 3 * nvb);
+  n.kind = malloc(nvb);
+  if (!n.col || !n.tet_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind) {
+    piola_solver_newton_free(&n);
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int32_t t = 0; t < nt; ++t) {
+    const int32_t *q = st->tet_vertices + 4 * (size_t)t;
+    for (int a = 0; a < 4; ++a) {
+      for (int b = 0; b < 4; ++b) {
+        int32_t lo = n.start[q[a]], hi = n.start[q[a] + 1];
+        while (lo < hi) {
+          const int32_t mid = lo + (hi - lo) / 2;
+          if (n.col[mid] < q[b]) {
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+        n.tet_block[16 * (size_t)t + (size_t)(4 * a + b)] = lo;
+      }
+    }
+  }
+  piola_status s = piola_multigrid_build(nv, n.start, n.col, w->pool, &n.mg);
+  if (s != PIOLA_OK) {
+    piola_solver_newton_free(&n);
+    return s;
+  }
+  *out = n;
+  return PIOLA_OK;
+}
+
+/* ---- The CPU reference's stage ----------------------------------------------------------- */
+
+static piola_m3 load_m3(const double *a, int32_t i) {
+  piola_m3 m;
+  memcpy(m.m, a + 9 * (size_t)i, sizeof m.m);
+  return m;
+}
+
+/* The substep's incremental potential G at positions x (J): the inertia of the vertices not
+ * fixed, the tets' energies and the soft attachments'. */
+static double potential(const piola_world *w, const double *x, double inv_h2) {
+  const piola_solver_newton *nw = &w->newton;
+  const piola_solver_tets *st = &w->solver;
+  double g = 0.0;
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    if (nw->kind[i] == 2) {
+      continue;
+    }
+    const double *xi = x + 3 * (size_t)i, *yi = w->y + 3 * (size_t)i;
+    const double d[3] = {xi[0] - yi[0], xi[1] - yi[1], xi[2] - yi[2]};
+    g += 0.5 * inv_h2 / w->w[i] * (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  }
+  for (int32_t t = 0; t < st->tet_count; ++t) {
+    const int32_t *q = st->tet_vertices + 4 * (size_t)t;
+    const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
+    g += piola_tet_energy(mat, load_m3(st->tet_m, t), st->tet_volume[t], piola_vertex_at(x, q[0]),
+                          piola_vertex_at(x, q[1]), piola_vertex_at(x, q[2]),
+                          piola_vertex_at(x, q[3])) /
+         mat->compliance;
+  }
+  const piola_solver_attachments *at = &w->attach;
+  for (int32_t k = 0; k < at->vertex_count; ++k) {
+    const int32_t i = at->vertex[k];
+    for (int32_t e = at->start[k]; e < at->start[k + 1] && nw->kind[i] != 2; ++e) {
+      const double *t = at->target + 4 * (size_t)e, *xi = x + 3 * (size_t)i;
+      const double d[3] = {xi[0] - t[0], xi[1] - t[1], xi[2] - t[2]};
+      g += 0.5 / t[3] * (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    }
+  }
+  return g;
+}
+
+static void add_block(double *val, int32_t k, piola_m3 h, double scale, bool transpose) {
+  double *v = val + 9 * (size_t)k;
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      v[3 * r + c] += scale * (transpose ? h.m[3 * c + r] : h.m[3 * r + c]);
+    }
+  }
+}
+
+/* The motion the solve held back at each supported vertex (m, along -normal): the Newton step
+ * the vertex's own block would take into its collider under the force the filter took out,
+ * max(0, -n.r / n.H_ii n) with r = -(g + H alpha dx) its row of the residual, kept as the
+ * support's held motion (piola_tet_support), so that the next COLLIDE pushes the vertex and
+ * spends friction as it would have without the support, and the vertex stays supported while
+ * the body presses on the collider (and leaves it when it pulls away). */
+static void hold_supported(piola_world *w, double alpha) {
+  const piola_solver_newton *nw = &w->newton;
+  const double *val = nw->mg.level[0].a.val;
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    if (nw->kind[i] != 1) {
+      continue;
+    }
+    double r[3];
+    for (int c = 0; c < 3; ++c) {
+      r[c] = -nw->gradient[3 * (size_t)i + (size_t)c];
+    }
+    for (int32_t k = nw->start[i]; k < nw->start[i + 1]; ++k) {
+      const double *v = val + 9 * (size_t)k, *dxj = nw->dx + 3 * (size_t)nw->col[k];
+      for (int a = 0; a < 3; ++a) {
+        r[a] -= alpha * (v[3 * a] * dxj[0] + v[3 * a + 1] * dxj[1] + v[3 * a + 2] * dxj[2]);
+      }
+    }
+    const double *n = nw->normal + 3 * (size_t)i, *d = val + 9 * (size_t)nw->mg.level[0].a.diag[i];
+    double nhn = 0.0;
+    for (int a = 0; a < 3; ++a) {
+      nhn += n[a] * (d[3 * a] * n[0] + d[3 * a + 1] * n[1] + d[3 * a + 2] * n[2]);
+    }
+    const double into = -(n[0] * r[0] + n[1] * r[1] + n[2] * r[2]);
+    w->solver.support[4 * (size_t)i + 3] = into > 0.0 && nhn > 0.0 ? into / nhn : 0.0;
+  }
+}
+
+void piola_cpu_solve_global(piola_world *w, double h) {
+  piola_solver_newton *nw = &w->newton;
+  const piola_solver_tets *st = &w->solver;
+  const piola_solver_attachments *at = &w->attach;
+  if (w->substep == 0 && w->iteration == 0) {
+    nw->cg_iterations = 0;
+    nw->newton_steps = 0;
+    nw->cg_relative = 0.0;
+  }
+  if (nw->start == NULL || w->vertex_count == 0) {
+    return;
+  }
+  const int32_t nv = w->vertex_count;
+  const double inv_h2 = 1.0 / (h * h);
+  /* What each vertex is in the solve: fixed (pinned, or held by a hard attachment on its
+   * target), supported (along its collider's normal) or free. */
+  for (int32_t i = 0; i < nv; ++i) {
+    const double *support = st->support + 4 * (size_t)i;
+    const double n2 = support[0] * support[0] + support[1] * support[1] + support[2] * support[2];
+    nw->kind[i] = !(w->w[i] > 0.0) ? 2 : (support[3] >= 0.0 && n2 > 0.0) ? 1 : 0;
+    memcpy(nw->normal + 3 * (size_t)i, support, 3 * sizeof(double));
+  }
+  for (int32_t k = 0; k < at->vertex_count; ++k) {
+    const int32_t i = at->vertex[k];
+    for (int32_t e = at->start[k]; e < at->start[k + 1]; ++e) {
+      const double *t = at->target + 4 * (size_t)e;
+      if (!(t[3] > 0.0) && w->w[i] > 0.0) {
+        memcpy(w->p + 3 * (size_t)i, t, 3 * sizeof(double));
+        nw->kind[i] = 2;
+      }
+    }
+  }
+  /* The gradient and the matrix at p. */
+  double *val = nw->mg.level[0].a.val;
+  const int32_t *diag = nw->mg.level[0].a.diag;
+  memset(val, 0, sizeof(double) * 9 * (size_t)nw->start[nv]);
+  memset(nw->gradient, 0, sizeof(double) * 3 * (size_t)nv);
+  double g0 = 0.0;
+  for (int32_t i = 0; i < nv; ++i) {
+    if (nw->kind[i] == 2) {
+      continue;
+    }
+    const double k = inv_h2 / w->w[i];
+    double *gi = nw->gradient + 3 * (size_t)i, *v = val + 9 * (size_t)diag[i];
+    double d2 = 0.0;
+    for (int c = 0; c < 3; ++c) {
+      const double d = w->p[3 * (size_t)i + (size_t)c] - w->y[3 * (size_t)i + (size_t)c];
+      gi[c] = k * d;
+      d2 += d * d;
+      v[4 * c] += k;
+    }
+    g0 += 0.5 * k * d2;
+  }
+  for (int32_t t = 0; t < st->tet_count; ++t) {
+    const int32_t *q = st->tet_vertices + 4 * (size_t)t;
+    const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
+    const double e = 1.0 / mat->compliance;
+    piola_v3 ge[4];
+    piola_m3 he[PIOLA_TET_HESSIAN_BLOCKS];
+    g0 += e * piola_tet_hessian(mat, load_m3(st->tet_m, t), st->tet_volume[t],
+                                piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                                piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), ge, he);
+    const int32_t *blocks = nw->tet_block + 16 * (size_t)t;
+    int k = 0;
+    for (int a = 0; a < 4; ++a) {
+      double *ga = nw->gradient + 3 * (size_t)q[a];
+      ga[0] += e * ge[a].x;
+      ga[1] += e * ge[a].y;
+      ga[2] += e * ge[a].z;
+      for (int b = a; b < 4; ++b, ++k) {
+        add_block(val, blocks[4 * a + b], he[k], e, false);
+        if (b != a) {
+          add_block(val, blocks[4 * b + a], he[k], e, true);
+        }
+      }
+    }
+  }
+  for (int32_t k = 0; k < at->vertex_count; ++k) {
+    const int32_t i = at->vertex[k];
+    for (int32_t e = at->start[k]; e < at->start[k + 1] && nw->kind[i] != 2; ++e) {
+      const double *t = at->target + 4 * (size_t)e;
+      piola_v3 ga = piola_v3_make(0.0, 0.0, 0.0);
+      double ka = 0.0;
+      piola_attachment_block(piola_vertex_at(w->p, i), piola_v3_make(t[0], t[1], t[2]), t[3], &ga,
+                             &ka);
+      double *gi = nw->gradient + 3 * (size_t)i, *v = val + 9 * (size_t)diag[i];
+      gi[0] += ga.x;
+      gi[1] += ga.y;
+      gi[2] += ga.z;
+      v[0] += ka;
+      v[4] += ka;
+      v[8] += ka;
+      g0 += 0.5 * (ga.x * ga.x + ga.y * ga.y + ga.z * ga.z) / (ka > 0.0 ? ka : 1.0);
+    }
+  }
+  /* A fixed vertex's row and column: the identity (times its inertia), its gradient zero. */
+  for (int32_t i = 0; i < nv; ++i) {
+    for (int32_t k = nw->start[i]; k < nw->start[i + 1]; ++k) {
+      const int32_t j = nw->col[k];
+      if (nw->kind[i] != 2 && nw->kind[j] != 2) {
+        continue;
+      }
+      double *v = val + 9 * (size_t)k;
+      memset(v, 0, 9 * sizeof(double));
+      if (i == j) {
+        const double s = w->w[i] > 0.0 ? inv_h2 / w->w[i] : 1.0;
+        v[0] = v[4] = v[8] = s;
+      }
+    }
+    if (nw->kind[i] == 2) {
+      memset(nw->gradient + 3 * (size_t)i, 0, 3 * sizeof(double));
+    }
+  }
+  /* The Newton step: H dx = -g by multigrid-preconditioned conjugate gradients. */
+  piola_multigrid_setup(&nw->mg, w->p);
+  for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
+    nw->trial[i] = -nw->gradient[i];
+  }
+  double relative = 0.0;
+  nw->cg_iterations +=
+      piola_multigrid_solve(&nw->mg, nw->trial, nw->kind, nw->normal, PIOLA_MULTIGRID_CG_TOLERANCE,
+                            PIOLA_MULTIGRID_CG_MAX, nw->dx, &relative);
+  nw->cg_relative = fmax(nw->cg_relative, relative);
+  nw->newton_steps++;
+  /* The line search along dx. */
+  double slope = 0.0;
+  for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
+    slope += nw->gradient[i] * nw->dx[i];
+  }
+  double alpha = 0.0;
+  if (slope < 0.0) { /* else converged to rounding */
+    for (int k = 0; k <= PIOLA_NEWTON_HALVINGS; ++k) {
+      const double a = ldexp(1.0, -k);
+      for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
+        nw->trial[i] = w->p[i] + a * nw->dx[i];
+      }
+      if (potential(w, nw->trial, inv_h2) <= g0 + 1e-4 * a * slope) {
+        memcpy(w->p, nw->trial, sizeof(double) * 3 * (size_t)nv);
+        alpha = a;
+        break;
+      }
+    }
+  }
+  hold_supported(w, alpha);
+}

@@ -1,0 +1,48 @@
+/* Piola global Newton step (newton.c): the pattern of the step's matrix and the CPU reference's
+ * SOLVE_GLOBAL stage of the multigrid scheme (PIOLA_SCHEME_MULTIGRID). */
+#ifndef PIOLA_NEWTON_H
+#define PIOLA_NEWTON_H
+
+#include "piola/piola.h"
+
+#include "multigrid.h"
+#include "solver_arrays.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Conjugate gradients stop at PIOLA_MULTIGRID_CG_TOLERANCE (piola_types.h) relative to the
+ * right-hand side (an inexact Newton step: Dembo, Eisenstat, Steihaug 1982), or after
+ * PIOLA_MULTIGRID_CG_MAX iterations. */
+/* Halvings of the step at most in the line search (Armijo's condition, c = 1e-4). */
+#define PIOLA_NEWTON_HALVINGS 10
+
+/* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
+ * and its neighbours through the tets) and the multigrid hierarchy over it, built with the
+ * other solver arrays under PIOLA_SCHEME_MULTIGRID (empty otherwise). tet_block holds, per
+ * solver tet, the 16 block indices of its corner pairs (a, b) at 4 a + b. */
+typedef struct piola_solver_newton {
+  int32_t vertex_count;
+  int32_t *start, *col;
+  int32_t *tet_block;
+  piola_multigrid mg;
+  double *gradient, *dx, *trial, *normal; /* 3 per vertex */
+  uint8_t *kind;                          /* per vertex: 0 free, 1 supported, 2 fixed */
+  /* The last step's conjugate-gradient iterations (summed over its Newton steps), its Newton
+   * steps and the largest relative residual a solve stopped at. */
+  int32_t cg_iterations, newton_steps;
+  double cg_relative;
+} piola_solver_newton;
+
+void piola_solver_newton_free(piola_solver_newton *n);
+
+/* Builds the matrix pattern and the hierarchy for the new tet solver arrays st over w's
+ * vertices into *out (all or nothing; empty unless the scheme is PIOLA_SCHEME_MULTIGRID). */
+piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_tets *st,
+                                       piola_solver_newton *out);
+
+/* The CPU reference's SOLVE_GLOBAL stage: one Newton step on the substep's incremental
+ * potential. */
+void piola_cpu_solve_global(piola_world *w, double h);
+
+#endif /* PIOLA_NEWTON_H */

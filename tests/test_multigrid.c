@@ -1,0 +1,666 @@
+/* The multigrid scheme (PIOLA_SCHEME_MULTIGRID): a tet's projected Hessian against central
+ * differences in double, the multigrid-preconditioned solve, and the scheme in worlds on the CPU
+ * reference (convergence that does not degrade with resolution, rest under gravity against the
+ * closed form and converged XPBD, colliders, attachments, inversion, plasticity, bitwise
+ * repeatability, what it refuses). */
+#include "test_opencl_common.h"
+#include "world_helpers.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- A tet's Hessian (kernels/piola_tet.h) ------------------------------------------------ */
+
+static piola_tet_material mg_material(int model, int inversion, double nu) {
+  piola_tet_material m;
+  memset(&m, 0, sizeof m);
+  m.mu = 1.0 / (2.0 * (1.0 + nu));
+  m.lambda = nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+  m.compliance = 1e-5;
+  m.model = model;
+  m.solver = PIOLA_TET_SOLVER_XPBD;
+  m.inversion = inversion;
+  return m;
+}
+
+/* The 12 x 12 Hessian of piola_tet_hessian() as a dense matrix. */
+static void dense_hessian(const piola_m3 *blocks, double *h) {
+  int k = 0;
+  for (int a = 0; a < 4; ++a) {
+    for (int b = a; b < 4; ++b, ++k) {
+      for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) {
+          h[(3 * a + r) * 12 + 3 * b + c] = blocks[k].m[3 * r + c];
+          h[(3 * b + c) * 12 + 3 * a + r] = blocks[k].m[3 * r + c];
+        }
+      }
+    }
+  }
+}
+
+/* The gradient against central differences of the energy, everywhere; the Hessian against
+ * central differences of the gradient where the tet is stretched in every direction (there the
+ * Hessian is positive definite and the projection changes nothing), both models, on the regular
+ * path and with the inversion handling always on (the inversion path: differences of the stress
+ * and Jacobi sweeps, the same Hessian); positive semidefinite everywhere (near rest, compressed,
+ * flat, inverted). */
+void test_multigrid_tet_hessian_finite_differences(piola_test *t) {
+  uint64_t rng = 5;
+  const piola_m3 dm_inv = piola_m3_scale(piola_m3_identity(), 1.0 / 0.7);
+  const double vol = 0.7 * 0.7 * 0.7 / 6.0;
+  double worst_g = 0.0, worst_h = 0.0, worst_neg = 0.0;
+  for (int model = 0; model < 2; ++model) {
+    for (int inversion = 1; inversion < 3; ++inversion) {
+      const piola_tet_material m = mg_material(model, inversion, 0.3);
+      for (int kind = 0; kind < 5; ++kind) {
+        for (int trial = 0; trial < 6; ++trial) {
+          piola_v3 x[4];
+          const piola_v3 rest[4] = {piola_v3_make(0, 0, 0), piola_v3_make(0.7, 0, 0),
+                                    piola_v3_make(0, 0.7, 0), piola_v3_make(0, 0, 0.7)};
+          for (int a = 0; a < 4; ++a) {
+            x[a] = piola_v3_add(rest[a], piola_v3_make(0.03 * piola_test_rand(&rng),
+                                                       0.03 * piola_test_rand(&rng),
+                                                       0.03 * piola_test_rand(&rng)));
+            if (kind == 1) { /* stretched in every direction */
+              x[a] = piola_v3_scale(x[a], 1.3);
+            } else if (kind == 2) { /* squashed along y below the clamp */
+              x[a].y *= 0.35;
+            }
+          }
+          if (kind == 3) { /* flat */
+            x[3].z = 0.01 * piola_test_rand(&rng);
+          } else if (kind == 4) { /* inverted */
+            x[3].z = -x[3].z;
+          }
+          piola_v3 g[4];
+          piola_m3 blocks[PIOLA_TET_HESSIAN_BLOCKS];
+          const double u = piola_tet_hessian(&m, dm_inv, vol, x[0], x[1], x[2], x[3], g, blocks);
+          CHECK_NEAR(t, u, piola_tet_energy(&m, dm_inv, vol, x[0], x[1], x[2], x[3]), 1e-15);
+          double h[144];
+          dense_hessian(blocks, h);
+          double hscale = 0.0;
+          for (int i = 0; i < 144; ++i) {
+            hscale = fmax(hscale, fabs(h[i]));
+          }
+          for (int a = 0; a < 4; ++a) {
+            double *comp[3] = {&x[a].x, &x[a].y, &x[a].z};
+            for (int c = 0; c < 3; ++c) {
+              const double keep = *comp[c], d = 1e-6;
+              piola_v3 gp[4], gm[4];
+              *comp[c] = keep + d;
+              const double ep = piola_tet_gradient(&m, dm_inv, vol, x[0], x[1], x[2], x[3], gp);
+              *comp[c] = keep - d;
+              const double em = piola_tet_gradient(&m, dm_inv, vol, x[0], x[1], x[2], x[3], gm);
+              *comp[c] = keep;
+              const double gv[3] = {g[a].x, g[a].y, g[a].z};
+              const double dg = fabs((ep - em) / (2 * d) - gv[c]) / (1e-3 + fabs(gv[c]));
+              worst_g = fmax(worst_g, dg);
+              CHECK_MSG(t, dg < 1e-6, "model %d inversion %d kind %d: gradient off by %g", model,
+                        inversion, kind, dg);
+              if (kind != 1) {
+                continue;
+              }
+              for (int b = 0; b < 4; ++b) {
+                const double col[3] = {(gp[b].x - gm[b].x) / (2 * d), (gp[b].y - gm[b].y) / (2 * d),
+                                       (gp[b].z - gm[b].z) / (2 * d)};
+                for (int r = 0; r < 3; ++r) {
+                  const double dh = fabs(col[r] - h[(3 * b + r) * 12 + 3 * a + c]) / hscale;
+                  worst_h = fmax(worst_h, dh);
+                  CHECK_MSG(t, dh < (inversion == 2 ? 1e-4 : 1e-6),
+                            "model %d inversion %d: H off by %g", model, inversion, dh);
+                }
+              }
+            }
+          }
+          /* positive semidefinite: v^T H v >= 0 for random v */
+          for (int k = 0; k < 20; ++k) {
+            double v[12], hv = 0.0, vv = 0.0;
+            for (int i = 0; i < 12; ++i) {
+              v[i] = piola_test_rand(&rng);
+              vv += v[i] * v[i];
+            }
+            for (int i = 0; i < 12; ++i) {
+              for (int j = 0; j < 12; ++j) {
+                hv += v[i] * h[i * 12 + j] * v[j];
+              }
+            }
+            worst_neg = fmin(worst_neg, hv / (vv * (hscale > 0.0 ? hscale : 1.0)));
+            CHECK_MSG(t, hv >= -1e-9 * vv * hscale, "model %d inversion %d kind %d: v^T H v = %g",
+                      model, inversion, kind, hv);
+          }
+        }
+      }
+    }
+  }
+  printf(
+      "  worst relative error: gradient %.2g, Hessian %.2g; most negative v^T H v / |v|^2 %.2g\n",
+      worst_g, worst_h, worst_neg);
+}
+
+/* ---- Worlds -------------------------------------------------------------------------------- */
+
+/* A column 0.25 x 0.5 x 0.25 m of n x 2n x n cells (12 n^3 tets), Neo-Hookean, E = 0.1 MPa,
+ * nu = 0, 1000 kg/m^3, standing on the ground (or with its base pinned). */
+typedef struct column {
+  piola_world *w;
+  piola_body_id id;
+  piola_tet_mesh mesh;
+} column;
+
+static bool column_make(piola_test *t, column *c, piola_iteration_scheme scheme, int32_t n,
+                        int32_t iterations, float damping, bool pinned) {
+  memset(c, 0, sizeof *c);
+  const int32_t cells[3] = {n, 2 * n, n};
+  const float size[3] = {0.25f, 0.5f, 0.25f};
+  if (piola_mesh_make_box(cells, size, &c->mesh) != PIOLA_OK) {
+    return false;
+  }
+  piola_world_def def = piola_test_world_def(NULL, NULL);
+  def.iteration_scheme = scheme;
+  def.iterations = iterations;
+  def.damping = damping;
+  def.contacts = false;
+  if (piola_world_create(&def, &c->w) != PIOLA_OK) {
+    return false;
+  }
+  piola_material mat = piola_default_material();
+  mat.model = PIOLA_MODEL_NEOHOOKEAN;
+  mat.youngs_modulus = 1e5f;
+  mat.poisson_ratio = 0.0f;
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  bool ok = piola_world_add_tet_body(c->w, &c->mesh, &mat, NULL, &c->id) == PIOLA_OK;
+  if (ok && pinned) {
+    const int32_t nv = c->mesh.vertex_count;
+    float *inv = malloc(sizeof *inv * (size_t)nv);
+    ok = inv != NULL && piola_body_get_inverse_masses(c->w, c->id, inv, nv) == PIOLA_OK;
+    for (int32_t i = 0; ok && i < nv; ++i) {
+      inv[i] = c->mesh.positions[3 * i + 1] == 0.0f ? 0.0f : inv[i];
+    }
+    ok = ok && piola_body_set_inverse_masses(c->w, c->id, inv, nv) == PIOLA_OK;
+    free(inv);
+  } else if (ok) {
+    ok = piola_world_add_plane(c->w, up, 0.0f, 0.5f, NULL) == PIOLA_OK;
+  }
+  CHECK(t, ok);
+  return ok;
+}
+
+/* The mean sag of the column's top face (m). */
+static double column_sag(column *c) {
+  const int32_t nv = c->mesh.vertex_count;
+  float *x = malloc(sizeof *x * 3 * (size_t)nv);
+  double sum = 0.0;
+  int32_t count = 0;
+  if (x != NULL && piola_body_get_positions(c->w, c->id, x, nv) == PIOLA_OK) {
+    for (int32_t i = 0; i < nv; ++i) {
+      if (c->mesh.positions[3 * i + 1] == 0.5f) {
+        sum += 0.5 - x[3 * i + 1];
+        count++;
+      }
+    }
+  }
+  free(x);
+  return count > 0 ? sum / count : NAN;
+}
+
+static void column_free(column *c) {
+  piola_world_destroy(c->w);
+  piola_mesh_free(&c->mesh);
+}
+
+/* The residual after a step does not grow with resolution under multigrid: the pinned column
+ * at 768 and 6144 tets, 10 steps of 5 iterations from rest, relative and coarse residual of the
+ * last step. Gauss-Seidel at the same settings is far from converged and worse at the finer
+ * mesh (measured in docs/solvers.md). */
+void test_multigrid_converges_at_resolution(piola_test *t) {
+  double residual[2][2], coarse[2][2];
+  const int32_t cells[2] = {4, 8};
+  for (int s = 0; s < 2; ++s) {
+    for (int r = 0; r < 2; ++r) {
+      column c;
+      const piola_iteration_scheme scheme =
+          s == 0 ? PIOLA_SCHEME_GAUSS_SEIDEL : PIOLA_SCHEME_MULTIGRID;
+      residual[s][r] = coarse[s][r] = NAN;
+      if (column_make(t, &c, scheme, cells[r], 5, 0.0f, true)) {
+        piola_status st = PIOLA_OK;
+        for (int k = 0; k < 10 && st == PIOLA_OK; ++k) {
+          st = piola_world_step(c.w);
+        }
+        piola_stats stats;
+        if (st == PIOLA_OK && piola_world_get_stats(c.w, &stats) == PIOLA_OK) {
+          residual[s][r] = stats.relative_residual;
+          coarse[s][r] = stats.coarse_residual;
+          if (s == 1) {
+            printf("  multigrid %d tets: %d levels, %d conjugate-gradient iterations in the last "
+                   "step, linear residual %.2g\n",
+                   (int)stats.tet_count, (int)stats.multigrid_levels, (int)stats.linear_iterations,
+                   stats.linear_residual);
+            CHECK(t, stats.multigrid_levels >= 2 && stats.linear_iterations >= 5);
+            CHECK(t, stats.linear_residual <= PIOLA_MULTIGRID_CG_TOLERANCE);
+          }
+        }
+      }
+      column_free(&c);
+    }
+  }
+  printf("  relative (coarse) residual after 10 steps, 768 / 6144 tets: Gauss-Seidel %.3g (%.3g) "
+         "/ %.3g (%.3g), multigrid %.3g (%.3g) / %.3g (%.3g)\n",
+         residual[0][0], coarse[0][0], residual[0][1], coarse[0][1], residual[1][0], coarse[1][0],
+         residual[1][1], coarse[1][1]);
+  for (int r = 0; r < 2; ++r) {
+    CHECK_MSG(t, residual[1][r] < 1e-3 && coarse[1][r] < 1e-3, "multigrid: %.3g (%.3g)",
+              residual[1][r], coarse[1][r]);
+    CHECK(t, residual[0][r] > 100.0 * residual[1][r]);
+  }
+}
+
+/* The column standing on the ground at rest (3.5 s with damping): its top sags
+ * rho g H^2 / (2 E) within 5%, at 5 iterations (Gauss-Seidel reaches it at this coarse mesh too;
+ * the finer meshes are validate's, docs/solvers.md). */
+void test_multigrid_column_sag(piola_test *t) {
+  column c;
+  if (column_make(t, &c, PIOLA_SCHEME_MULTIGRID, 4, 5, 1.0f, false)) {
+    piola_status st = PIOLA_OK;
+    for (int k = 0; k < 700 && st == PIOLA_OK; ++k) {
+      st = piola_world_step(c.w);
+    }
+    CHECK_STATUS(t, st, PIOLA_OK);
+    const double closed = 1000.0 * 9.81 * 0.5 * 0.5 / (2.0 * 1e5);
+    const double sag = column_sag(&c);
+    piola_stats stats;
+    CHECK_STATUS(t, piola_world_get_stats(c.w, &stats), PIOLA_OK);
+    printf("  sag %.5f m = %.3f of rho g H^2 / (2 E); relative residual %.3g, kinetic %.3g J\n",
+           sag, sag / closed, stats.relative_residual, stats.kinetic_energy);
+    CHECK_MSG(t, fabs(sag / closed - 1.0) < 0.05, "sag %.3f of the closed form", sag / closed);
+    CHECK(t, stats.relative_residual < 1e-2);
+  }
+  column_free(&c);
+}
+
+/* The 1 m beam pinned at one end (E = 10 MPa, 10 x 2 x 2 cells, 0.2 x 0.2 m): multigrid at 5 iterations sags
+ * as XPBD converged does (0.0198 m at 100 iterations, docs/solvers.md). */
+static double beam_sag(piola_test *t, piola_iteration_scheme scheme, int32_t iterations,
+                       piola_model model, float compliance, double *off) {
+  const int32_t cells[3] = {10, 2, 2};
+  const float size[3] = {1.0f, 0.2f, 0.2f};
+  piola_tet_mesh beam;
+  if (piola_mesh_make_box(cells, size, &beam) != PIOLA_OK) {
+    return NAN;
+  }
+  piola_world_def def = piola_test_world_def(NULL, NULL);
+  def.iteration_scheme = scheme;
+  def.iterations = iterations;
+  def.damping = 10.0f;
+  def.contacts = false;
+  piola_world *w = NULL;
+  double sag = NAN;
+  piola_material mat = piola_default_material();
+  mat.youngs_modulus = 1e7f;
+  mat.model = model;
+  piola_body_id id;
+  const int32_t n = beam.vertex_count;
+  float *inv = malloc(sizeof *inv * (size_t)n), *x = malloc(sizeof *x * 3 * (size_t)n);
+  *off = NAN;
+  if (piola_world_create(&def, &w) == PIOLA_OK && inv != NULL && x != NULL &&
+      piola_world_add_tet_body(w, &beam, &mat, NULL, &id) == PIOLA_OK &&
+      piola_body_get_inverse_masses(w, id, inv, n) == PIOLA_OK) {
+    piola_status s = PIOLA_OK;
+    for (int32_t i = 0; i < n && s == PIOLA_OK; ++i) {
+      if (beam.positions[3 * i] != 0.0f) {
+        continue;
+      }
+      if (compliance < 0.0f) {
+        inv[i] = 0.0f; /* pinned */
+      } else {
+        piola_attachment_id a;
+        s = piola_world_add_attachment(w, id, i, beam.positions + 3 * i, compliance, &a);
+      }
+    }
+    s = s == PIOLA_OK ? piola_body_set_inverse_masses(w, id, inv, n) : s;
+    for (int32_t k = 0; k < 300 && s == PIOLA_OK; ++k) {
+      s = piola_world_step(w);
+    }
+    if (s == PIOLA_OK && piola_body_get_positions(w, id, x, n) == PIOLA_OK) {
+      double sum = 0.0, worst = 0.0;
+      int32_t count = 0;
+      for (int32_t i = 0; i < n; ++i) {
+        if (beam.positions[3 * i] == 1.0f) {
+          sum += (double)beam.positions[3 * i + 1] - x[3 * i + 1];
+          count++;
+        } else if (beam.positions[3 * i] == 0.0f) {
+          for (int k = 0; k < 3; ++k) {
+            worst = fmax(worst, fabs((double)x[3 * i + k] - beam.positions[3 * i + k]));
+          }
+        }
+      }
+      sag = sum / count;
+      *off = worst;
+    }
+  }
+  CHECK(t, isfinite(sag));
+  free(inv);
+  free(x);
+  piola_world_destroy(w);
+  piola_mesh_free(&beam);
+  return sag;
+}
+
+void test_multigrid_beam_sag_matches_xpbd(piola_test *t) {
+  double off;
+  const double xpbd =
+      beam_sag(t, PIOLA_SCHEME_GAUSS_SEIDEL, 100, PIOLA_MODEL_NEOHOOKEAN, -1.0f, &off);
+  const double nh = beam_sag(t, PIOLA_SCHEME_MULTIGRID, 5, PIOLA_MODEL_NEOHOOKEAN, -1.0f, &off);
+  const double stvk = beam_sag(t, PIOLA_SCHEME_MULTIGRID, 5, PIOLA_MODEL_STVK, -1.0f, &off);
+  printf("  tip sag: XPBD 100 iterations %.5f m, multigrid 5 iterations %.5f m (StVK %.5f m)\n",
+         xpbd, nh, stvk);
+  CHECK_MSG(t, fabs(nh - xpbd) < 0.02 * xpbd, "multigrid %.5f m, XPBD %.5f m", nh, xpbd);
+  CHECK_MSG(t, fabs(stvk - xpbd) < 0.05 * xpbd, "multigrid StVK %.5f m, XPBD %.5f m", stvk, xpbd);
+}
+
+/* Attachments: hard ones hold their vertices exactly on their targets and the beam sags as when
+ * pinned; soft ones (1e-7 m/N) are energies in the solve: the same sag at 5 and 20 iterations,
+ * the attached vertices off their targets by force x compliance. */
+void test_multigrid_attachments(piola_test *t) {
+  double off[3];
+  const double pinned = beam_sag(t, PIOLA_SCHEME_MULTIGRID, 5, PIOLA_MODEL_STVK, -1.0f, &off[0]);
+  const double hard = beam_sag(t, PIOLA_SCHEME_MULTIGRID, 5, PIOLA_MODEL_STVK, 0.0f, &off[0]);
+  const double soft5 = beam_sag(t, PIOLA_SCHEME_MULTIGRID, 5, PIOLA_MODEL_STVK, 1e-7f, &off[1]);
+  const double soft20 = beam_sag(t, PIOLA_SCHEME_MULTIGRID, 20, PIOLA_MODEL_STVK, 1e-7f, &off[2]);
+  printf("  beam: pinned %.5f m, hard attachments %.5f m (off by %.3g m), soft %.5f m at 5 and "
+         "%.5f m at 20 iterations (off by %.3g m)\n",
+         pinned, hard, off[0], soft5, soft20, off[1]);
+  CHECK_MSG(t, fabs(hard - pinned) < 1e-6, "hard %.6f, pinned %.6f m", hard, pinned);
+  CHECK(t, off[0] < 1e-6);
+  CHECK_MSG(t, fabs(soft5 - soft20) < 0.002 * soft20, "soft %.6f, %.6f m", soft5, soft20);
+  CHECK(t, soft5 > hard);
+  CHECK_MSG(t, off[1] > 1e-5 && off[1] < 1e-4, "soft: off by %.3g m", off[1]);
+}
+
+/* A soft box (E = 0.1 MPa, 0.4 x 0.2 x 0.4 m) on the ground, frictionless and with friction 0.5:
+ * its bottom stays on the ground and its top sags as under XPBD converged (the collider filter
+ * of the solve, newton.c). */
+void test_multigrid_box_rests_on_ground(piola_test *t) {
+  for (int k = 0; k < 2; ++k) {
+    double top[2], bottom[2];
+    for (int s = 0; s < 2; ++s) {
+      piola_tet_mesh box = wt_box(4, 2, 4, 0.4f, 0.2f, 0.4f);
+      piola_world_def def = piola_test_world_def(NULL, NULL);
+      def.iteration_scheme = s == 0 ? PIOLA_SCHEME_GAUSS_SEIDEL : PIOLA_SCHEME_MULTIGRID;
+      def.iterations = s == 0 ? 100 : 5;
+      def.damping = 10.0f;
+      piola_world *w = NULL;
+      REQUIRE_OK(t, piola_world_create(&def, &w));
+      piola_material mat = piola_default_material();
+      mat.youngs_modulus = 1e5f;
+      piola_body_id id;
+      const float up[3] = {0.0f, 1.0f, 0.0f};
+      REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, NULL, &id));
+      REQUIRE_OK(t, piola_world_add_plane(w, up, 0.0f, k == 0 ? 0.0f : 0.5f, NULL));
+      for (int i = 0; i < 200; ++i) {
+        REQUIRE_OK(t, piola_world_step(w));
+      }
+      const int32_t n = box.vertex_count;
+      float *x = malloc(sizeof *x * 3 * (size_t)n);
+      REQUIRE(t, x != NULL);
+      REQUIRE_OK(t, piola_body_get_positions(w, id, x, n));
+      double sum[2] = {0.0, 0.0};
+      int32_t count[2] = {0, 0};
+      for (int32_t i = 0; i < n; ++i) {
+        const int f = box.positions[3 * i + 1] == 0.0f   ? 0
+                      : box.positions[3 * i + 1] == 0.2f ? 1
+                                                         : -1;
+        if (f >= 0) {
+          sum[f] += x[3 * i + 1];
+          count[f]++;
+        }
+      }
+      bottom[s] = sum[0] / count[0];
+      top[s] = sum[1] / count[1];
+      free(x);
+      piola_world_destroy(w);
+      piola_mesh_free(&box);
+    }
+    printf("  friction %.1f: sag of the top at rest: XPBD 100 iterations %.4g mm, multigrid 5 "
+           "iterations %.4g mm; bottom %.3g, %.3g mm\n",
+           k == 0 ? 0.0 : 0.5, (0.2 - top[0]) * 1e3, (0.2 - top[1]) * 1e3, bottom[0] * 1e3,
+           bottom[1] * 1e3);
+    CHECK_MSG(t, fabs(top[1] - top[0]) < (k == 0 ? 0.02 : 0.15) * (0.2 - top[0]),
+              "top: multigrid %.5g, XPBD %.5g m", top[1], top[0]);
+    CHECK_MSG(t, fabs(bottom[1]) < 1e-5, "bottom at %.3g m", bottom[1]);
+  }
+}
+
+/* A tet mirrored through its opposite face recovers without NaN, both models, inversion
+ * handling on and always. */
+void test_multigrid_inverted_tet_recovers(piola_test *t) {
+  static int32_t one[4] = {0, 1, 2, 3};
+  const piola_model models[2] = {PIOLA_MODEL_STVK, PIOLA_MODEL_NEOHOOKEAN};
+  const piola_inversion modes[2] = {PIOLA_INVERSION_ON, PIOLA_INVERSION_ALWAYS};
+  for (int mi = 0; mi < 2; ++mi) {
+    for (int ii = 0; ii < 2; ++ii) {
+      piola_tet_mesh mesh = {(float *)wt_unit_tet, 4, one, 1};
+      piola_world_def def = piola_test_world_def(NULL, NULL);
+      def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
+      def.gravity[1] = 0.0f;
+      piola_world *w = NULL;
+      REQUIRE_OK(t, piola_world_create(&def, &w));
+      piola_material mat = wt_material(models[mi], PIOLA_SOLVER_XPBD, 1e6f);
+      mat.handle_inversion = modes[ii];
+      piola_body_id id;
+      REQUIRE_OK(t, piola_world_add_tet_body(w, &mesh, &mat, NULL, &id));
+      REQUIRE_OK(t, piola_body_set_self_collision(w, id, false));
+      float p[12];
+      memcpy(p, wt_unit_tet, sizeof p);
+      p[10] = -wt_unit_tet[10];
+      REQUIRE_OK(t, piola_body_set_positions(w, id, p, 4));
+      for (int s = 0; s < 100; ++s) {
+        REQUIRE_OK(t, piola_world_step(w));
+      }
+      REQUIRE_OK(t, piola_body_get_positions(w, id, p, 4));
+      bool finite = true;
+      for (int k = 0; k < 12; ++k) {
+        finite = finite && isfinite(p[k]);
+      }
+      const double volume = wt_signed_volume(&mesh, p), rest = wt_signed_volume(&mesh, wt_unit_tet);
+      CHECK_MSG(t, finite && fabs(volume / rest - 1.0) < 0.01, "model %d inversion %d: volume %.4g",
+                mi, ii, volume / rest);
+      piola_world_destroy(w);
+    }
+  }
+}
+
+/* Plasticity keeps working: a beam twisted by 1 rad/m beyond its yield keeps a twist after it is
+ * let go, the same under multigrid (5 iterations) as under XPBD (20). */
+void test_multigrid_plasticity(piola_test *t) {
+  const int32_t cells[3] = {10, 2, 2};
+  const float size[3] = {1.0f, 0.2f, 0.2f};
+  double twist[2];
+  for (int k = 0; k < 2; ++k) {
+    piola_tet_mesh beam;
+    REQUIRE_OK(t, piola_mesh_make_box(cells, size, &beam));
+    piola_world_def def = piola_test_world_def(NULL, NULL);
+    def.iteration_scheme = k == 0 ? PIOLA_SCHEME_GAUSS_SEIDEL : PIOLA_SCHEME_MULTIGRID;
+    def.iterations = k == 0 ? 20 : 5;
+    def.damping = 5.0f;
+    def.gravity[1] = 0.0f;
+    def.contacts = false;
+    piola_world *w = NULL;
+    REQUIRE_OK(t, piola_world_create(&def, &w));
+    piola_material mat = piola_default_material();
+    mat.youngs_modulus = 1e6f;
+    mat.plastic_creep = 5.0f;
+    mat.plastic_yield = 0.02f;
+    mat.plastic_max = 0.3f;
+    piola_body_id id;
+    REQUIRE_OK(t, piola_world_add_tet_body(w, &beam, &mat, NULL, &id));
+    float *x = malloc(sizeof *x * 3 * (size_t)beam.vertex_count);
+    REQUIRE(t, x != NULL);
+    for (int32_t i = 0; i < beam.vertex_count; ++i) {
+      const double a = beam.positions[3 * i], y = beam.positions[3 * i + 1] - 0.1,
+                   z = beam.positions[3 * i + 2] - 0.1;
+      x[3 * i] = (float)a;
+      x[3 * i + 1] = (float)(0.1 + cos(a) * y - sin(a) * z);
+      x[3 * i + 2] = (float)(0.1 + sin(a) * y + cos(a) * z);
+    }
+    REQUIRE_OK(t, piola_body_set_positions(w, id, x, beam.vertex_count));
+    for (int s = 0; s < 400; ++s) {
+      REQUIRE_OK(t, piola_world_step(w));
+    }
+    REQUIRE_OK(t, piola_body_get_positions(w, id, x, beam.vertex_count));
+    int32_t a0 = -1, a1 = -1;
+    for (int32_t i = 0; i < beam.vertex_count; ++i) {
+      if (beam.positions[3 * i] == 1.0f && beam.positions[3 * i + 2] == 0.0f) {
+        a0 = beam.positions[3 * i + 1] == 0.0f ? i : a0;
+        a1 = beam.positions[3 * i + 1] == 0.2f ? i : a1;
+      }
+    }
+    REQUIRE(t, a0 >= 0 && a1 >= 0);
+    twist[k] = atan2(x[3 * a1 + 2] - x[3 * a0 + 2], x[3 * a1 + 1] - x[3 * a0 + 1]);
+    free(x);
+    piola_mesh_free(&beam);
+    piola_world_destroy(w);
+  }
+  printf("  residual twist at the free end: XPBD 20 iterations %.4f rad, multigrid 5 iterations "
+         "%.4f rad\n",
+         twist[0], twist[1]);
+  CHECK_MSG(t, twist[1] > 0.05, "multigrid residual twist %.4f rad", twist[1]);
+  CHECK_MSG(t, fabs(twist[1] - twist[0]) < 0.05 * fabs(twist[0]), "multigrid %.4f, XPBD %.4f rad",
+            twist[1], twist[0]);
+}
+
+/* Bodies in contact: a box dropped onto another stays on it, no vertex through the lower box's
+ * top (the contacts projected after each Newton step, as under XPBD). */
+void test_multigrid_box_on_box(piola_test *t) {
+  piola_world_def def = piola_test_world_def(NULL, NULL);
+  def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
+  piola_world *w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_tet_mesh box = wt_box(4, 4, 4, 0.3f, 0.3f, 0.3f);
+  piola_material mat = piola_default_material();
+  mat.model = PIOLA_MODEL_NEOHOOKEAN;
+  mat.youngs_modulus = 1e6f;
+  const float up[3] = {0.0f, 1.0f, 0.0f}, above[3] = {0.0f, 0.4f, 0.0f};
+  piola_body_id ids[2];
+  REQUIRE_OK(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL));
+  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, NULL, &ids[0]));
+  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, above, &ids[1]));
+  for (int s = 0; s < 200; ++s) {
+    REQUIRE_OK(t, piola_world_step(w));
+  }
+  const int32_t n = box.vertex_count;
+  float *x = malloc(sizeof *x * 3 * (size_t)n);
+  REQUIRE(t, x != NULL);
+  REQUIRE_OK(t, piola_body_get_positions(w, ids[1], x, n));
+  double lowest = INFINITY, mean = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    lowest = fmin(lowest, x[3 * i + 1]);
+    mean += x[3 * i] / n;
+  }
+  piola_stats st;
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  printf("  upper box: lowest vertex at %.4f m (lower box's top at 0.3 m), mean x %.4f m, "
+         "kinetic %.3g J, %d inverted tets\n",
+         lowest, mean, st.kinetic_energy, (int)st.inverted_tets);
+  CHECK_MSG(t, lowest > 0.3 - 0.002 && lowest < 0.3 + 0.02, "lowest vertex at %.4f m", lowest);
+  CHECK(t, fabs(mean - 0.15) < 0.005 && st.inverted_tets == 0);
+  free(x);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+}
+
+/* Bitwise repeatable: a squashed box falling onto the ground, twice on one thread and once on
+ * two threads, the same state hash. */
+void test_multigrid_bitwise_repeatable(piola_test *t) {
+  uint64_t hash[3] = {0, 0, 0};
+  for (int run = 0; run < 3; ++run) {
+    piola_tet_mesh box = wt_box(5, 3, 3, 0.5f, 0.3f, 0.3f);
+    piola_world_def def = piola_test_world_def(NULL, NULL);
+    def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
+    def.cpu_threads = run == 2 ? 2 : 1;
+    piola_world *w = NULL;
+    REQUIRE_OK(t, piola_world_create(&def, &w));
+    piola_material mat = piola_default_material();
+    mat.youngs_modulus = 1e5f;
+    piola_body_id id;
+    REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, NULL, &id));
+    for (int32_t i = 0; i < box.vertex_count; ++i) {
+      box.positions[3 * i + 1] = 0.3f + 0.3f * box.positions[3 * i + 1];
+    }
+    REQUIRE_OK(t, piola_body_set_positions(w, id, box.positions, box.vertex_count));
+    const float up[3] = {0.0f, 1.0f, 0.0f};
+    REQUIRE_OK(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL));
+    for (int s = 0; s < 60; ++s) {
+      REQUIRE_OK(t, piola_world_step(w));
+    }
+    hash[run] = wt_state_hash(w, &id, 1);
+    piola_world_destroy(w);
+    piola_mesh_free(&box);
+  }
+  CHECK(t, hash[0] != 0 && hash[0] == hash[1] && hash[1] == hash[2]);
+}
+
+/* What the scheme refuses, with a message: an OpenCL world (auto picks the CPU reference), a
+ * cloth body; a material's damping is not applied (adding the body warns). */
+void test_multigrid_refused_where_unsupported(piola_test *t) {
+  piola_test_log log;
+  piola_world_def def = piola_test_world_def(&log, NULL);
+  def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
+  def.backend = PIOLA_BACKEND_OPENCL;
+  piola_world *w = (piola_world *)&def;
+  CHECK_STATUS(t, piola_world_create(&def, &w), PIOLA_ERROR_UNSUPPORTED);
+  CHECK(t, w == NULL && log.count[PIOLA_LOG_ERROR] == 1 && strstr(log.last, "multigrid") != NULL);
+  def.backend = PIOLA_BACKEND_AUTO;
+  w = NULL;
+  REQUIRE_OK(t, piola_world_create(&def, &w));
+  piola_stats st;
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK(t, st.backend == PIOLA_BACKEND_CPU_REFERENCE);
+  /* cloth: refused, the world unchanged */
+  const float xyz[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+  const int32_t tri[3] = {0, 1, 2};
+  piola_tri_mesh cloth = {(float *)xyz, 3, (int32_t *)tri, 1, NULL};
+  piola_cloth_material cm = piola_default_cloth_material();
+  piola_body_id id;
+  const int32_t errors = log.count[PIOLA_LOG_ERROR];
+  CHECK_STATUS(t, piola_world_add_cloth(w, &cloth, &cm, NULL, &id), PIOLA_ERROR_UNSUPPORTED);
+  CHECK(t, log.count[PIOLA_LOG_ERROR] == errors + 1 && strstr(log.last, "tet bodies") != NULL);
+  REQUIRE_OK(t, piola_world_get_stats(w, &st));
+  CHECK(t, st.body_count == 0);
+  /* material damping: warns, the body is added */
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
+  piola_material mat = piola_default_material();
+  mat.damping = 0.01f;
+  CHECK_STATUS(t, piola_world_add_tet_body(w, &box, &mat, NULL, &id), PIOLA_OK);
+  CHECK(t, log.count[PIOLA_LOG_WARNING] == 1 && strstr(log.last, "multigrid") != NULL);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+}
+
+/* The stats: the linear iterations, levels and dependent passes of a multigrid step; none of
+ * them under Gauss-Seidel. */
+void test_multigrid_stats(piola_test *t) {
+  for (int s = 0; s < 2; ++s) {
+    column c;
+    if (column_make(t, &c, s == 0 ? PIOLA_SCHEME_GAUSS_SEIDEL : PIOLA_SCHEME_MULTIGRID, 4, 5, 0.0f,
+                    false)) {
+      CHECK_STATUS(t, piola_world_step(c.w), PIOLA_OK);
+      piola_stats st;
+      CHECK_STATUS(t, piola_world_get_stats(c.w, &st), PIOLA_OK);
+      printf("  %s: %d linear iterations, %d levels, linear residual %.2g, %d dependent passes\n",
+             s == 0 ? "Gauss-Seidel" : "multigrid", (int)st.linear_iterations,
+             (int)st.multigrid_levels, st.linear_residual, (int)st.dependent_passes);
+      if (s == 0) {
+        CHECK(t,
+              st.linear_iterations == 0 && st.multigrid_levels == 0 && st.linear_residual == 0.0);
+      } else {
+        CHECK(t, st.linear_iterations > 0 && st.multigrid_levels >= 2);
+        const int32_t cg = st.linear_iterations / 5, levels = st.multigrid_levels;
+        /* per iteration: the solve (see piola_stats.dependent_passes) and the colliders */
+        const int32_t per = 1 + levels + cg * (3 + 11 * (levels - 1) + 1) + 1 + 1;
+        CHECK_MSG(t, st.dependent_passes == 1 + 5 * per + 1, "%d passes", (int)st.dependent_passes);
+      }
+    }
+    column_free(&c);
+  }
+}
