@@ -43,6 +43,12 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->trial);
   free(n->normal);
   free(n->kind);
+  free(n->corner_start);
+  free(n->corners);
+  free(n->tet_grad);
+  free(n->tet_hess);
+  free(n->tet_energy);
+  free(n->vertex_energy);
   memset(n, 0, sizeof *n);
 }
 
@@ -95,7 +101,7 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
     memcpy(fill, inc_start, sizeof(int32_t) * nvb);
     for (int32_t t = 0; t < nt; ++t) {
       for (int k = 0; k < 4; ++k) {
-        inc[fill[st->tet_vertices[4 * (size_t)t + k]]++] = t;
+        inc[fill[st->tet_vertices[4 * (size_t)t + k]]++] = 4 * t + k;
       }
     }
     free(fill);
@@ -109,7 +115,7 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
       }
       at++;
       for (int32_t e = inc_start[i]; e < inc_start[i + 1]; ++e) {
-        const int32_t *q = st->tet_vertices + 4 * (size_t)inc[e];
+        const int32_t *q = st->tet_vertices + 4 * (size_t)(inc[e] >> 2);
         for (int k = 0; k < 4; ++k) {
           if (mark[q[k]] != i) {
             mark[q[k]] = i;
@@ -137,16 +143,22 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
       }
     }
   }
-  free(inc_start);
-  free(inc);
   free(mark);
+  n.corner_start = inc_start;
+  n.corners = inc;
   n.tet_block = malloc(sizeof(int32_t) * 16 * (size_t)(nt > 0 ? nt : 1));
   n.gradient = malloc(sizeof(double) * 3 * nvb);
   n.dx = malloc(sizeof(double) * 3 * nvb);
   n.trial = malloc(sizeof(double) * 3 * nvb);
   n.normal = malloc(sizeof(double) * 3 * nvb);
   n.kind = malloc(nvb);
-  if (!n.col || !n.tet_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind) {
+  const size_t ntb = (size_t)(nt > 0 ? nt : 1);
+  n.tet_grad = malloc(sizeof(double) * 12 * ntb);
+  n.tet_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * ntb);
+  n.tet_energy = malloc(sizeof(double) * ntb);
+  n.vertex_energy = malloc(sizeof(double) * nvb);
+  if (!n.col || !n.tet_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
+      !n.tet_grad || !n.tet_hess || !n.tet_energy || !n.vertex_energy) {
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -184,47 +196,182 @@ static piola_m3 load_m3(const double *a, int32_t i) {
   return m;
 }
 
-/* The substep's incremental potential G at positions x (J): the inertia of the vertices not
- * fixed, the tets' energies and the soft attachments'. */
-static double potential(const piola_world *w, const double *x, double inv_h2) {
-  const piola_solver_newton *nw = &w->newton;
+/* Tets per chunk of the per-tet loops split among the threads at least, and vertices per chunk
+ * of the per-row ones. */
+#define NEWTON_TET_GRAIN 256
+#define NEWTON_ROW_GRAIN 512
+
+typedef struct newton_job {
+  piola_world *w;
+  const double *x;
+  double inv_h2;
+  bool hessian; /* the tets' gradients and Hessians too, not only their energies */
+} newton_job;
+
+/* Each tet's energy (J) at job->x into tet_energy, and with `hessian` its gradients (N) and
+ * Hessian blocks (N/m) at w->p into tet_grad and tet_hess, each tet on its own. */
+static void tets_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const newton_job *job = ctx;
+  piola_world *w = job->w;
+  piola_solver_newton *nw = &w->newton;
   const piola_solver_tets *st = &w->solver;
-  double g = 0.0;
-  for (int32_t i = 0; i < w->vertex_count; ++i) {
-    if (nw->kind[i] == 2) {
-      continue;
-    }
-    const double *xi = x + 3 * (size_t)i, *yi = w->y + 3 * (size_t)i;
-    const double d[3] = {xi[0] - yi[0], xi[1] - yi[1], xi[2] - yi[2]};
-    g += 0.5 * inv_h2 / w->w[i] * (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-  }
-  for (int32_t t = 0; t < st->tet_count; ++t) {
+  for (int32_t t = begin; t < end; ++t) {
     const int32_t *q = st->tet_vertices + 4 * (size_t)t;
     const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
-    g += piola_tet_energy(mat, load_m3(st->tet_m, t), st->tet_volume[t], piola_vertex_at(x, q[0]),
-                          piola_vertex_at(x, q[1]), piola_vertex_at(x, q[2]),
-                          piola_vertex_at(x, q[3])) /
-         mat->compliance;
-  }
-  const piola_solver_attachments *at = &w->attach;
-  for (int32_t k = 0; k < at->vertex_count; ++k) {
-    const int32_t i = at->vertex[k];
-    for (int32_t e = at->start[k]; e < at->start[k + 1] && nw->kind[i] != 2; ++e) {
-      const double *t = at->target + 4 * (size_t)e, *xi = x + 3 * (size_t)i;
-      const double d[3] = {xi[0] - t[0], xi[1] - t[1], xi[2] - t[2]};
-      g += 0.5 / t[3] * (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    const double e = 1.0 / mat->compliance;
+    const piola_m3 m = load_m3(st->tet_m, t);
+    const piola_v3 x0 = piola_vertex_at(job->x, q[0]), x1 = piola_vertex_at(job->x, q[1]),
+                   x2 = piola_vertex_at(job->x, q[2]), x3 = piola_vertex_at(job->x, q[3]);
+    if (!job->hessian) {
+      nw->tet_energy[t] = e * piola_tet_energy(mat, m, st->tet_volume[t], x0, x1, x2, x3);
+      continue;
     }
+    piola_v3 g[4];
+    piola_m3 h[PIOLA_TET_HESSIAN_BLOCKS];
+    nw->tet_energy[t] = e * piola_tet_hessian(mat, m, st->tet_volume[t], x0, x1, x2, x3, g, h);
+    double *gt = nw->tet_grad + 12 * (size_t)t, *ht = nw->tet_hess + 90 * (size_t)t;
+    for (int a = 0; a < 4; ++a) {
+      gt[3 * a] = e * g[a].x;
+      gt[3 * a + 1] = e * g[a].y;
+      gt[3 * a + 2] = e * g[a].z;
+    }
+    for (int k = 0; k < PIOLA_TET_HESSIAN_BLOCKS; ++k) {
+      for (int c = 0; c < 9; ++c) {
+        ht[9 * k + c] = e * h[k].m[c];
+      }
+    }
+  }
+}
+
+/* The place of corner pair (a, b), a <= b, in piola_tet_hessian()'s blocks. */
+static int pair_block(int a, int b) {
+  static const int first[4] = {0, 4, 7, 9}; /* (a, a) */
+  return first[a] + (b - a);
+}
+
+/* The attachments of vertex i (w->attach is sorted by vertex): the index of its entry in the
+ * vertex list, or -1. */
+static int32_t attachments_of(const piola_solver_attachments *at, int32_t i) {
+  int32_t lo = 0, hi = at->vertex_count;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (at->vertex[mid] < i) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo < at->vertex_count && at->vertex[lo] == i ? lo : -1;
+}
+
+/* Vertex i's share of G at x besides its tets (J): its inertia and its soft attachments (0 for a
+ * fixed vertex). */
+static double vertex_energy(const piola_world *w, const double *x, int32_t i, double inv_h2) {
+  const piola_solver_newton *nw = &w->newton;
+  if (nw->kind[i] == 2) {
+    return 0.0;
+  }
+  const double *xi = x + 3 * (size_t)i, *yi = w->y + 3 * (size_t)i;
+  const double d[3] = {xi[0] - yi[0], xi[1] - yi[1], xi[2] - yi[2]};
+  double g = 0.5 * inv_h2 / w->w[i] * (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  const piola_solver_attachments *at = &w->attach;
+  const int32_t k = attachments_of(at, i);
+  for (int32_t e = k >= 0 ? at->start[k] : 0; k >= 0 && e < at->start[k + 1]; ++e) {
+    const double *t = at->target + 4 * (size_t)e;
+    const double r[3] = {xi[0] - t[0], xi[1] - t[1], xi[2] - t[2]};
+    g += 0.5 / t[3] * (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
   }
   return g;
 }
 
-static void add_block(double *val, int32_t k, piola_m3 h, double scale, bool transpose) {
-  double *v = val + 9 * (size_t)k;
-  for (int r = 0; r < 3; ++r) {
+/* Row i of the matrix and of the gradient at w->p from the tets' buffers: its inertia, its soft
+ * attachments, its tets' blocks (in the fixed order of its corner list); a fixed vertex's row and
+ * column are the identity times its inertia, its gradient zero. */
+static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  const newton_job *job = ctx;
+  piola_world *w = job->w;
+  piola_solver_newton *nw = &w->newton;
+  const piola_solver_tets *st = &w->solver;
+  const piola_solver_attachments *at = &w->attach;
+  double *val = nw->mg.level[0].a.val;
+  const int32_t *diag = nw->mg.level[0].a.diag;
+  for (int32_t i = begin; i < end; ++i) {
+    double *gi = nw->gradient + 3 * (size_t)i;
+    memset(val + 9 * (size_t)nw->start[i], 0,
+           sizeof(double) * 9 * (size_t)(nw->start[i + 1] - nw->start[i]));
+    memset(gi, 0, 3 * sizeof(double));
+    nw->vertex_energy[i] = vertex_energy(w, w->p, i, job->inv_h2);
+    double *d = val + 9 * (size_t)diag[i];
+    if (nw->kind[i] == 2) {
+      const double s = w->w[i] > 0.0 ? job->inv_h2 / w->w[i] : 1.0;
+      d[0] = d[4] = d[8] = s;
+      continue;
+    }
+    const double k = job->inv_h2 / w->w[i];
     for (int c = 0; c < 3; ++c) {
-      v[3 * r + c] += scale * (transpose ? h.m[3 * c + r] : h.m[3 * r + c]);
+      gi[c] = k * (w->p[3 * (size_t)i + (size_t)c] - w->y[3 * (size_t)i + (size_t)c]);
+      d[4 * c] += k;
+    }
+    const int32_t ka = attachments_of(at, i);
+    for (int32_t e = ka >= 0 ? at->start[ka] : 0; ka >= 0 && e < at->start[ka + 1]; ++e) {
+      const double *t = at->target + 4 * (size_t)e;
+      piola_v3 ga = piola_v3_make(0.0, 0.0, 0.0);
+      double kk = 0.0;
+      piola_attachment_block(piola_vertex_at(w->p, i), piola_v3_make(t[0], t[1], t[2]), t[3], &ga,
+                             &kk);
+      gi[0] += ga.x;
+      gi[1] += ga.y;
+      gi[2] += ga.z;
+      d[0] += kk;
+      d[4] += kk;
+      d[8] += kk;
+    }
+    for (int32_t e = nw->corner_start[i]; e < nw->corner_start[i + 1]; ++e) {
+      const int32_t t = nw->corners[e] >> 2, a = nw->corners[e] & 3;
+      const int32_t *q = st->tet_vertices + 4 * (size_t)t;
+      const double *gt = nw->tet_grad + 12 * (size_t)t + 3 * (size_t)a;
+      const double *ht = nw->tet_hess + 90 * (size_t)t;
+      gi[0] += gt[0];
+      gi[1] += gt[1];
+      gi[2] += gt[2];
+      for (int b = 0; b < 4; ++b) {
+        if (nw->kind[q[b]] == 2) {
+          continue; /* a fixed column */
+        }
+        double *v = val + 9 * (size_t)nw->tet_block[16 * (size_t)t + (size_t)(4 * a + b)];
+        const double *hb = ht + 9 * pair_block(a < b ? a : b, a < b ? b : a);
+        if (a <= b) {
+          for (int c = 0; c < 9; ++c) {
+            v[c] += hb[c];
+          }
+        } else { /* H_ab = H_ba^T */
+          for (int r = 0; r < 3; ++r) {
+            for (int c = 0; c < 3; ++c) {
+              v[3 * r + c] += hb[3 * c + r];
+            }
+          }
+        }
+      }
     }
   }
+}
+
+/* The substep's incremental potential G at positions x (J): the inertia of the vertices not
+ * fixed, the tets' energies and the soft attachments', summed in a fixed order. */
+static double potential(piola_world *w, const double *x, double inv_h2) {
+  piola_solver_newton *nw = &w->newton;
+  newton_job job = {.w = w, .x = x, .inv_h2 = inv_h2, .hessian = false};
+  piola_pool_for(w->pool, w->solver.tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
+  double g = 0.0;
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    g += vertex_energy(w, x, i, inv_h2);
+  }
+  for (int32_t t = 0; t < w->solver.tet_count; ++t) {
+    g += nw->tet_energy[t];
+  }
+  return g;
 }
 
 /* The motion the solve held back at each supported vertex (m, along -normal): the Newton step
@@ -292,86 +439,16 @@ void piola_cpu_solve_global(piola_world *w, double h) {
       }
     }
   }
-  /* The gradient and the matrix at p. */
-  double *val = nw->mg.level[0].a.val;
-  const int32_t *diag = nw->mg.level[0].a.diag;
-  memset(val, 0, sizeof(double) * 9 * (size_t)nw->start[nv]);
-  memset(nw->gradient, 0, sizeof(double) * 3 * (size_t)nv);
+  /* The gradient and the matrix at p: the tets on their own, then each row from them. */
+  newton_job job = {.w = w, .x = w->p, .inv_h2 = inv_h2, .hessian = true};
+  piola_pool_for(w->pool, st->tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
+  piola_pool_for(w->pool, nv, NEWTON_ROW_GRAIN, rows_chunk, &job);
   double g0 = 0.0;
   for (int32_t i = 0; i < nv; ++i) {
-    if (nw->kind[i] == 2) {
-      continue;
-    }
-    const double k = inv_h2 / w->w[i];
-    double *gi = nw->gradient + 3 * (size_t)i, *v = val + 9 * (size_t)diag[i];
-    double d2 = 0.0;
-    for (int c = 0; c < 3; ++c) {
-      const double d = w->p[3 * (size_t)i + (size_t)c] - w->y[3 * (size_t)i + (size_t)c];
-      gi[c] = k * d;
-      d2 += d * d;
-      v[4 * c] += k;
-    }
-    g0 += 0.5 * k * d2;
+    g0 += nw->vertex_energy[i];
   }
   for (int32_t t = 0; t < st->tet_count; ++t) {
-    const int32_t *q = st->tet_vertices + 4 * (size_t)t;
-    const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
-    const double e = 1.0 / mat->compliance;
-    piola_v3 ge[4];
-    piola_m3 he[PIOLA_TET_HESSIAN_BLOCKS];
-    g0 += e * piola_tet_hessian(mat, load_m3(st->tet_m, t), st->tet_volume[t],
-                                piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
-                                piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), ge, he);
-    const int32_t *blocks = nw->tet_block + 16 * (size_t)t;
-    int k = 0;
-    for (int a = 0; a < 4; ++a) {
-      double *ga = nw->gradient + 3 * (size_t)q[a];
-      ga[0] += e * ge[a].x;
-      ga[1] += e * ge[a].y;
-      ga[2] += e * ge[a].z;
-      for (int b = a; b < 4; ++b, ++k) {
-        add_block(val, blocks[4 * a + b], he[k], e, false);
-        if (b != a) {
-          add_block(val, blocks[4 * b + a], he[k], e, true);
-        }
-      }
-    }
-  }
-  for (int32_t k = 0; k < at->vertex_count; ++k) {
-    const int32_t i = at->vertex[k];
-    for (int32_t e = at->start[k]; e < at->start[k + 1] && nw->kind[i] != 2; ++e) {
-      const double *t = at->target + 4 * (size_t)e;
-      piola_v3 ga = piola_v3_make(0.0, 0.0, 0.0);
-      double ka = 0.0;
-      piola_attachment_block(piola_vertex_at(w->p, i), piola_v3_make(t[0], t[1], t[2]), t[3], &ga,
-                             &ka);
-      double *gi = nw->gradient + 3 * (size_t)i, *v = val + 9 * (size_t)diag[i];
-      gi[0] += ga.x;
-      gi[1] += ga.y;
-      gi[2] += ga.z;
-      v[0] += ka;
-      v[4] += ka;
-      v[8] += ka;
-      g0 += 0.5 * (ga.x * ga.x + ga.y * ga.y + ga.z * ga.z) / (ka > 0.0 ? ka : 1.0);
-    }
-  }
-  /* A fixed vertex's row and column: the identity (times its inertia), its gradient zero. */
-  for (int32_t i = 0; i < nv; ++i) {
-    for (int32_t k = nw->start[i]; k < nw->start[i + 1]; ++k) {
-      const int32_t j = nw->col[k];
-      if (nw->kind[i] != 2 && nw->kind[j] != 2) {
-        continue;
-      }
-      double *v = val + 9 * (size_t)k;
-      memset(v, 0, 9 * sizeof(double));
-      if (i == j) {
-        const double s = w->w[i] > 0.0 ? inv_h2 / w->w[i] : 1.0;
-        v[0] = v[4] = v[8] = s;
-      }
-    }
-    if (nw->kind[i] == 2) {
-      memset(nw->gradient + 3 * (size_t)i, 0, 3 * sizeof(double));
-    }
+    g0 += nw->tet_energy[t];
   }
   /* The Newton step: H dx = -g by multigrid-preconditioned conjugate gradients. */
   piola_multigrid_setup(&nw->mg, w->p);

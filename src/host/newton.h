@@ -28,6 +28,12 @@ typedef struct piola_solver_newton {
   piola_multigrid mg;
   double *gradient, *dx, *trial, *normal; /* 3 per vertex */
   uint8_t *kind;                          /* per vertex: 0 free, 1 supported, 2 fixed */
+  /* Each vertex's tet corners, 4 t + corner, in solver order: corners[corner_start[i] ..] */
+  int32_t *corner_start, *corners;
+  /* Per tet at the current Newton step: its gradients (12), Hessian blocks (90,
+   * piola_tet_hessian's order) and energy, in N, N/m and J; per vertex, its inertia's and soft
+   * attachments' energy (J). */
+  double *tet_grad, *tet_hess, *tet_energy, *vertex_energy;
   /* The last step's conjugate-gradient iterations (summed over its Newton steps), its Newton
    * steps and the largest relative residual a solve stopped at. */
   int32_t cg_iterations, newton_steps;
