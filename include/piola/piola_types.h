@@ -569,7 +569,7 @@ typedef struct piola_stats {
 
 /** Under PIOLA_SCHEME_MULTIGRID, conjugate gradients stop at this residual relative to the
  * right-hand side (or after PIOLA_MULTIGRID_CG_MAX iterations): an inexact Newton step. */
-#define PIOLA_MULTIGRID_CG_TOLERANCE 1e-3
+#define PIOLA_MULTIGRID_CG_TOLERANCE 1e-2
 #define PIOLA_MULTIGRID_CG_MAX 200
 
 /** Cells along a body's longest side of the grid of piola_stats.coarse_residual. */
