@@ -539,9 +539,10 @@ typedef struct piola_stats {
    * Under PIOLA_SCHEME_VBD the tet, tail and cloth colors of an iteration are its vertex colors
    * (vertex_color_count), the attachments are part of them (no pass of their own), and there is
    * no inverted-tet pass. Under PIOLA_SCHEME_MULTIGRID an iteration's solve is one Newton step:
-   * the assembly, the setup of each multigrid level, per conjugate-gradient iteration (the last
-   * step's mean, linear_iterations) its product, its two sums and a V-cycle (11 passes per level
-   * above the coarsest, 1 for the coarsest), and the line search. */
+   * the assembly, per conjugate-gradient iteration (the last step's mean over its Newton steps,
+   * from linear_iterations) its product, its two sums and a V-cycle (11 passes per level above
+   * the coarsest, 1 for the coarsest), and the line search; the setup of each multigrid level
+   * counts once per substep. */
   int32_t dependent_passes;
   /** How far the last substep is from the implicit Euler step the solver approximates
    * (dimensionless, in [0, 1]): |r| / (|M a| + |F| + |grad E|) with the step's force residual

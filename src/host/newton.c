@@ -7,7 +7,8 @@
  * E = 1 / compliance). Each iteration of the substep is one projected Newton step on the whole
  * of G (Teran, Sifakis, Irving, Fedkiw 2005, Sec. 4):
  *   (M / h^2 + sum_e H_e) dx = -grad G,
- * every element Hessian H_e projected to the positive semidefinite cone (piola_tet_hessian),
+ * every element Hessian H_e projected to the positive semidefinite cone (piola_tet_hessian) and
+ * set up at the substep's first iteration (kept while full steps succeed, see below),
  * solved by conjugate gradients preconditioned by the aggregation multigrid of multigrid.c to
  * PIOLA_MULTIGRID_CG_TOLERANCE, then a backtracking line search on G (Armijo's condition; Nocedal,
  * Wright 2006, Sec. 3.1). Multigrid makes the cost of a converged linear solve grow with the
@@ -201,15 +202,19 @@ static piola_m3 load_m3(const double *a, int32_t i) {
 #define NEWTON_TET_GRAIN 256
 #define NEWTON_ROW_GRAIN 512
 
+/* What a pass over the tets computes: their energies (the line search), their gradients too, or
+ * their Hessians too. */
+typedef enum newton_pass { NEWTON_ENERGY, NEWTON_GRADIENT, NEWTON_HESSIAN } newton_pass;
+
 typedef struct newton_job {
   piola_world *w;
   const double *x;
   double inv_h2;
-  bool hessian; /* the tets' gradients and Hessians too, not only their energies */
+  newton_pass pass;
 } newton_job;
 
-/* Each tet's energy (J) at job->x into tet_energy, and with `hessian` its gradients (N) and
- * Hessian blocks (N/m) at w->p into tet_grad and tet_hess, each tet on its own. */
+/* Each tet's energy (J) at job->x into tet_energy, its gradients (N) into tet_grad and its
+ * Hessian blocks (N/m) into tet_hess as job->pass asks, each tet on its own. */
 static void tets_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
   const newton_job *job = ctx;
@@ -223,20 +228,23 @@ static void tets_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
     const piola_m3 m = load_m3(st->tet_m, t);
     const piola_v3 x0 = piola_vertex_at(job->x, q[0]), x1 = piola_vertex_at(job->x, q[1]),
                    x2 = piola_vertex_at(job->x, q[2]), x3 = piola_vertex_at(job->x, q[3]);
-    if (!job->hessian) {
+    if (job->pass == NEWTON_ENERGY) {
       nw->tet_energy[t] = e * piola_tet_energy(mat, m, st->tet_volume[t], x0, x1, x2, x3);
       continue;
     }
     piola_v3 g[4];
     piola_m3 h[PIOLA_TET_HESSIAN_BLOCKS];
-    nw->tet_energy[t] = e * piola_tet_hessian(mat, m, st->tet_volume[t], x0, x1, x2, x3, g, h);
+    nw->tet_energy[t] =
+        e * (job->pass == NEWTON_HESSIAN
+                 ? piola_tet_hessian(mat, m, st->tet_volume[t], x0, x1, x2, x3, g, h)
+                 : piola_tet_gradient(mat, m, st->tet_volume[t], x0, x1, x2, x3, g));
     double *gt = nw->tet_grad + 12 * (size_t)t, *ht = nw->tet_hess + 90 * (size_t)t;
     for (int a = 0; a < 4; ++a) {
       gt[3 * a] = e * g[a].x;
       gt[3 * a + 1] = e * g[a].y;
       gt[3 * a + 2] = e * g[a].z;
     }
-    for (int k = 0; k < PIOLA_TET_HESSIAN_BLOCKS; ++k) {
+    for (int k = 0; k < PIOLA_TET_HESSIAN_BLOCKS && job->pass == NEWTON_HESSIAN; ++k) {
       for (int c = 0; c < 9; ++c) {
         ht[9 * k + c] = e * h[k].m[c];
       }
@@ -297,13 +305,18 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   const piola_solver_attachments *at = &w->attach;
   double *val = nw->mg.level[0].a.val;
   const int32_t *diag = nw->mg.level[0].a.diag;
+  const bool matrix = job->pass == NEWTON_HESSIAN;
   for (int32_t i = begin; i < end; ++i) {
     double *gi = nw->gradient + 3 * (size_t)i;
-    memset(val + 9 * (size_t)nw->start[i], 0,
-           sizeof(double) * 9 * (size_t)(nw->start[i + 1] - nw->start[i]));
+    if (matrix) {
+      memset(val + 9 * (size_t)nw->start[i], 0,
+             sizeof(double) * 9 * (size_t)(nw->start[i + 1] - nw->start[i]));
+    }
     memset(gi, 0, 3 * sizeof(double));
     nw->vertex_energy[i] = vertex_energy(w, w->p, i, job->inv_h2);
-    double *d = val + 9 * (size_t)diag[i];
+    /* the matrix's writes go to a scratch block when it is kept from an earlier step */
+    double scratch[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double *d = matrix ? val + 9 * (size_t)diag[i] : scratch;
     if (nw->kind[i] == 2) {
       const double s = w->w[i] > 0.0 ? job->inv_h2 / w->w[i] : 1.0;
       d[0] = d[4] = d[8] = s;
@@ -336,7 +349,7 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
       gi[0] += gt[0];
       gi[1] += gt[1];
       gi[2] += gt[2];
-      for (int b = 0; b < 4; ++b) {
+      for (int b = 0; b < 4 && matrix; ++b) {
         if (nw->kind[q[b]] == 2) {
           continue; /* a fixed column */
         }
@@ -362,7 +375,7 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
  * fixed, the tets' energies and the soft attachments', summed in a fixed order. */
 static double potential(piola_world *w, const double *x, double inv_h2) {
   piola_solver_newton *nw = &w->newton;
-  newton_job job = {.w = w, .x = x, .inv_h2 = inv_h2, .hessian = false};
+  newton_job job = {.w = w, .x = x, .inv_h2 = inv_h2, .pass = NEWTON_ENERGY};
   piola_pool_for(w->pool, w->solver.tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
   double g = 0.0;
   for (int32_t i = 0; i < w->vertex_count; ++i) {
@@ -440,7 +453,14 @@ void piola_cpu_solve_global(piola_world *w, double h) {
     }
   }
   /* The gradient and the matrix at p: the tets on their own, then each row from them. */
-  newton_job job = {.w = w, .x = w->p, .inv_h2 = inv_h2, .hessian = true};
+  /* The Hessian and the hierarchy are set up at the substep's first iteration, and again after
+   * a step the line search had to shorten (the quadratic model no longer fits); the other
+   * iterations keep them with the current gradient (a chord Newton step; MGPBD's lazy setup, Li
+   * et al. 2025, Sec. 5), which halves an iteration's cost where the Hessian hardly changes
+   * within the substep. */
+  const bool fresh = w->iteration == 0 || nw->refresh;
+  newton_job job = {
+      .w = w, .x = w->p, .inv_h2 = inv_h2, .pass = fresh ? NEWTON_HESSIAN : NEWTON_GRADIENT};
   piola_pool_for(w->pool, st->tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
   piola_pool_for(w->pool, nv, NEWTON_ROW_GRAIN, rows_chunk, &job);
   double g0 = 0.0;
@@ -451,7 +471,9 @@ void piola_cpu_solve_global(piola_world *w, double h) {
     g0 += nw->tet_energy[t];
   }
   /* The Newton step: H dx = -g by multigrid-preconditioned conjugate gradients. */
-  piola_multigrid_setup(&nw->mg, w->p);
+  if (fresh) {
+    piola_multigrid_setup(&nw->mg, w->p);
+  }
   for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
     nw->trial[i] = -nw->gradient[i];
   }
@@ -480,5 +502,6 @@ void piola_cpu_solve_global(piola_world *w, double h) {
       }
     }
   }
+  nw->refresh = alpha < 1.0;
   hold_supported(w, alpha);
 }

@@ -37,6 +37,9 @@ typedef struct piola_solver_newton {
   /* The last step's conjugate-gradient iterations (summed over its Newton steps), its Newton
    * steps and the largest relative residual a solve stopped at. */
   int32_t cg_iterations, newton_steps;
+  /* Whether the next iteration sets the Hessian up again (the last line search shortened its
+   * step). */
+  bool refresh;
   double cg_relative;
 } piola_solver_newton;
 

@@ -462,13 +462,13 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
   const piola_solver_newton *nw = &w->newton;
   const int64_t levels = nw->mg.level_count;
   const int64_t cg = nw->newton_steps > 0 ? nw->cg_iterations / nw->newton_steps : 0;
-  const int64_t solve = multigrid ? 1 + levels + cg * (3 + 11 * (levels - 1) + 1) + 1
+  const int64_t solve = multigrid ? 1 + cg * (3 + 11 * (levels - 1) + 1) + 1
                         : vbd     ? (int64_t)st->vertex_color_count
                                   : tets + st->cloth_color_count;
   const int64_t iteration =
       solve + (contacts ? 2 : 0) + (attachments && !vbd) + (w->collider_count > 0);
   const int64_t substep =
-      1 + (contacts ? 2 : 0) + (int64_t)w->def.iterations * iteration +
+      1 + (contacts ? 2 : 0) + (multigrid ? levels : 0) + (int64_t)w->def.iterations * iteration +
       (contacts && !vbd ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments
                         : 0) +
       1 + plastic;
