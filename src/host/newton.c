@@ -420,6 +420,22 @@ static void hold_supported(piola_world *w, double alpha) {
   }
 }
 
+/* The norm of the gradient (N) over what the solve moves: fixed vertices left out, supported ones
+ * without their normal part. */
+static double filtered_norm(const piola_solver_newton *nw, int32_t nv) {
+  double s = 0.0;
+  for (int32_t i = 0; i < nv; ++i) {
+    const double *g = nw->gradient + 3 * (size_t)i, *n = nw->normal + 3 * (size_t)i;
+    if (nw->kind[i] == 2) {
+      continue;
+    }
+    const double d = nw->kind[i] == 1 ? g[0] * n[0] + g[1] * n[1] + g[2] * n[2] : 0.0;
+    const double r[3] = {g[0] - d * n[0], g[1] - d * n[1], g[2] - d * n[2]};
+    s += r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+  }
+  return sqrt(s);
+}
+
 void piola_cpu_solve_global(piola_world *w, double h) {
   piola_solver_newton *nw = &w->newton;
   const piola_solver_tets *st = &w->solver;
@@ -452,17 +468,26 @@ void piola_cpu_solve_global(piola_world *w, double h) {
       }
     }
   }
-  /* The gradient and the matrix at p: the tets on their own, then each row from them. */
-  /* The Hessian and the hierarchy are set up at the substep's first iteration, and again after
-   * a step the line search had to shorten (the quadratic model no longer fits); the other
-   * iterations keep them with the current gradient (a chord Newton step; MGPBD's lazy setup, Li
-   * et al. 2025, Sec. 5), which halves an iteration's cost where the Hessian hardly changes
-   * within the substep. */
-  const bool fresh = w->iteration == 0 || nw->refresh;
-  newton_job job = {
-      .w = w, .x = w->p, .inv_h2 = inv_h2, .pass = fresh ? NEWTON_HESSIAN : NEWTON_GRADIENT};
-  piola_pool_for(w->pool, st->tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
-  piola_pool_for(w->pool, nv, NEWTON_ROW_GRAIN, rows_chunk, &job);
+  /* The gradient and the matrix at p: the tets on their own, then each row from them. The
+   * Hessian and the hierarchy are set up at the substep's first iteration; a later iteration
+   * keeps them (a chord Newton step; MGPBD's lazy setup, Li et al. 2025) while the last step was
+   * taken whole and the gradient fell to at most PIOLA_NEWTON_KEEP of its last norm, which
+   * halves an iteration's cost where the Hessian hardly changes within the substep, and sets
+   * them up again where it does (impacts, contacts taking hold, large rotations). */
+  newton_job job = {.w = w, .x = w->p, .inv_h2 = inv_h2, .pass = NEWTON_HESSIAN};
+  bool fresh = w->iteration == 0 || nw->refresh;
+  if (!fresh) {
+    job.pass = NEWTON_GRADIENT;
+    piola_pool_for(w->pool, st->tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
+    piola_pool_for(w->pool, nv, NEWTON_ROW_GRAIN, rows_chunk, &job);
+    fresh = !(filtered_norm(nw, nv) <= PIOLA_NEWTON_KEEP * nw->gradient_norm);
+    job.pass = fresh ? NEWTON_HESSIAN : NEWTON_GRADIENT;
+  }
+  if (fresh) {
+    piola_pool_for(w->pool, st->tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
+    piola_pool_for(w->pool, nv, NEWTON_ROW_GRAIN, rows_chunk, &job);
+  }
+  nw->gradient_norm = filtered_norm(nw, nv);
   double g0 = 0.0;
   for (int32_t i = 0; i < nv; ++i) {
     g0 += nw->vertex_energy[i];

@@ -16,6 +16,9 @@
  * PIOLA_MULTIGRID_CG_MAX iterations. */
 /* Halvings of the step at most in the line search (Armijo's condition, c = 1e-4). */
 #define PIOLA_NEWTON_HALVINGS 10
+/* A later iteration of a substep keeps its Hessian while the gradient's norm fell to at most
+ * this fraction of the last iteration's (newton.c). */
+#define PIOLA_NEWTON_KEEP 0.5
 
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
  * and its neighbours through the tets) and the multigrid hierarchy over it, built with the
@@ -40,6 +43,7 @@ typedef struct piola_solver_newton {
   /* Whether the next iteration sets the Hessian up again (the last line search shortened its
    * step). */
   bool refresh;
+  double gradient_norm; /* the last iteration's, over what the solve moves (N) */
   double cg_relative;
 } piola_solver_newton;
 
