@@ -165,14 +165,15 @@ int validate_exp_convergence(const validate_options *o, validate_report *r) {
       /* Block coordinate descent, or Newton's method with a line search, on the step's objective
        * (here, quasi-static, the elastic energy): every iteration lowers it. */
       /* Newton's method converges within a few iterations, to the minimiser of the step's
-       * objective, whose elastic energy is not zero (the inertia of the 1 s step): from there on
-       * E(k) stays at that floor to rounding (1e-6 of E(0) for the Armadillo), where the ratio
-       * says nothing, so the multigrid scheme's ratios count while E(k-1) > 1e-5 E(0). */
+       * objective G = E + the inertia of the 1 s step, whose elastic energy is not zero (E(kmax),
+       * 4e-7 of E(0) for the Armadillo). Newton's line search lowers G, not E: near the floor the
+       * inertia's share of G is E's size and E alone may rise, so the multigrid scheme's ratios
+       * count while E(k-1) is above 100 times the floor. */
       const bool newton = va->scheme == PIOLA_SCHEME_MULTIGRID;
       double worst = 0.0;
       int32_t at = 0, last = kmax;
       for (int32_t k = 1; k <= kmax; ++k) {
-        if (newton && !(e[k - 1] > 1e-5 * e[0])) {
+        if (newton && !(e[k - 1] > 100.0 * e[kmax])) {
           last = k - 1;
           break;
         }
@@ -434,7 +435,12 @@ int validate_exp_stiffness(const validate_options *o, validate_report *r) {
     snprintf(check, sizeof check, "%s: strain change, 20 -> 50 iterations", va->label);
     snprintf(note, sizeof note, "|s20 - s50| / s50; strain %.6g at 20, %.6g at 50 iterations%s",
              s20, s50, all_settled ? "" : "; some runs not settled by 0.5 s");
-    if (va->solver == PIOLA_SOLVER_PBD) {
+    const bool minimizes = o->scheme == PIOLA_SCHEME_VBD || o->scheme == PIOLA_SCHEME_MULTIGRID;
+    if (va->solver == PIOLA_SOLVER_PBD && minimizes) {
+      /* Vertex block descent and the multigrid scheme minimise the material's energy whatever
+       * its constraint form, so there the PBD form converges like the XPBD one. */
+      validate_report_info(r, X, check, "", change, note);
+    } else if (va->solver == PIOLA_SOLVER_PBD) {
       /* The paper's finding: the PBD form's stiffness depends on the iteration count. */
       validate_check_at_least(r, X, check, "", change, 0.02, note);
     } else if (va->substeps > 1) {
