@@ -157,7 +157,8 @@ void scene_print_help(void) {
          "  --contact-friction MU  friction between bodies (default 0.5)\n");
   printf("  --scheme S          gauss-seidel (default: colored), jacobi, vbd (vertex block\n"
          "                      descent) or multigrid (a Newton step per iteration, solved by\n"
-         "                      multigrid-preconditioned conjugate gradients; CPU reference)\n"
+         "                      multigrid-preconditioned conjugate gradients; on OpenCL the\n"
+         "                      solve runs on the host between the device's stages)\n"
          "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
          "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"

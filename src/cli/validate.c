@@ -575,7 +575,7 @@ int command_validate(int argc, char **argv) {
        "OpenCL device: P:D, gpu, cpu or a name substring"},
       {"--scheme", CLI_CHOICE, &scheme, 0, scheme_names, "S",
        "gauss-seidel (default), jacobi, vbd (vertex block descent) or\n"
-       "multigrid (global Newton steps, CPU reference): the\n"
+       "multigrid (global Newton steps; on OpenCL solved on the host): the\n"
        "iteration scheme of the experiments ('convergence' compares them all)"},
       {"--threads", CLI_INT, &o.cpu_threads, 0, NULL, "N",
        "CPU reference: threads per step, the same result for any N\n"

@@ -329,6 +329,7 @@ static void release_all(piola_opencl *cl) {
     piola_ocl_release_event(f, cl->events[i].event);
   }
   free(cl->events);
+  piola_ocl_release_global(cl);
   piola_ocl_release_program(f, cl->program);
   piola_ocl_release_program(f, cl->packet_program);
   piola_ocl_release_queue(f, cl->queue);
