@@ -701,7 +701,7 @@ static void mg_ocl_scene_free(mg_ocl_scene *sc) {
 }
 
 static piola_status mg_ocl_scene_make(piola_backend backend, piola_schedule schedule,
-                                      int32_t simd_lanes, mg_ocl_scene *sc) {
+                                      int32_t simd_lanes, int32_t cpu_threads, mg_ocl_scene *sc) {
   memset(sc, 0, sizeof *sc);
   sc->box = wt_box(4, 2, 4, 0.4f, 0.2f, 0.4f);
   const int32_t cells[3] = {10, 2, 2};
@@ -715,6 +715,7 @@ static piola_status mg_ocl_scene_make(piola_backend backend, piola_schedule sche
   def.damping = 10.0f;
   def.schedule = schedule;
   def.simd_lanes = simd_lanes;
+  def.cpu_threads = cpu_threads;
   s = piola_world_create(&def, &sc->w);
   const float up[3] = {0.0f, 1.0f, 0.0f}, box_at[3] = {0.0f, 0.05f, 0.0f};
   sc->beam_at[0] = 0.8f;
@@ -757,8 +758,8 @@ void test_opencl_multigrid_matches_reference(piola_test *t) {
     return;
   }
   mg_ocl_scene ref, cand;
-  REQUIRE_OK(t, mg_ocl_scene_make(PIOLA_BACKEND_CPU_REFERENCE, PIOLA_SCHEDULE_AUTO, 0, &ref));
-  piola_status s = mg_ocl_scene_make(PIOLA_BACKEND_OPENCL, PIOLA_SCHEDULE_AUTO, 0, &cand);
+  REQUIRE_OK(t, mg_ocl_scene_make(PIOLA_BACKEND_CPU_REFERENCE, PIOLA_SCHEDULE_AUTO, 0, 1, &ref));
+  piola_status s = mg_ocl_scene_make(PIOLA_BACKEND_OPENCL, PIOLA_SCHEDULE_AUTO, 0, 1, &cand);
   CHECK_STATUS(t, s, PIOLA_OK);
   const int32_t steps = 40;
   crosscheck_sample samples[40];
@@ -817,8 +818,9 @@ void test_opencl_multigrid_matches_reference(piola_test *t) {
 
 /* Two OpenCL runs of the scene end in bitwise identical states (the host solve is
  * deterministic and the device's stages are), and so does a third under the per-body schedule
- * with tets in SIMD packets: neither applies to the scheme, whose every iteration runs the
- * SOLVE_GLOBAL stage. */
+ * with tets in SIMD packets and the host solve on two threads: neither the schedule nor the
+ * packets apply to the scheme, whose every iteration runs the SOLVE_GLOBAL stage, and the solve
+ * computes the same on any number of threads. */
 void test_opencl_multigrid_deterministic(piola_test *t) {
   if (!opencl_test_ready(t)) {
     return;
@@ -828,7 +830,7 @@ void test_opencl_multigrid_deterministic(piola_test *t) {
     mg_ocl_scene sc;
     piola_status s = mg_ocl_scene_make(PIOLA_BACKEND_OPENCL,
                                        run < 2 ? PIOLA_SCHEDULE_AUTO : PIOLA_SCHEDULE_BODIES,
-                                       run < 2 ? 0 : 8, &sc);
+                                       run < 2 ? 0 : 8, run < 2 ? 1 : 2, &sc);
     CHECK_STATUS(t, s, PIOLA_OK);
     const uint64_t start = s == PIOLA_OK ? wt_state_hash(sc.w, sc.ids, 2) : 0;
     for (int32_t i = 0; i < 30 && s == PIOLA_OK; ++i) {
@@ -839,13 +841,14 @@ void test_opencl_multigrid_deterministic(piola_test *t) {
     CHECK(t, hashes[run] != start); /* the scene moved */
     mg_ocl_scene_free(&sc);
   }
-  printf("  state hash after 30 steps %016llx, %016llx; per body in packets %016llx\n",
+  printf("  state hash after 30 steps %016llx, %016llx; per body in packets on two threads "
+         "%016llx\n",
          (unsigned long long)hashes[0], (unsigned long long)hashes[1],
          (unsigned long long)hashes[2]);
   CHECK_MSG(t, hashes[0] != 0 && hashes[0] == hashes[1],
             "two OpenCL runs differ: %016llx vs %016llx", (unsigned long long)hashes[0],
             (unsigned long long)hashes[1]);
-  CHECK_MSG(t, hashes[2] == hashes[0], "per body in packets: %016llx vs %016llx",
+  CHECK_MSG(t, hashes[2] == hashes[0], "per body in packets on two threads: %016llx vs %016llx",
             (unsigned long long)hashes[2], (unsigned long long)hashes[0]);
 }
 

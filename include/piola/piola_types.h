@@ -212,7 +212,8 @@ typedef struct piola_world_def {
    * alone; 0 one per online core. A stage splits items that share nothing they write (the tets
    * or cloth items of one color, the bodies, the vertices, the contacts) among them, so every
    * count computes the same, to the bit. The world owns the threads from piola_world_create()
-   * to piola_world_destroy(). The OpenCL backend ignores it. */
+   * to piola_world_destroy(). The OpenCL backend ignores it, but for the multigrid scheme's
+   * global solve, which it runs on the host on these threads. */
   int32_t cpu_threads;
   piola_logger logger;        /**< where messages go; default none */
   piola_assert_fn *assert_fn; /**< misuse hook; default NULL (assert in debug builds only) */

@@ -168,7 +168,8 @@ void scene_print_help(void) {
          "  --lanes N           OpenCL, per stage: tets one work-item projects at once in SIMD\n"
          "                      lanes: 1, 4, 8 or 16 (default 0: on CPU devices their native\n"
          "                      float vector width, 16 with AVX-512, 8 with AVX2; else 1)\n"
-         "  --threads N         CPU reference: threads per step, the same result for any N\n"
+         "  --threads N         CPU reference, and OpenCL's host solve under --scheme\n"
+         "                      multigrid: threads per step, the same result for any N\n"
          "                      (default 1; 0: one per core)\n"
          "  --profile           OpenCL: time each stage and kernel with device events\n"
          "  --verbose           print the library's informational messages\n");

@@ -578,8 +578,8 @@ int command_validate(int argc, char **argv) {
        "multigrid (global Newton steps; on OpenCL solved on the host): the\n"
        "iteration scheme of the experiments ('convergence' compares them all)"},
       {"--threads", CLI_INT, &o.cpu_threads, 0, NULL, "N",
-       "CPU reference: threads per step, the same result for any N\n"
-       "(default 1; 0: one per core)"},
+       "CPU reference, and OpenCL's host solve under multigrid: threads\n"
+       "per step, the same result for any N (default 1; 0: one per core)"},
       {"--mesh", CLI_STRING, &o.mesh_path, 0, NULL, "PATH.node",
        "body of 'convergence' and 'recovery' (default: the procedural\n"
        "creature), e.g. ../shared/data/armadillo/armadillo_4k.node"},
