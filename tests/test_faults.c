@@ -44,9 +44,10 @@ typedef struct fx {
 } fx;
 
 typedef struct fx_options {
-  bool live;               /* stepped once */
-  piola_schedule schedule; /* of the OpenCL step */
-  bool profile;            /* stage timing (events) */
+  bool live;                     /* stepped once */
+  piola_schedule schedule;       /* of the OpenCL step */
+  bool profile;                  /* stage timing (events) */
+  piola_iteration_scheme scheme; /* Gauss-Seidel unless set */
 } fx_options;
 
 static piola_world_def fx_def(fx *f, fx_options o) {
@@ -55,6 +56,7 @@ static piola_world_def fx_def(fx *f, fx_options o) {
   def.substeps = 1;
   def.schedule = o.schedule;
   def.profile = o.profile;
+  def.iteration_scheme = o.scheme;
   def.contacts = true;
   return def;
 }
@@ -395,8 +397,8 @@ static void step_sweeps(piola_test *t, bool live) {
     return;
   }
   const fx_case step[] = {{"piola_world_step", call_step, true}};
-  const fx_options options[] = {{live, PIOLA_SCHEDULE_STAGES, !live},
-                                {live, PIOLA_SCHEDULE_BODIES, live}};
+  const fx_options options[] = {{live, PIOLA_SCHEDULE_STAGES, !live, PIOLA_SCHEME_GAUSS_SEIDEL},
+                                {live, PIOLA_SCHEDULE_BODIES, live, PIOLA_SCHEME_GAUSS_SEIDEL}};
   for (int i = 0; i < 2; ++i) {
     sweep_cases(t, step, 1, options[i]);
   }
@@ -408,6 +410,20 @@ void test_opencl_faults_step_fresh(piola_test *t) {
 
 void test_opencl_faults_step_live(piola_test *t) {
   step_sweeps(t, true);
+}
+
+/* The multigrid scheme, whose SOLVE_GLOBAL reads the vertices back and writes them again every
+ * iteration (opencl_newton.c): fresh (with stage timing) and live. */
+void test_opencl_faults_step_multigrid(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  const fx_case step[] = {{"piola_world_step", call_step, true}};
+  const fx_options options[] = {{false, PIOLA_SCHEDULE_AUTO, true, PIOLA_SCHEME_MULTIGRID},
+                                {true, PIOLA_SCHEDULE_AUTO, false, PIOLA_SCHEME_MULTIGRID}};
+  for (int i = 0; i < 2; ++i) {
+    sweep_cases(t, step, 1, options[i]);
+  }
 }
 
 void test_opencl_faults_bodies(piola_test *t) {
@@ -424,7 +440,7 @@ void test_opencl_faults_bodies(piola_test *t) {
                            {"piola_body_set_inverse_masses", call_set_inverse_masses, true},
                            {"piola_body_set_forces", call_set_forces, true}};
   sweep_cases(t, cases, (int)(sizeof cases / sizeof cases[0]),
-              (fx_options){true, PIOLA_SCHEDULE_AUTO, false});
+              (fx_options){true, PIOLA_SCHEDULE_AUTO, false, PIOLA_SCHEME_GAUSS_SEIDEL});
 }
 
 void test_opencl_faults_topology(piola_test *t) {
@@ -442,7 +458,7 @@ void test_opencl_faults_topology(piola_test *t) {
                            {"piola_attachment_set_target", call_set_target, false},
                            {"piola_world_remove_attachment", call_remove_attachment, false}};
   sweep_cases(t, cases, (int)(sizeof cases / sizeof cases[0]),
-              (fx_options){true, PIOLA_SCHEDULE_AUTO, false});
+              (fx_options){true, PIOLA_SCHEDULE_AUTO, false, PIOLA_SCHEME_GAUSS_SEIDEL});
 }
 
 void test_opencl_faults_render(piola_test *t) {
@@ -454,7 +470,7 @@ void test_opencl_faults_render(piola_test *t) {
                            {"piola_render_mesh_get_normals", call_render_normals, true},
                            {"piola_world_remove_render_mesh", call_remove_render_mesh, false}};
   sweep_cases(t, cases, (int)(sizeof cases / sizeof cases[0]),
-              (fx_options){true, PIOLA_SCHEDULE_AUTO, false});
+              (fx_options){true, PIOLA_SCHEDULE_AUTO, false, PIOLA_SCHEME_GAUSS_SEIDEL});
 }
 
 /* World creation under every fault it can meet: the documented status, no world, no leak. */
@@ -464,7 +480,7 @@ void test_opencl_faults_create(piola_test *t) {
   }
   fx f;
   memset(&f, 0, sizeof f);
-  const fx_options o = {false, PIOLA_SCHEDULE_AUTO, true};
+  const fx_options o = {false, PIOLA_SCHEDULE_AUTO, true, PIOLA_SCHEME_GAUSS_SEIDEL};
   piola_world_def def = fx_def(&f, o);
   def.simd_lanes = 8; /* the packet program too, on any device */
   piola_world *w = NULL;
@@ -519,7 +535,7 @@ void test_opencl_faults_out_of_device_memory(piola_test *t) {
     return;
   }
 #ifdef PIOLA_WITH_OPENCL
-  const fx_options o = {true, PIOLA_SCHEDULE_AUTO, false};
+  const fx_options o = {true, PIOLA_SCHEDULE_AUTO, false, PIOLA_SCHEME_GAUSS_SEIDEL};
   piola_tet_mesh big = wt_box(12, 6, 6, 1.2f, 0.6f, 0.6f);
   const piola_material m = piola_default_material();
   const float at[3] = {2.0f, 1.0f, 0.0f};

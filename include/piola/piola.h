@@ -81,7 +81,8 @@ PIOLA_API piola_status piola_world_set_gravity(piola_world *world, const float g
 PIOLA_API piola_status piola_world_get_stats(const piola_world *world, piola_stats *out);
 
 /** Time per stage of the last step, ms: host time on the CPU reference, device time from
- * profiling events on OpenCL with def.profile on (zeros otherwise). Cheap: no read-back. */
+ * profiling events on OpenCL with def.profile on (zeros otherwise; SOLVE_GLOBAL, which runs on
+ * the host there, is its host time with its transfers). Cheap: no read-back. */
 PIOLA_API piola_status piola_world_get_stage_times(const piola_world *world,
                                                    double stage_ms[PIOLA_STAGE_COUNT]);
 

@@ -139,9 +139,11 @@ typedef enum piola_iteration_scheme {
    * incremental potential (inertia plus the tets' energies, the same materials as XPBD), its
    * linear system solved by conjugate gradients preconditioned by an aggregation multigrid over
    * rigid clusters of vertices, so that the slow modes of a fine mesh converge as fast as the
-   * fast ones. The CPU reference runs it (PIOLA_BACKEND_AUTO then picks the CPU reference; an
-   * OpenCL world refuses it); tet bodies only (a cloth body is refused). max_colors and
-   * jacobi_omega do not apply. */
+   * fast ones. Both backends run it: on OpenCL worlds the global solve runs on the host in
+   * double between the device's stages, so it moves the positions across once per iteration
+   * (48 bytes per vertex, 32 more per substep); every other stage stays on the device. Tet
+   * bodies only (a cloth body is refused). max_colors, jacobi_omega and the schedule do not
+   * apply (every stage runs per stage). */
   PIOLA_SCHEME_MULTIGRID = 3
 } piola_iteration_scheme;
 
@@ -210,7 +212,8 @@ typedef struct piola_world_def {
    * alone; 0 one per online core. A stage splits items that share nothing they write (the tets
    * or cloth items of one color, the bodies, the vertices, the contacts) among them, so every
    * count computes the same, to the bit. The world owns the threads from piola_world_create()
-   * to piola_world_destroy(). The OpenCL backend ignores it. */
+   * to piola_world_destroy(). The OpenCL backend ignores it, but for the multigrid scheme's
+   * global solve, which it runs on the host on these threads. */
   int32_t cpu_threads;
   piola_logger logger;        /**< where messages go; default none */
   piola_assert_fn *assert_fn; /**< misuse hook; default NULL (assert in debug builds only) */

@@ -157,7 +157,8 @@ void scene_print_help(void) {
          "  --contact-friction MU  friction between bodies (default 0.5)\n");
   printf("  --scheme S          gauss-seidel (default: colored), jacobi, vbd (vertex block\n"
          "                      descent) or multigrid (a Newton step per iteration, solved by\n"
-         "                      multigrid-preconditioned conjugate gradients; CPU reference)\n"
+         "                      multigrid-preconditioned conjugate gradients; on OpenCL the\n"
+         "                      solve runs on the host between the device's stages)\n"
          "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
          "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
@@ -167,7 +168,8 @@ void scene_print_help(void) {
          "  --lanes N           OpenCL, per stage: tets one work-item projects at once in SIMD\n"
          "                      lanes: 1, 4, 8 or 16 (default 0: on CPU devices their native\n"
          "                      float vector width, 16 with AVX-512, 8 with AVX2; else 1)\n"
-         "  --threads N         CPU reference: threads per step, the same result for any N\n"
+         "  --threads N         CPU reference, and OpenCL's host solve under --scheme\n"
+         "                      multigrid: threads per step, the same result for any N\n"
          "                      (default 1; 0: one per core)\n"
          "  --profile           OpenCL: time each stage and kernel with device events\n"
          "  --verbose           print the library's informational messages\n");

@@ -575,11 +575,11 @@ int command_validate(int argc, char **argv) {
        "OpenCL device: P:D, gpu, cpu or a name substring"},
       {"--scheme", CLI_CHOICE, &scheme, 0, scheme_names, "S",
        "gauss-seidel (default), jacobi, vbd (vertex block descent) or\n"
-       "multigrid (global Newton steps, CPU reference): the\n"
+       "multigrid (global Newton steps; on OpenCL solved on the host): the\n"
        "iteration scheme of the experiments ('convergence' compares them all)"},
       {"--threads", CLI_INT, &o.cpu_threads, 0, NULL, "N",
-       "CPU reference: threads per step, the same result for any N\n"
-       "(default 1; 0: one per core)"},
+       "CPU reference, and OpenCL's host solve under multigrid: threads\n"
+       "per step, the same result for any N (default 1; 0: one per core)"},
       {"--mesh", CLI_STRING, &o.mesh_path, 0, NULL, "PATH.node",
        "body of 'convergence' and 'recovery' (default: the procedural\n"
        "creature), e.g. ../shared/data/armadillo/armadillo_4k.node"},

@@ -3,8 +3,10 @@
  * files beside it) are embedded at build time together with the shared math headers, and built
  * once per world for its device. Every cl* call is checked; failures return a piola_status, the
  * OpenCL error code goes to the logger, and whatever was created is released. Nothing waits on
- * the device inside a step: a step is a sequence of enqueues and a flush. Read-backs happen only
- * when the user asks for data.
+ * the device inside a step: a step is a sequence of enqueues and a flush; read-backs happen only
+ * when the user asks for data. The multigrid scheme is the exception: its global solve runs on
+ * the host between the device's stages, reading the vertices back and writing them again every
+ * iteration (opencl_newton.c).
  *
  * Compiled only with PIOLA_OPENCL=ON (PIOLA_WITH_OPENCL); a build without it has no such table,
  * and PIOLA_BACKEND_AUTO then uses the CPU reference. */

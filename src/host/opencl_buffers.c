@@ -522,6 +522,9 @@ piola_status piola_ocl_upload_all(piola_world *w) {
     s = piola_ocl_upload_vbd(w);
   }
   if (s == PIOLA_OK) {
+    s = piola_ocl_upload_global(w);
+  }
+  if (s == PIOLA_OK) {
     s = piola_ocl_upload_colliders(w);
   }
   if (s == PIOLA_OK) {

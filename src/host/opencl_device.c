@@ -329,6 +329,7 @@ static void release_all(piola_opencl *cl) {
     piola_ocl_release_event(f, cl->events[i].event);
   }
   free(cl->events);
+  piola_ocl_release_global(cl);
   piola_ocl_release_program(f, cl->program);
   piola_ocl_release_program(f, cl->packet_program);
   piola_ocl_release_queue(f, cl->queue);
@@ -442,6 +443,17 @@ piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
       s = piola_ocl_fail(log, e, piola_ocl_kernel_names[k]);
     }
   }
+  /* The multigrid scheme's solve runs on the host (opencl_newton.c), on def.cpu_threads threads
+   * as on the CPU reference. */
+  if (s == PIOLA_OK && w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID) {
+    const int32_t threads = w->def.cpu_threads > 0 ? w->def.cpu_threads : piola_online_cores();
+    s = piola_pool_create(threads, &w->pool);
+    if (s != PIOLA_OK) {
+      w->pool = NULL;
+      piola_log(log, PIOLA_LOG_ERROR, "piola_world_create: could not start %d threads",
+                (int)threads);
+    }
+  }
   if (s != PIOLA_OK) {
     release_all(cl);
     return s;
@@ -462,6 +474,8 @@ void piola_opencl_destroy(piola_world *w) {
                          piola_ocl(w)->queue); /* nothing to report: the world goes */
   release_all(piola_ocl(w));
   w->backend_data = NULL;
+  piola_pool_destroy(w->pool);
+  w->pool = NULL;
 }
 
 piola_status piola_opencl_layout_probe(const char *device_spec,

@@ -1,8 +1,10 @@
 /* Piola OpenCL backend, internal: the device state of a world (struct piola_opencl), the kernels
  * and buffers by index, and the functions the backend's files share (opencl_runtime.c: checked
  * calls, faults, launches; opencl_device.c: devices and programs; opencl_buffers.c: uploads and
- * reads; opencl_stages.c: the step; opencl_contact.c: the contact stages; opencl_extras.c:
- * render meshes and attachments; opencl_backend.c: the table). Included by those files only. */
+ * reads; opencl_stages.c: the step; opencl_vbd.c and opencl_newton.c: the stages of vertex
+ * block descent and of the multigrid scheme; opencl_contact.c: the contact stages;
+ * opencl_extras.c: render meshes and attachments; opencl_backend.c: the table). Included by
+ * those files only. */
 #ifndef PIOLA_OPENCL_INTERNAL_H
 #define PIOLA_OPENCL_INTERNAL_H
 
@@ -207,6 +209,18 @@ struct piola_opencl {
   piola_faults *faults; /* the test hook (NULL in normal use) */
   bool lost;            /* the device is gone, or its state was left half advanced */
   bool vbd_have_last;   /* BUF_VBD_V_LAST holds the last substep's velocities */
+  /* The multigrid scheme's SOLVE_GLOBAL on the host (opencl_newton.c; NULL under the other
+   * schemes): x of the substep and the positions p the solve works on (3 doubles per vertex
+   * each), the staging of the transfers (2 float4 per vertex), the tets' M with the plastic
+   * tets' read from the device (9 doubles per tet) and the staging of that read (9 floats per
+   * tet; both NULL without plastic tets), and the host time of the step's SOLVE_GLOBAL stages
+   * (ms, profiling). */
+  double *global_x;
+  double *global_p;
+  cl_float4 *global_staging;
+  double *global_tet_m;
+  float *global_tet_planes;
+  double global_ms;
 };
 
 /* Work-items for a kernel that strides over n entries (the contact solve, piola_contact_boxes):
@@ -320,6 +334,12 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h);
  * (a part of piola_ocl_upload_all; nothing without PIOLA_SCHEME_VBD). */
 piola_status piola_ocl_solve_vertices(piola_world *w, double h);
 piola_status piola_ocl_upload_vbd(piola_world *w);
+/* The multigrid scheme (opencl_newton.c): the SOLVE_GLOBAL stage, solved on the host in double
+ * between the device's stages; the host arrays it needs (a part of piola_ocl_upload_all;
+ * nothing without PIOLA_SCHEME_MULTIGRID), and their release. */
+piola_status piola_ocl_solve_global(piola_world *w, double h);
+piola_status piola_ocl_upload_global(piola_world *w);
+void piola_ocl_release_global(piola_opencl *cl);
 bool piola_opencl_per_body(const piola_world *w);
 piola_status piola_opencl_substep_bodies(piola_world *w, double h, piola_bodies_part part);
 piola_status piola_opencl_end_step(piola_world *w);

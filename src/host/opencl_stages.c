@@ -392,8 +392,8 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
   }
   case PIOLA_STAGE_SOLVE_VERTICES:
     return piola_ocl_solve_vertices(w, h);
-  case PIOLA_STAGE_SOLVE_GLOBAL: /* the multigrid scheme: no OpenCL world runs it */
-    return PIOLA_ERROR_UNSUPPORTED;
+  case PIOLA_STAGE_SOLVE_GLOBAL: /* the multigrid scheme, on the host (opencl_newton.c) */
+    return piola_ocl_solve_global(w, h);
   case PIOLA_STAGE_SOLVE_CLOTH: /* timing entries of SOLVE_TETS, not passes of their own */
   case PIOLA_STAGE_SOLVE_BENDING:
     return PIOLA_OK;
@@ -504,6 +504,8 @@ piola_status piola_opencl_end_step(piola_world *w) {
   memset(cl->stage_ms, 0, sizeof cl->stage_ms);
   memset(cl->kernel_ms, 0, sizeof cl->kernel_ms);
   memset(cl->kernel_launches, 0, sizeof cl->kernel_launches);
+  cl->stage_ms[PIOLA_STAGE_SOLVE_GLOBAL] = cl->global_ms; /* on the host (opencl_newton.c) */
+  cl->global_ms = 0.0;
   piola_status s = PIOLA_OK;
   if (cl->event_count > 0) {
     cl_int e = piola_ocl_finish(cl->faults, cl->queue);

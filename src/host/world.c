@@ -138,15 +138,7 @@ piola_status piola_world_create_with_faults(const piola_world_def *def, piola_fa
   }
   w->def = *def;
   w->ops = NULL;
-  const bool multigrid = def->iteration_scheme == PIOLA_SCHEME_MULTIGRID;
-  if (def->backend == PIOLA_BACKEND_OPENCL && multigrid) {
-    piola_log(&def->logger, PIOLA_LOG_ERROR,
-              "piola_world_create: the multigrid scheme runs on the CPU reference only (backend "
-              "cpu, or auto)");
-    free(w);
-    return PIOLA_ERROR_UNSUPPORTED;
-  }
-  if (def->backend == PIOLA_BACKEND_OPENCL || (def->backend == PIOLA_BACKEND_AUTO && !multigrid)) {
+  if (def->backend == PIOLA_BACKEND_OPENCL || def->backend == PIOLA_BACKEND_AUTO) {
     const piola_backend_ops *opencl = piola_backend_find(PIOLA_BACKEND_OPENCL);
     if (opencl == NULL) {
       piola_log(&def->logger, PIOLA_LOG_ERROR,
