@@ -361,8 +361,8 @@ static int32_t cantilever_iterations(const validate_options *o) {
  * free edges (the strip's width is (N - 1/2) triangle heights of mass but N - 1 hinges of
  * stiffness per row) add about 1 / (2 N) more. Measured, equilateral: 1.667 (N = 4), 1.325 (8),
  * 1.167 (16), i.e. 1 + 2.6 / N: first-order convergence to the closed form, checked by Richardson
- * extrapolation of two resolutions. (At 32 rows 200 substeps no longer converge the bending:
- * 1.30; docs/solvers.md, "Stiff bending".) */
+ * extrapolation of two resolutions. (At 32 rows 200 substeps of Gauss-Seidel no longer converge
+ * the bending: 1.30; bench/RESULTS.md has 16 to 64 rows under both schemes.) */
 static piola_status cantilever(const validate_options *o, validate_report *r, bool equilateral,
                                int32_t cells, double d, double *sag, double *sag_early) {
   const double rho = 0.1, length = 0.2, dx = length / cells;
