@@ -583,6 +583,15 @@ int command_validate(int argc, char **argv) {
       {"--mesh", CLI_STRING, &o.mesh_path, 0, NULL, "PATH.node",
        "body of 'convergence' and 'recovery' (default: the procedural\n"
        "creature), e.g. ../shared/data/armadillo/armadillo_4k.node"},
+      {"--cantilever-rows", CLI_INT, &o.cantilever_rows, 2, NULL, "N",
+       "'cloth_cantilever': the finer strip's rows (it also runs\n"
+       "N / 2); default 16, --quick 8"},
+      {"--cantilever-substeps", CLI_INT, &o.cantilever_substeps, 1, NULL, "S",
+       "'cloth_cantilever': substeps per 10 ms step\n"
+       "(default 200, --quick 100)"},
+      {"--cantilever-iterations", CLI_INT, &o.cantilever_iterations, 1, NULL, "K",
+       "'cloth_cantilever': iterations per substep\n"
+       "(default 2)"},
       {"--verbose", CLI_FLAG, &o.verbose, 0, NULL, NULL,
        "print the library's informational messages"},
   };

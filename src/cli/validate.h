@@ -23,6 +23,10 @@ typedef struct validate_options {
   /* The iteration scheme of every experiment's worlds (default Gauss-Seidel); 'convergence'
    * runs its own list of schemes, vertex block descent among them. */
   piola_iteration_scheme scheme;
+  /* cloth_cantilever's strip and step (0: the experiment's own, 16 rows, 200 substeps of 2
+   * iterations; --quick 8 rows, 100 substeps): the finer strip's rows N (it runs N / 2 and N),
+   * and the substeps and iterations per 10 ms step. */
+  int32_t cantilever_rows, cantilever_substeps, cantilever_iterations;
 } validate_options;
 
 validate_options validate_default_options(void);

@@ -336,10 +336,20 @@ static piola_status equilateral_strip(int32_t rows, int32_t across, double a, pi
   return PIOLA_OK;
 }
 
+/* The cantilever's step per 10 ms (validate_options: 0 is the experiment's own). */
+static int32_t cantilever_substeps(const validate_options *o) {
+  return o->cantilever_substeps > 0 ? o->cantilever_substeps : o->quick ? 100 : 200;
+}
+
+static int32_t cantilever_iterations(const validate_options *o) {
+  return o->cantilever_iterations > 0 ? o->cantilever_iterations : 2;
+}
+
 /* A cantilevered strip of free length L (0.2 m) clamped by pinning two vertex lines across it
  * (at x = -dx and 0), sagging under its own weight (rho_A = 0.1 kg/m^2, nu = 0, stretch
- * 1000 N/m); returns the mean sag of the tip line after 2 s (damping 8/s; 200 substeps of 2
- * iterations per 10 ms: Gauss-Seidel converges slowly on bending, many small substeps make the
+ * 1000 N/m); returns the mean sag of the tip line after 2 s, and after 1.5 s in `sag_early`
+ * (whether it has settled) (damping 8/s; 200 substeps of 2 iterations per 10 ms unless the
+ * options say otherwise: Gauss-Seidel converges slowly on bending, many small substeps make the
  * compliance dominate, see docs/validation.md). `equilateral`: the strip of equilateral triangles
  * above with `cells` rows of height dx along L and `cells` vertices across; else
  * piola_mesh_make_grid's checkerboard of `cells` squares along L and 2 across.
@@ -351,12 +361,13 @@ static piola_status equilateral_strip(int32_t rows, int32_t across, double a, pi
  * free edges (the strip's width is (N - 1/2) triangle heights of mass but N - 1 hinges of
  * stiffness per row) add about 1 / (2 N) more. Measured, equilateral: 1.667 (N = 4), 1.325 (8),
  * 1.167 (16), i.e. 1 + 2.6 / N: first-order convergence to the closed form, checked by Richardson
- * extrapolation of two resolutions. (At 32 rows 200 substeps no longer converge the bending:
- * 1.30.) */
+ * extrapolation of two resolutions. (At 32 rows 200 substeps of Gauss-Seidel no longer converge
+ * the bending: 1.30; bench/RESULTS.md has 16 to 64 rows under both schemes.) */
 static piola_status cantilever(const validate_options *o, validate_report *r, bool equilateral,
-                               int32_t cells, double d, double *sag) {
+                               int32_t cells, double d, double *sag, double *sag_early) {
   const double rho = 0.1, length = 0.2, dx = length / cells;
-  piola_world_def def = validate_base_def(o, 0.01, o->quick ? 100 : 200, 2);
+  piola_world_def def =
+      validate_base_def(o, 0.01, cantilever_substeps(o), cantilever_iterations(o));
   def.gravity[1] = -9.81f;
   def.damping = 8.0f;
   piola_tri_mesh m;
@@ -385,21 +396,23 @@ static piola_status cantilever(const validate_options *o, validate_report *r, bo
       }
     }
     st = piola_body_set_inverse_masses(s.world, s.body, s.inv_mass, s.n);
-    if (st == PIOLA_OK) {
-      st = validate_sim_steps(&s, 200);
-    }
-    if (st == PIOLA_OK) {
-      st = validate_sim_read(&s);
-    }
-    double sum = 0.0;
-    int n = 0;
-    for (int32_t i = 0; st == PIOLA_OK && i < s.n; ++i) {
-      if (m.positions[3 * i] >= (float)length - 1e-6f) {
-        sum += -(double)s.x[3 * i + 1];
-        ++n;
+    for (int part = 0; part < 2; ++part) {
+      if (st == PIOLA_OK) {
+        st = validate_sim_steps(&s, part == 0 ? 150 : 50);
       }
+      if (st == PIOLA_OK) {
+        st = validate_sim_read(&s);
+      }
+      double sum = 0.0;
+      int n = 0;
+      for (int32_t i = 0; st == PIOLA_OK && i < s.n; ++i) {
+        if (m.positions[3 * i] >= (float)length - 1e-6f) {
+          sum += -(double)s.x[3 * i + 1];
+          ++n;
+        }
+      }
+      *(part == 0 ? sag_early : sag) = n > 0 ? sum / n : NAN;
     }
-    *sag = n > 0 ? sum / n : NAN;
     validate_sim_destroy(&s);
   }
   piola_tri_mesh_free(&m);
@@ -410,24 +423,27 @@ int validate_exp_cloth_cantilever(const validate_options *o, validate_report *r)
   const char *X = "cloth_cantilever";
   const double rho = 0.1, length = 0.2, d = 0.02;
   const double expected = rho * 9.81 * pow(length, 4) / (8.0 * d);
-  const int32_t cells = o->quick ? 8 : 16;
-  static const char *const cols[] = {"cells", "sag", "expected", "ratio"};
-  const int series = validate_series_new(r, X, "sag", 4, cols);
+  const int32_t cells = o->cantilever_rows > 0 ? o->cantilever_rows : o->quick ? 8 : 16;
+  const int32_t substeps = cantilever_substeps(o), iterations = cantilever_iterations(o);
+  static const char *const cols[] = {"cells", "sag", "expected", "ratio", "substeps", "iterations"};
+  const int series = validate_series_new(r, X, "sag", 6, cols);
   /* The equilateral strip at N / 2 and N rows, then the checkerboard grid at N. */
   double sag[3] = {NAN, NAN, NAN};
   for (int run = 0; run < 3; ++run) {
     const bool equilateral = run < 2;
     const int32_t n = run == 0 ? cells / 2 : cells;
-    piola_status st = cantilever(o, r, equilateral, n, d, &sag[run]);
+    double early = NAN;
+    piola_status st = cantilever(o, r, equilateral, n, d, &sag[run], &early);
     if (st != PIOLA_OK) {
       return validate_report_error(r, X, equilateral ? "equilateral strip" : "grid strip", st);
     }
-    double row[4] = {(double)n, sag[run], expected, sag[run] / expected};
+    double row[6] = {(double)n,           sag[run],         expected,
+                     sag[run] / expected, (double)substeps, (double)iterations};
     validate_series_add(r, series, equilateral ? "equilateral" : "grid", row);
     char check[96], note[160];
     snprintf(note, sizeof note,
-             "%d rows along L = 0.2 m, D = %g N m; sag %.4f mm, closed form %.4f mm", (int)n, d,
-             1e3 * sag[run], 1e3 * expected);
+             "%d x %d per 10 ms, D = %g N m; sag %.4f mm (%.4f at 1.5 s), closed form %.4f mm",
+             (int)substeps, (int)iterations, d, 1e3 * sag[run], 1e3 * early, 1e3 * expected);
     /* Each resolution is reported; the check is on the converged sag (below). The checkerboard
      * grid bends about a grid line softer than D (docs/cloth.md). */
     snprintf(check, sizeof check, "%s strip, %d rows: tip sag / closed form",
