@@ -132,7 +132,7 @@ int validate_exp_convergence(const validate_options *o, validate_report *r) {
       free(e);
       return validate_report_error(r, X, va->label, st);
     }
-    char check[96], note[160];
+    char check[96], note[256];
     if (va->scheme == PIOLA_SCHEME_GAUSS_SEIDEL && va->max_colors == 0) {
       double worst = 0.0;
       int32_t at = 0;
