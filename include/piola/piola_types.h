@@ -545,7 +545,7 @@ typedef struct piola_stats {
    * the assembly, per conjugate-gradient iteration (the last step's mean over its Newton steps,
    * from linear_iterations) its product, its two sums and a V-cycle (11 passes per level above
    * the coarsest, 1 for the coarsest), and the line search; the setup of each multigrid level
-   * counts once per substep. */
+   * counts once per substep, and so does the collider pass before the first iteration. */
   int32_t dependent_passes;
   /** How far the last substep is from the implicit Euler step the solver approximates
    * (dimensionless, in [0, 1]): |r| / (|M a| + |F| + |grad E|) with the step's force residual

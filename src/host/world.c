@@ -263,6 +263,7 @@ piola_status piola_world_step(piola_world *w) {
    * of SOLVE_TETS, attachments in its solve, no inverted-tet pass. */
   const bool minimizes = w->def.iteration_scheme == PIOLA_SCHEME_VBD ||
                          w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
+  const bool multigrid = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
   const piola_stage solve = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID
                                 ? PIOLA_STAGE_SOLVE_GLOBAL
                             : minimizes ? PIOLA_STAGE_SOLVE_VERTICES
@@ -290,6 +291,12 @@ piola_status piola_world_step(piola_world *w) {
         if (s == PIOLA_OK) {
           s = run_stage(w, PIOLA_STAGE_NARROW_PHASE, h);
         }
+      }
+      /* The multigrid scheme's first Newton step starts from the prediction moved out of the
+       * colliders, its pushed vertices supported: a whole sole landing otherwise falls through
+       * the collider in that step and is pushed back after it, crushing the tets above it. */
+      if (s == PIOLA_OK && multigrid && w->collider_count > 0) {
+        s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
       }
       for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {
         w->iteration = it;
@@ -460,7 +467,8 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
   const int64_t iteration =
       solve + (contacts ? 2 : 0) + (attachments && !vbd) + (w->collider_count > 0);
   const int64_t substep =
-      1 + (contacts ? 2 : 0) + (multigrid ? levels : 0) + (int64_t)w->def.iterations * iteration +
+      1 + (contacts ? 2 : 0) + (multigrid ? levels + (w->collider_count > 0) : 0) +
+      (int64_t)w->def.iterations * iteration +
       (contacts && !vbd ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments
                         : 0) +
       1 + plastic;
