@@ -44,7 +44,6 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->trial);
   free(n->normal);
   free(n->kind);
-  free(n->reach);
   free(n->corner_start);
   free(n->corners);
   free(n->tet_grad);
@@ -154,14 +153,13 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   n.trial = malloc(sizeof(double) * 3 * nvb);
   n.normal = malloc(sizeof(double) * 3 * nvb);
   n.kind = malloc(nvb);
-  n.reach = malloc(sizeof(double) * nvb);
   const size_t ntb = (size_t)(nt > 0 ? nt : 1);
   n.tet_grad = malloc(sizeof(double) * 12 * ntb);
   n.tet_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * ntb);
   n.tet_energy = malloc(sizeof(double) * ntb);
   n.vertex_energy = malloc(sizeof(double) * nvb);
   if (!n.col || !n.tet_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
-      !n.reach || !n.tet_grad || !n.tet_hess || !n.tet_energy || !n.vertex_energy) {
+      !n.tet_grad || !n.tet_hess || !n.tet_energy || !n.vertex_energy) {
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -180,18 +178,6 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
         }
         n.tet_block[16 * (size_t)t + (size_t)(4 * a + b)] = lo;
       }
-    }
-  }
-  /* Each vertex's smallest height over the opposite face of one of its tets, 1 / |b| (m). */
-  for (int32_t i = 0; i < nv; ++i) {
-    n.reach[i] = INFINITY;
-  }
-  for (int32_t t = 0; t < nt; ++t) {
-    piola_m3 m;
-    memcpy(m.m, st->tet_m + 9 * (size_t)t, sizeof m.m);
-    for (int k = 0; k < 4; ++k) {
-      const int32_t v = st->tet_vertices[4 * (size_t)t + k];
-      n.reach[v] = fmin(n.reach[v], 1.0 / piola_v3_length(piola_tet_corner_row(m, k)));
     }
   }
   piola_status s = piola_multigrid_build(nv, n.start, n.col, w->pool, &n.mg);
@@ -527,23 +513,10 @@ void piola_cpu_solve_global(piola_world *w, double h) {
   for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
     slope += nw->gradient[i] * nw->dx[i];
   }
-  /* The trust region: no vertex moves more than PIOLA_NEWTON_MAX_STEP of its smallest element
-   * height in one step (as vertex block descent's PIOLA_VBD_MAX_STEP): a Newton step from a
-   * Hessian that underestimates the curvature (projected blocks of compressed tets, an impact)
-   * could otherwise carry vertices through their neighbours into inverted states whose extended
-   * energy the line search then accepts. */
-  double longest = 1.0;
-  for (int32_t i = 0; i < nv; ++i) {
-    const double *d = nw->dx + 3 * (size_t)i;
-    const double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-    if (len * longest > PIOLA_NEWTON_MAX_STEP * nw->reach[i]) {
-      longest = PIOLA_NEWTON_MAX_STEP * nw->reach[i] / len;
-    }
-  }
   double alpha = 0.0;
   if (slope < 0.0) { /* else converged to rounding */
     for (int k = 0; k <= PIOLA_NEWTON_HALVINGS; ++k) {
-      const double a = longest * ldexp(1.0, -k);
+      const double a = ldexp(1.0, -k);
       for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
         nw->trial[i] = w->p[i] + a * nw->dx[i];
       }
@@ -554,6 +527,6 @@ void piola_cpu_solve_global(piola_world *w, double h) {
       }
     }
   }
-  nw->refresh = alpha < longest || longest < 1.0;
+  nw->refresh = alpha < 1.0;
   hold_supported(w, alpha);
 }

@@ -19,8 +19,6 @@
 /* A later iteration of a substep keeps its Hessian while the gradient's norm fell to at most
  * this fraction of the last iteration's (newton.c). */
 #define PIOLA_NEWTON_KEEP 0.5
-/* A Newton step moves no vertex by more than this fraction of its smallest element height. */
-#define PIOLA_NEWTON_MAX_STEP 0.25
 
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
  * and its neighbours through the tets) and the multigrid hierarchy over it, built with the
@@ -33,7 +31,6 @@ typedef struct piola_solver_newton {
   piola_multigrid mg;
   double *gradient, *dx, *trial, *normal; /* 3 per vertex */
   uint8_t *kind;                          /* per vertex: 0 free, 1 supported, 2 fixed */
-  double *reach; /* per vertex: its smallest height over a tet's opposite face (m), at the build */
   /* Each vertex's tet corners, 4 t + corner, in solver order: corners[corner_start[i] ..] */
   int32_t *corner_start, *corners;
   /* Per tet at the current Newton step: its gradients (12), Hessian blocks (90,
