@@ -7,6 +7,8 @@
 #include "test_opencl_common.h"
 #include "world_helpers.h"
 
+#include "piola_hessian.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

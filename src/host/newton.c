@@ -29,6 +29,7 @@
 #include "newton.h"
 
 #include "piola_attach.h"
+#include "piola_hessian.h"
 
 #include <math.h>
 #include <stdlib.h>
