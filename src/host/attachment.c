@@ -217,3 +217,8 @@ void piola_cpu_attachments(piola_world *w, double h) {
     }
   }
 }
+
+int32_t piola_attachments_of(const piola_solver_attachments *at, int32_t i) {
+  const int32_t k = piola_lower_bound(at->vertex, at->vertex_count, i);
+  return k < at->vertex_count && at->vertex[k] == i ? k : -1;
+}

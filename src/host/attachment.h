@@ -31,6 +31,8 @@ typedef struct piola_solver_attachments {
 /* Attachments (attachment.c): rebuilds w->attach from the slots (and uploads it on OpenCL);
  * the CPU reference's stage; frees everything. */
 piola_status piola_attachments_build(piola_world *w);
+/* The entry of vertex i in w->attach's vertex list (sorted by vertex), or -1 if it has none. */
+int32_t piola_attachments_of(const piola_solver_attachments *at, int32_t i);
 void piola_cpu_attachments(piola_world *w, double h);
 void piola_attachments_free(piola_world *w);
 #endif /* PIOLA_ATTACHMENT_H */

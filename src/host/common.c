@@ -68,8 +68,8 @@ const char *piola_status_string(piola_status status) {
 
 const char *piola_stage_name(piola_stage stage) {
   static const char *const names[PIOLA_STAGE_COUNT] = {
-      "predict",           "reset_multipliers", "broad_phase",   "narrow_phase", "solve_tets",
-      "solve_cloth",       "solve_bending",     "contact",       "attachments",  "collide",
+      "predict",           "reset_multipliers", "broad_phase",    "narrow_phase", "solve_tets",
+      "solve_cloth",       "solve_bending",     "contact",        "attachments",  "collide",
       "update_velocities", "plasticity",        "solve_vertices", "solve_global"};
   return (stage >= 0 && stage < PIOLA_STAGE_COUNT) ? names[stage] : "unknown";
 }
@@ -355,4 +355,17 @@ bool piola_grow(void **ptr, size_t size, int32_t needed, int32_t *capacity) {
   *ptr = p;
   *capacity = cap;
   return true;
+}
+
+int32_t piola_lower_bound(const int32_t *a, int32_t n, int32_t key) {
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < key) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
 }

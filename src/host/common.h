@@ -44,6 +44,18 @@ bool piola_finite3(const float v[3]);
 bool piola_vertex_triangles(const int32_t *corners, int32_t triangle_count, int32_t first_vertex,
                             int32_t vertex_count, int32_t **start, int32_t **incident);
 
+/* The first index of the sorted a[0..n) whose value is >= key (n when none is). */
+int32_t piola_lower_bound(const int32_t *a, int32_t n, int32_t key);
+
+/* Matrix i of an array of 9 doubles per matrix, row-major (the solver's tet_m). */
+static inline piola_m3 piola_m3_at(const double *a, int32_t i) {
+  piola_m3 m;
+  for (int k = 0; k < 9; ++k) {
+    m.m[k] = a[9 * (size_t)i + (size_t)k];
+  }
+  return m;
+}
+
 /* Wall-clock milliseconds from a monotonic clock. */
 double piola_now_ms(void);
 

@@ -16,12 +16,6 @@ static void store3(double *a, int32_t i, piola_v3 v) {
   a[3 * (size_t)i + 2] = v.z;
 }
 
-static piola_m3 load_m3(const double *a, int32_t i) {
-  piola_m3 m;
-  memcpy(m.m, a + 9 * (size_t)i, sizeof m.m);
-  return m;
-}
-
 /* Items per chunk of a stage split among the threads (piola_pool_for) at least: fewer make the
  * hand-over cost more than the work. */
 #define VERTEX_GRAIN 2048
@@ -104,7 +98,7 @@ static int project(piola_world *w, int32_t t, double inv_h2, bool supported, pio
     motion[k] = piola_v3_sub(piola_vertex_at(w->p, q[k]), piola_vertex_at(w->x, q[k]));
   }
   const int flags = piola_tet_solve(
-      mat, load_m3(w->solver.tet_m, t), w->solver.tet_volume[t], mat->compliance * inv_h2,
+      mat, piola_m3_at(w->solver.tet_m, t), w->solver.tet_volume[t], mat->compliance * inv_h2,
       mat->damping * sqrt(inv_h2), piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
       piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), damped ? motion : NULL, w->w[q[0]],
       w->w[q[1]], w->w[q[2]], w->w[q[3]], any ? &support : NULL, lambda, dx);
@@ -411,7 +405,7 @@ static void plasticity(piola_world *w, double h) {
     const int32_t t = w->solver.plastic_tet[k];
     const int32_t *q = w->solver.tet_vertices + 4 * (size_t)t;
     const piola_material *m = &w->materials[w->solver.tet_material[t]].def;
-    piola_m3 dm_rest = load_m3(w->solver.plastic_dm_rest, k);
+    piola_m3 dm_rest = piola_m3_at(w->solver.plastic_dm_rest, k);
     piola_m3 f =
         piola_tet_deformation(piola_vertex_at(w->x, q[0]), piola_vertex_at(w->x, q[1]),
                               piola_vertex_at(w->x, q[2]), piola_vertex_at(w->x, q[3]), dm_rest);
@@ -508,7 +502,7 @@ double piola_tets_energy(const piola_world *w, const double *positions, const do
   double sum = 0.0;
   *inverted = 0;
   for (int32_t t = 0; t < w->solver.tet_count; ++t) {
-    sum += tet_energy(&w->materials[w->solver.tet_material[t]], load_m3(tet_m, t),
+    sum += tet_energy(&w->materials[w->solver.tet_material[t]], piola_m3_at(tet_m, t),
                       w->solver.tet_volume[t], positions, w->solver.tet_vertices + 4 * (size_t)t, 0,
                       inverted);
   }
@@ -526,7 +520,7 @@ double piola_bodies_energy(const piola_world *w, const double *positions, int32_
     const piola_material_entry *e = &w->materials[b->material];
     const double *m = b->m_eff != NULL ? b->m_eff : b->dm_inv;
     for (int32_t t = 0; t < b->tet_count; ++t) {
-      sum += tet_energy(e, load_m3(m, t), b->volume[t], positions, b->tets + 4 * (size_t)t,
+      sum += tet_energy(e, piola_m3_at(m, t), b->volume[t], positions, b->tets + 4 * (size_t)t,
                         b->vertex_offset, inverted);
     }
   }

@@ -26,6 +26,8 @@
  */
 #include "multigrid.h"
 
+#include "common.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,16 +363,8 @@ static piola_status coarsen(piola_mg_level *f, int32_t count, piola_mg_level *c)
       if (ci < 0 || cj < 0) {
         continue;
       }
-      int32_t lo = cstart[ci], hi = cstart[ci + 1];
-      while (lo < hi) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        if (ccol[mid] < cj) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      f->coarse_block[k] = lo;
+      f->coarse_block[k] =
+          cstart[ci] + piola_lower_bound(ccol + cstart[ci], cstart[ci + 1] - cstart[ci], cj);
     }
   }
   return PIOLA_OK;
@@ -601,17 +595,8 @@ void piola_multigrid_setup(piola_multigrid *mg, const double *positions) {
     for (int32_t li = 0; li < nodes; ++li) {
       const int32_t i = mg->component_nodes[first + li];
       for (int32_t k = a->start[i]; k < a->start[i + 1]; ++k) {
-        /* the column's place in the component (sorted: a binary search) */
-        const int32_t *nodes_at = mg->component_nodes + first;
-        int32_t lo = 0, hi = nodes;
-        while (lo < hi) {
-          const int32_t mid = lo + (hi - lo) / 2;
-          if (nodes_at[mid] < a->col[k]) {
-            lo = mid + 1;
-          } else {
-            hi = mid;
-          }
-        }
+        /* the column's place in the component (its nodes are sorted) */
+        const int32_t lo = piola_lower_bound(mg->component_nodes + first, nodes, a->col[k]);
         const double *v = a->val + (size_t)k * (size_t)(bs * bs);
         for (int32_t r = 0; r < bs; ++r) {
           for (int32_t c = 0; c < bs; ++c) {

@@ -168,16 +168,9 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
     const int32_t *q = st->tet_vertices + 4 * (size_t)t;
     for (int a = 0; a < 4; ++a) {
       for (int b = 0; b < 4; ++b) {
-        int32_t lo = n.start[q[a]], hi = n.start[q[a] + 1];
-        while (lo < hi) {
-          const int32_t mid = lo + (hi - lo) / 2;
-          if (n.col[mid] < q[b]) {
-            lo = mid + 1;
-          } else {
-            hi = mid;
-          }
-        }
-        n.tet_block[16 * (size_t)t + (size_t)(4 * a + b)] = lo;
+        const int32_t row = n.start[q[a]];
+        n.tet_block[16 * (size_t)t + (size_t)(4 * a + b)] =
+            row + piola_lower_bound(n.col + row, n.start[q[a] + 1] - row, q[b]);
       }
     }
   }
@@ -191,12 +184,6 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
 }
 
 /* ---- The CPU reference's stage ----------------------------------------------------------- */
-
-static piola_m3 load_m3(const double *a, int32_t i) {
-  piola_m3 m;
-  memcpy(m.m, a + 9 * (size_t)i, sizeof m.m);
-  return m;
-}
 
 /* Tets per chunk of the per-tet loops split among the threads at least, and vertices per chunk
  * of the per-row ones. */
@@ -226,7 +213,7 @@ static void tets_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
     const int32_t *q = st->tet_vertices + 4 * (size_t)t;
     const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
     const double e = 1.0 / mat->compliance;
-    const piola_m3 m = load_m3(st->tet_m, t);
+    const piola_m3 m = piola_m3_at(st->tet_m, t);
     const piola_v3 x0 = piola_vertex_at(job->x, q[0]), x1 = piola_vertex_at(job->x, q[1]),
                    x2 = piola_vertex_at(job->x, q[2]), x3 = piola_vertex_at(job->x, q[3]);
     if (job->pass == NEWTON_ENERGY) {
@@ -259,21 +246,6 @@ static int pair_block(int a, int b) {
   return first[a] + (b - a);
 }
 
-/* The attachments of vertex i (w->attach is sorted by vertex): the index of its entry in the
- * vertex list, or -1. */
-static int32_t attachments_of(const piola_solver_attachments *at, int32_t i) {
-  int32_t lo = 0, hi = at->vertex_count;
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo) / 2;
-    if (at->vertex[mid] < i) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo < at->vertex_count && at->vertex[lo] == i ? lo : -1;
-}
-
 /* Vertex i's share of G at x besides its tets (J): its inertia and its soft attachments (0 for a
  * fixed vertex). */
 static double vertex_energy(const piola_world *w, const double *x, int32_t i, double inv_h2) {
@@ -285,7 +257,7 @@ static double vertex_energy(const piola_world *w, const double *x, int32_t i, do
   const double d[3] = {xi[0] - yi[0], xi[1] - yi[1], xi[2] - yi[2]};
   double g = 0.5 * inv_h2 / w->w[i] * (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
   const piola_solver_attachments *at = &w->attach;
-  const int32_t k = attachments_of(at, i);
+  const int32_t k = piola_attachments_of(at, i);
   for (int32_t e = k >= 0 ? at->start[k] : 0; k >= 0 && e < at->start[k + 1]; ++e) {
     const double *t = at->target + 4 * (size_t)e;
     const double r[3] = {xi[0] - t[0], xi[1] - t[1], xi[2] - t[2]};
@@ -328,7 +300,7 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
       gi[c] = k * (w->p[3 * (size_t)i + (size_t)c] - w->y[3 * (size_t)i + (size_t)c]);
       d[4 * c] += k;
     }
-    const int32_t ka = attachments_of(at, i);
+    const int32_t ka = piola_attachments_of(at, i);
     for (int32_t e = ka >= 0 ? at->start[ka] : 0; ka >= 0 && e < at->start[ka + 1]; ++e) {
       const double *t = at->target + 4 * (size_t)e;
       piola_v3 ga = piola_v3_make(0.0, 0.0, 0.0);

@@ -61,20 +61,6 @@ void piola_world_sync_plastic(piola_world *w) {
   }
 }
 
-/* The first index of the sorted a[0..n) whose value is >= key. */
-static int32_t lower_bound(const int32_t *a, int32_t n, int32_t key) {
-  int32_t lo = 0, hi = n;
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (a[mid] < key) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
 /* The per-vertex gather lists of the Jacobi tets of nw (see solver_arrays.h). */
 static piola_status build_jacobi_lists(piola_solver_tets *nw, int32_t vertex_count) {
   const int32_t n = nw->jacobi_count;
@@ -328,9 +314,9 @@ piola_status piola_world_build_tets(piola_world *w) {
     }
     nw.body_vertex[2 * dense] = b->vertex_offset;
     nw.body_vertex[2 * dense + 1] = b->vertex_count;
-    int32_t first = lower_bound(nw.jacobi_vertices, nw.jacobi_vertex_count, b->vertex_offset);
-    int32_t end =
-        lower_bound(nw.jacobi_vertices, nw.jacobi_vertex_count, b->vertex_offset + b->vertex_count);
+    int32_t first = piola_lower_bound(nw.jacobi_vertices, nw.jacobi_vertex_count, b->vertex_offset);
+    int32_t end = piola_lower_bound(nw.jacobi_vertices, nw.jacobi_vertex_count,
+                                    b->vertex_offset + b->vertex_count);
     nw.body_jacobi[4 * dense + 2] = first;
     nw.body_jacobi[4 * dense + 3] = end - first;
     nw.max_body_tets = b->tet_count > nw.max_body_tets ? b->tet_count : nw.max_body_tets;

@@ -144,12 +144,6 @@ piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tet
 
 /* ---- The CPU reference's stage ----------------------------------------------------------- */
 
-static piola_m3 load_m3(const double *a, int32_t i) {
-  piola_m3 m;
-  memcpy(m.m, a + 9 * (size_t)i, sizeof m.m);
-  return m;
-}
-
 static void add_block(piola_v3 *g, piola_m3 *hs, double k, piola_v3 ge, piola_m3 he) {
   *g = piola_v3_add(*g, piola_v3_scale(ge, k));
   for (int i = 0; i < 9; ++i) {
@@ -177,9 +171,9 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
     if (PIOLA_VBD_KIND(e) == PIOLA_VBD_TET) {
       const int32_t *q = st->tet_vertices + 4 * (size_t)t;
       const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
-      reach =
-          fmin(reach, 1.0 / piola_v3_length(piola_tet_corner_row(load_m3(st->tet_m, t), corner)));
-      piola_tet_vertex_block(mat, load_m3(st->tet_m, t), st->tet_volume[t],
+      reach = fmin(reach,
+                   1.0 / piola_v3_length(piola_tet_corner_row(piola_m3_at(st->tet_m, t), corner)));
+      piola_tet_vertex_block(mat, piola_m3_at(st->tet_m, t), st->tet_volume[t],
                              piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
                              piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), corner, &ge,
                              &he);
@@ -207,16 +201,8 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
   }
   /* Its attachments (w->attach is sorted by vertex): soft ones as energy, a hard one holds it. */
   const piola_solver_attachments *at = &w->attach;
-  int32_t lo = 0, hi = at->vertex_count;
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo) / 2;
-    if (at->vertex[mid] < i) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo < at->vertex_count && at->vertex[lo] == i) {
+  const int32_t lo = piola_attachments_of(at, i);
+  if (lo >= 0) {
     double k_attach = 0.0;
     for (int32_t e = at->start[lo]; e < at->start[lo + 1]; ++e) {
       const double *t = at->target + 4 * (size_t)e;
