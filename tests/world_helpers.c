@@ -286,3 +286,32 @@ piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, fl
   }
   return m;
 }
+
+uint64_t wt_squashed_box_hash(piola_iteration_scheme scheme, int32_t threads) {
+  piola_tet_mesh box = wt_box(5, 3, 3, 0.5f, 0.3f, 0.3f);
+  piola_world_def def = piola_test_world_def(NULL, NULL);
+  def.iteration_scheme = scheme;
+  def.cpu_threads = threads;
+  piola_world *w = NULL;
+  piola_material mat = piola_default_material();
+  mat.youngs_modulus = 1e5f;
+  piola_body_id id;
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  uint64_t hash = 0;
+  bool ok = box.tet_count > 0 && piola_world_create(&def, &w) == PIOLA_OK &&
+            piola_world_add_tet_body(w, &box, &mat, NULL, &id) == PIOLA_OK;
+  for (int32_t i = 0; ok && i < box.vertex_count; ++i) {
+    box.positions[3 * i + 1] = 0.3f + 0.3f * box.positions[3 * i + 1];
+  }
+  ok = ok && piola_body_set_positions(w, id, box.positions, box.vertex_count) == PIOLA_OK &&
+       piola_world_add_plane(w, up, 0.0f, 0.5f, NULL) == PIOLA_OK;
+  for (int s = 0; ok && s < 60; ++s) {
+    ok = piola_world_step(w) == PIOLA_OK;
+  }
+  if (ok) {
+    hash = wt_state_hash(w, &id, 1);
+  }
+  piola_world_destroy(w);
+  piola_mesh_free(&box);
+  return hash;
+}

@@ -50,6 +50,11 @@ uint64_t wt_positions_hash(const piola_world *w, const piola_body_id *bodies, in
  * order; 0 when a body's state cannot be read. */
 uint64_t wt_state_hash(const piola_world *w, const piola_body_id *bodies, int32_t count);
 
+/* The state hash (wt_state_hash) of a soft box (5 x 3 x 3 cells, 0.5 x 0.3 x 0.3 m, E = 0.1 MPa)
+ * squashed to 30% of its height 0.3 m above the ground and stepped 60 times on the CPU reference
+ * under `scheme` with `threads` threads: the repeatability tests' scene. 0 on failure. */
+uint64_t wt_squashed_box_hash(piola_iteration_scheme scheme, int32_t threads);
+
 /* A box mesh (piola_mesh_make_box) of cx x cy x cz cells spanning [0, s] on each axis, or an
  * empty mesh on failure. */
 piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz);
