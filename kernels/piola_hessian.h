@@ -1,11 +1,13 @@
-/* Piola's global Newton step (PIOLA_SCHEME_MULTIGRID): a tet's energy, gradients and 12 x 12
- * Hessian projected to the positive semidefinite cone, shared by C and OpenCL C (the CPU
- * reference's solve, src/host/newton.c). The energies and stresses are piola_tet.h's.
+/* Piola's global Newton step (PIOLA_SCHEME_MULTIGRID): the energies, gradients and Hessians,
+ * projected to the positive semidefinite cone, of a tet (12 x 12), a cloth triangle (9 x 9) and
+ * a bending stencil (12 x 12), shared by C and OpenCL C (the CPU reference's solve,
+ * src/host/newton.c). The energies and stresses are piola_tet.h's and piola_cloth.h's.
  */
 #ifndef PIOLA_HESSIAN_H
 #define PIOLA_HESSIAN_H
 
 #ifndef PIOLA_EMBEDDED /* the embedded program concatenates the headers */
+#include "piola_cloth.h"
 #include "piola_tet.h"
 #endif
 
@@ -39,48 +41,48 @@ PIOLA_FN piola_v3 piola_m3_times(piola_m3 a, piola_v3 v) {
                        a.m[6] * v.x + a.m[7] * v.y + a.m[8] * v.z);
 }
 
-/* Eigen-decomposition of the symmetric 9 x 9 a (row-major, destroyed) by cyclic Jacobi
+/* Eigen-decomposition of the symmetric n x n a (n <= 9, row-major, destroyed) by cyclic Jacobi
  * sweeps: the eigenvalues end on a's diagonal, the eigenvectors in the columns of v. */
-PIOLA_FN void piola_sym9_eigen(piola_real *a, piola_real *v) {
-  for (int i = 0; i < 81; ++i) {
-    v[i] = (i % 10 == 0) ? PIOLA_R(1.0) : PIOLA_R(0.0);
+PIOLA_FN void piola_symn_eigen(int n, piola_real *a, piola_real *v) {
+  for (int i = 0; i < n * n; ++i) {
+    v[i] = (i % (n + 1) == 0) ? PIOLA_R(1.0) : PIOLA_R(0.0);
   }
   for (int sweep = 0; sweep < 16; ++sweep) {
     piola_real off = PIOLA_R(0.0), diag = PIOLA_R(0.0);
-    for (int i = 0; i < 9; ++i) {
-      diag += a[10 * i] * a[10 * i];
-      for (int j = i + 1; j < 9; ++j) {
-        off += a[9 * i + j] * a[9 * i + j];
+    for (int i = 0; i < n; ++i) {
+      diag += a[(n + 1) * i] * a[(n + 1) * i];
+      for (int j = i + 1; j < n; ++j) {
+        off += a[n * i + j] * a[n * i + j];
       }
     }
     if (!(off > PIOLA_REAL_EPSILON * PIOLA_REAL_EPSILON * diag)) {
       return;
     }
-    for (int p = 0; p < 8; ++p) {
-      for (int q = p + 1; q < 9; ++q) {
-        const piola_real apq = a[9 * p + q];
+    for (int p = 0; p < n - 1; ++p) {
+      for (int q = p + 1; q < n; ++q) {
+        const piola_real apq = a[n * p + q];
         if (apq == PIOLA_R(0.0)) {
           continue;
         }
         /* the stable tangent of the rotation angle (Golub, Van Loan, Sec. 8.5.2) */
-        const piola_real theta = (a[9 * q + q] - a[9 * p + p]) / (PIOLA_R(2.0) * apq);
+        const piola_real theta = (a[n * q + q] - a[n * p + p]) / (PIOLA_R(2.0) * apq);
         const piola_real t = (theta >= PIOLA_R(0.0) ? PIOLA_R(1.0) : PIOLA_R(-1.0)) /
                              (fabs(theta) + sqrt(theta * theta + PIOLA_R(1.0)));
         const piola_real c = PIOLA_R(1.0) / sqrt(t * t + PIOLA_R(1.0)), s = t * c;
-        for (int k = 0; k < 9; ++k) { /* a = a G */
-          const piola_real akp = a[9 * k + p], akq = a[9 * k + q];
-          a[9 * k + p] = c * akp - s * akq;
-          a[9 * k + q] = s * akp + c * akq;
+        for (int k = 0; k < n; ++k) { /* a = a G */
+          const piola_real akp = a[n * k + p], akq = a[n * k + q];
+          a[n * k + p] = c * akp - s * akq;
+          a[n * k + q] = s * akp + c * akq;
         }
-        for (int k = 0; k < 9; ++k) { /* a = G^T a */
-          const piola_real apk = a[9 * p + k], aqk = a[9 * q + k];
-          a[9 * p + k] = c * apk - s * aqk;
-          a[9 * q + k] = s * apk + c * aqk;
+        for (int k = 0; k < n; ++k) { /* a = G^T a */
+          const piola_real apk = a[n * p + k], aqk = a[n * q + k];
+          a[n * p + k] = c * apk - s * aqk;
+          a[n * q + k] = s * apk + c * aqk;
         }
-        for (int k = 0; k < 9; ++k) { /* v = v G */
-          const piola_real vkp = v[9 * k + p], vkq = v[9 * k + q];
-          v[9 * k + p] = c * vkp - s * vkq;
-          v[9 * k + q] = s * vkp + c * vkq;
+        for (int k = 0; k < n; ++k) { /* v = v G */
+          const piola_real vkp = v[n * k + p], vkq = v[n * k + q];
+          v[n * k + p] = c * vkp - s * vkq;
+          v[n * k + q] = s * vkp + c * vkq;
         }
       }
     }
@@ -199,7 +201,7 @@ PIOLA_FN void piola_stress_differential_modes(const piola_tet_material *mat, pio
       a[9 * j + i] = m;
     }
   }
-  piola_sym9_eigen(a, v);
+  piola_symn_eigen(9, a, v);
   for (int m = 0; m < 9; ++m) {
     l[m] = a[10 * m];
     for (int e = 0; e < 9; ++e) {
@@ -259,6 +261,101 @@ PIOLA_FN piola_real piola_tet_hessian(const piola_tet_material *mat, piola_m3 dm
     }
   }
   return psi > PIOLA_R(0.0) ? volume * psi : PIOLA_R(0.0);
+}
+
+/* ---- Cloth ------------------------------------------------------------------------------- */
+
+/* The blocks of a triangle's Hessian, upper triangle by rows: (0,0) (0,1) (0,2) (1,1) (1,2)
+ * (2,2). */
+#define PIOLA_TRI_HESSIAN_BLOCKS 6
+
+/* A cloth triangle's membrane energy U / k (m^2, returned), its gradients g[0..2] (m, as
+ * piola_cloth_tri_gradient()) and its Hessian blocks hess[PIOLA_TRI_HESSIAN_BLOCKS]
+ * (dimensionless), in units of k. As for a tet, with F = [f0 f1] (3 x 2) = sum_j x_j b_j^T and
+ * A = d2Psi/dF2 (6 x 6, by the columns of F), H_ab = A_area sum_{c,d} b_a[c] A_cd b_b[d], and A
+ * projected to the positive semidefinite cone projects the whole 9 x 9 Hessian. For orthotropic
+ * StVK, Psi = (1/2) e^T Q e with e = (E11, E22, 2 E12) and S = Q e (piola_cloth_tri_energy_stress):
+ *   A_00 = c11 f0 f0^T + c33 f1 f1^T + S11 I,
+ *   A_11 = c22 f1 f1^T + c33 f0 f0^T + S22 I,
+ *   A_01 = c12 f0 f1^T + c33 f1 f0^T + S12 I = A_10^T,
+ * indefinite where the triangle is compressed (S with a negative eigenvalue: the buckling of a
+ * membrane); its eigenpairs come from cyclic Jacobi sweeps. */
+PIOLA_FN piola_real piola_cloth_tri_hessian(const piola_cloth_tri_material *mat, piola_m2 dm_inv,
+                                            piola_real area, piola_v3 x0, piola_v3 x1, piola_v3 x2,
+                                            piola_v3 *g, piola_m3 *hess) {
+  const piola_m32 f = piola_cloth_tri_deformation(x0, x1, x2, dm_inv);
+  piola_m32 p;
+  const piola_real psi = piola_cloth_tri_energy_stress(mat, f, &p);
+  /* b_a: row a - 1 of Dm^-1, b_0 = -(b_1 + b_2) */
+  const piola_real b[3][2] = {{-(dm_inv.m[0] + dm_inv.m[2]), -(dm_inv.m[1] + dm_inv.m[3])},
+                              {dm_inv.m[0], dm_inv.m[1]},
+                              {dm_inv.m[2], dm_inv.m[3]}};
+  for (int k = 0; k < 3; ++k) {
+    g[k] = piola_v3_scale(
+        piola_v3_add(piola_v3_scale(p.c0, b[k][0]), piola_v3_scale(p.c1, b[k][1])), area);
+  }
+  for (int k = 0; k < PIOLA_TRI_HESSIAN_BLOCKS; ++k) {
+    hess[k] = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
+  }
+  const piola_real e11 = PIOLA_R(0.5) * (piola_v3_dot(f.c0, f.c0) - PIOLA_R(1.0));
+  const piola_real e22 = PIOLA_R(0.5) * (piola_v3_dot(f.c1, f.c1) - PIOLA_R(1.0));
+  const piola_real s11 = mat->c11 * e11 + mat->c12 * e22, s22 = mat->c12 * e11 + mat->c22 * e22,
+                   s12 = mat->c33 * piola_v3_dot(f.c0, f.c1);
+  const piola_real f0[3] = {f.c0.x, f.c0.y, f.c0.z}, f1[3] = {f.c1.x, f.c1.y, f.c1.z};
+  piola_real a[36], v[36];
+  for (int r = 0; r < 3; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      const piola_real id = r == k ? PIOLA_R(1.0) : PIOLA_R(0.0);
+      a[6 * r + k] = mat->c11 * f0[r] * f0[k] + mat->c33 * f1[r] * f1[k] + s11 * id;
+      a[6 * (3 + r) + 3 + k] = mat->c22 * f1[r] * f1[k] + mat->c33 * f0[r] * f0[k] + s22 * id;
+      a[6 * r + 3 + k] = mat->c12 * f0[r] * f1[k] + mat->c33 * f1[r] * f0[k] + s12 * id;
+      a[6 * (3 + k) + r] = a[6 * r + 3 + k];
+    }
+  }
+  piola_symn_eigen(6, a, v);
+  for (int m = 0; m < 6; ++m) {
+    const piola_real l = a[7 * m];
+    if (!(l > PIOLA_R(0.0))) {
+      continue; /* projected out (or not a number) */
+    }
+    const piola_v3 q0 = piola_v3_make(v[m], v[6 + m], v[12 + m]);
+    const piola_v3 q1 = piola_v3_make(v[18 + m], v[24 + m], v[30 + m]);
+    piola_v3 w[3];
+    for (int k = 0; k < 3; ++k) {
+      w[k] = piola_v3_add(piola_v3_scale(q0, b[k][0]), piola_v3_scale(q1, b[k][1]));
+    }
+    int at = 0;
+    for (int i = 0; i < 3; ++i) {
+      for (int j = i; j < 3; ++j, ++at) {
+        const piola_m3 o = piola_m3_outer(w[i], piola_v3_scale(w[j], area * l));
+        for (int e = 0; e < 9; ++e) {
+          hess[at].m[e] += o.m[e];
+        }
+      }
+    }
+  }
+  return area * psi;
+}
+
+/* A bending stencil's energy U / k (dimensionless, returned), its gradients g[0..3] (1/m, as
+ * piola_cloth_bend_gradient()) and its Hessian blocks hess[PIOLA_TET_HESSIAN_BLOCKS] (1/m^2, the
+ * tets' order), in units of k: H_ab = q K_a K_b I, the exact Hessian Q (x) I of Bergou et al.'s
+ * quadratic energy for a flat rest state, positive semidefinite (Q = q K K^T); for a curved rest
+ * state its Gauss-Newton part (the dependence of n_bar on the positions left out, as in
+ * piola_cloth_bend_vertex_block()). Nothing (0, zero gradients and blocks) where the curved form
+ * is undefined (folded onto itself). */
+PIOLA_FN piola_real piola_cloth_bend_hessian(const piola_cloth_bend_rest *rest, piola_v3 x0,
+                                             piola_v3 x1, piola_v3 x2, piola_v3 x3, piola_v3 *g,
+                                             piola_m3 *hess) {
+  const piola_real u = piola_cloth_bend_gradient(rest, x0, x1, x2, x3, g);
+  const piola_real q = u >= PIOLA_R(0.0) ? rest->q : PIOLA_R(0.0);
+  int at = 0;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = i; j < 4; ++j, ++at) {
+      hess[at] = piola_m3_scale(piola_m3_identity(), q * rest->k[i] * rest->k[j]);
+    }
+  }
+  return u >= PIOLA_R(0.0) ? u : PIOLA_R(0.0);
 }
 #endif /* one tet at a time */
 

@@ -136,14 +136,14 @@ typedef enum piola_iteration_scheme {
    * jacobi_omega do not apply. */
   PIOLA_SCHEME_VBD = 2,
   /** Multigrid (docs/solvers.md): each iteration is one Newton step on the whole substep's
-   * incremental potential (inertia plus the tets' energies, the same materials as XPBD), its
+   * incremental potential (inertia plus the tets' and the cloth's energies, the same materials
+   * as XPBD), its
    * linear system solved by conjugate gradients preconditioned by an aggregation multigrid over
    * rigid clusters of vertices, so that the slow modes of a fine mesh converge as fast as the
    * fast ones. Both backends run it: on OpenCL worlds the global solve runs on the host in
    * double between the device's stages, so it moves the positions across once per iteration
-   * (48 bytes per vertex, 32 more per substep); every other stage stays on the device. Tet
-   * bodies only (a cloth body is refused). max_colors, jacobi_omega and the schedule do not
-   * apply (every stage runs per stage). */
+   * (48 bytes per vertex, 32 more per substep); every other stage stays on the device.
+   * max_colors, jacobi_omega and the schedule do not apply (every stage runs per stage). */
   PIOLA_SCHEME_MULTIGRID = 3
 } piola_iteration_scheme;
 
@@ -310,7 +310,8 @@ typedef struct piola_cloth_material {
    * paper's form: the moduli cancel out, stiffness comes from dt and the iteration count). */
   piola_solver solver;
   /** Material damping of the membrane and bending energies, s (finite, >= 0; default 0:
-   * undamped), as piola_material.damping (not applied under PIOLA_SCHEME_VBD). */
+   * undamped), as piola_material.damping (not applied under PIOLA_SCHEME_VBD and
+   * PIOLA_SCHEME_MULTIGRID). */
   float damping;
   int32_t internal_cookie; /**< set by piola_default_cloth_material(); do not change */
 } piola_cloth_material;

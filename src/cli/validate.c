@@ -235,13 +235,6 @@ int validate_run(int index, const validate_options *o, validate_report *r) {
     return 1;
   }
   const double t0 = now_seconds();
-  if (o->scheme == PIOLA_SCHEME_MULTIGRID && strncmp(e[index].name, "cloth_", 6) == 0) {
-    /* The multigrid scheme solves tet bodies only (a cloth body is refused). */
-    validate_report_info(r, e[index].name, "not run under the multigrid scheme", "", NAN,
-                         "it solves tet bodies only; the cloth runs under gauss-seidel or vbd");
-    r->seconds[index] = now_seconds() - t0;
-    return 0;
-  }
   e[index].run(o, r);
   r->seconds[index] = now_seconds() - t0;
   return validate_failures(r, e[index].name);

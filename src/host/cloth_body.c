@@ -335,12 +335,6 @@ piola_status piola_world_add_cloth(piola_world *w, const piola_tri_mesh *mesh,
     PIOLA_MISUSE(w, "mesh != NULL && material != NULL");
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  if (w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID) {
-    piola_log(&w->def.logger, PIOLA_LOG_ERROR,
-              "piola_world_add_cloth: the multigrid scheme solves tet bodies only; simulate cloth "
-              "under gauss-seidel or vbd (docs/solvers.md)");
-    return PIOLA_ERROR_UNSUPPORTED;
-  }
   piola_body_build build;
   int32_t uv_fallback = 0;
   piola_status s = prepare_cloth(w, mesh, material, translation, &build, &uv_fallback);
@@ -373,11 +367,15 @@ piola_status piola_world_add_cloth(piola_world *w, const piola_tri_mesh *mesh,
               "piola_world_add_cloth: %d vertices belong to no triangle; they stay fixed",
               (int)build.unreferenced);
   }
-  if (w->def.iteration_scheme == PIOLA_SCHEME_VBD && material->damping > 0.0f) {
+  if ((w->def.iteration_scheme == PIOLA_SCHEME_VBD ||
+       w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID) &&
+      material->damping > 0.0f) {
     piola_log(&w->def.logger, PIOLA_LOG_WARNING,
-              "piola_world_add_cloth: the material's damping (%g s) is not applied under vertex "
-              "block descent (docs/solvers.md); def.damping damps the velocities",
-              (double)material->damping);
+              "piola_world_add_cloth: the material's damping (%g s) is not applied under %s "
+              "(docs/solvers.md); def.damping damps the velocities",
+              (double)material->damping,
+              w->def.iteration_scheme == PIOLA_SCHEME_VBD ? "vertex block descent"
+                                                          : "the multigrid scheme");
   }
   if (out != NULL) {
     *out = id;

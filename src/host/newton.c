@@ -7,9 +7,10 @@
  * E = 1 / compliance). Each iteration of the substep is one projected Newton step on the whole
  * of G (Teran, Sifakis, Irving, Fedkiw 2005, Sec. 4):
  *   (M / h^2 + sum_e H_e) dx = -grad G,
- * every element Hessian H_e projected to the positive semidefinite cone (piola_tet_hessian) and
- * set up at the substep's first iteration (kept while full steps succeed, see below),
- * solved by conjugate gradients preconditioned by the aggregation multigrid of multigrid.c to
+ * every element Hessian H_e (tets, cloth triangles and bending stencils) projected to the
+ * positive semidefinite cone (piola_tet_hessian, piola_cloth_tri_hessian, piola_cloth_bend_hessian)
+ * and set up at the substep's first iteration (kept while full steps succeed, see below), solved by
+ * conjugate gradients preconditioned by the aggregation multigrid of multigrid.c to
  * PIOLA_MULTIGRID_CG_TOLERANCE, then a backtracking line search on G (Armijo's condition; Nocedal,
  * Wright 2006, Sec. 3.1). Multigrid makes the cost of a converged linear solve grow with the
  * vertices, not with their square: a global step reaches the slow modes of a fine mesh that
@@ -38,7 +39,7 @@
 void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->start);
   free(n->col);
-  free(n->tet_block);
+  free(n->element_block);
   piola_multigrid_free(&n->mg);
   free(n->gradient);
   free(n->dx);
@@ -47,11 +48,28 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->kind);
   free(n->corner_start);
   free(n->corners);
-  free(n->tet_grad);
-  free(n->tet_hess);
-  free(n->tet_energy);
+  free(n->element_grad);
+  free(n->element_hess);
+  free(n->element_energy);
   free(n->vertex_energy);
   memset(n, 0, sizeof *n);
+}
+
+/* Element e's corners (world vertex indices, at *q) and their number: the tets first, then the
+ * cloth's triangles, then its bending stencils. */
+static int element_corners(const piola_solver_tets *st, const piola_solver_cloth *sc, int32_t e,
+                           const int32_t **q) {
+  if (e < st->tet_count) {
+    *q = st->tet_vertices + 4 * (size_t)e;
+    return 4;
+  }
+  e -= st->tet_count;
+  if (e < sc->tri_count) {
+    *q = sc->tri_vertices + 4 * (size_t)e; /* the fourth entry is the material */
+    return 3;
+  }
+  *q = sc->bend_vertices + 4 * (size_t)(e - sc->tri_count);
+  return 4;
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -60,19 +78,20 @@ static int cmp_i32(const void *a, const void *b) {
 }
 
 piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_tets *st,
-                                       piola_solver_newton *out) {
+                                       const piola_solver_cloth *sc, piola_solver_newton *out) {
   memset(out, 0, sizeof *out);
   if (w->def.iteration_scheme != PIOLA_SCHEME_MULTIGRID) {
     return PIOLA_OK;
   }
   piola_solver_newton n;
   memset(&n, 0, sizeof n);
-  const int32_t nv = w->vertex_count, nt = st->tet_count;
+  const int32_t nv = w->vertex_count, ne = st->tet_count + sc->tri_count + sc->bend_count;
   const size_t nvb = (size_t)(nv > 0 ? nv : 1);
   n.vertex_count = nv;
-  /* Each vertex's tets, then its neighbours through them (itself included), sorted. */
+  n.element_count = ne;
+  /* Each vertex's elements, then its neighbours through them (itself included), sorted. */
   int32_t *inc_start = calloc(nvb + 1, sizeof(int32_t));
-  int32_t *inc = malloc(sizeof(int32_t) * (size_t)(nt > 0 ? 4 * nt : 1));
+  int32_t *inc = malloc(sizeof(int32_t) * (size_t)(ne > 0 ? 4 * ne : 1));
   int32_t *mark = malloc(sizeof(int32_t) * nvb);
   n.start = calloc(nvb + 1, sizeof(int32_t));
   if (!inc_start || !inc || !mark || !n.start) {
@@ -82,9 +101,11 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  for (int32_t t = 0; t < nt; ++t) {
-    for (int k = 0; k < 4; ++k) {
-      inc_start[st->tet_vertices[4 * (size_t)t + k] + 1]++;
+  for (int32_t e = 0; e < ne; ++e) {
+    const int32_t *q;
+    const int corners = element_corners(st, sc, e, &q);
+    for (int k = 0; k < corners; ++k) {
+      inc_start[q[k] + 1]++;
     }
   }
   for (int32_t i = 0; i < nv; ++i) {
@@ -101,9 +122,11 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
       return PIOLA_ERROR_OUT_OF_MEMORY;
     }
     memcpy(fill, inc_start, sizeof(int32_t) * nvb);
-    for (int32_t t = 0; t < nt; ++t) {
-      for (int k = 0; k < 4; ++k) {
-        inc[fill[st->tet_vertices[4 * (size_t)t + k]]++] = 4 * t + k;
+    for (int32_t e = 0; e < ne; ++e) {
+      const int32_t *q;
+      const int corners = element_corners(st, sc, e, &q);
+      for (int k = 0; k < corners; ++k) {
+        inc[fill[q[k]]++] = 4 * e + k;
       }
     }
     free(fill);
@@ -117,8 +140,9 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
       }
       at++;
       for (int32_t e = inc_start[i]; e < inc_start[i + 1]; ++e) {
-        const int32_t *q = st->tet_vertices + 4 * (size_t)(inc[e] >> 2);
-        for (int k = 0; k < 4; ++k) {
+        const int32_t *q;
+        const int corners = element_corners(st, sc, inc[e] >> 2, &q);
+        for (int k = 0; k < corners; ++k) {
           if (mark[q[k]] != i) {
             mark[q[k]] = i;
             if (pass == 1) {
@@ -148,29 +172,33 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   free(mark);
   n.corner_start = inc_start;
   n.corners = inc;
-  n.tet_block = malloc(sizeof(int32_t) * 16 * (size_t)(nt > 0 ? nt : 1));
+  const size_t neb = (size_t)(ne > 0 ? ne : 1);
+  n.element_block = malloc(sizeof(int32_t) * 16 * neb);
   n.gradient = malloc(sizeof(double) * 3 * nvb);
   n.dx = malloc(sizeof(double) * 3 * nvb);
   n.trial = malloc(sizeof(double) * 3 * nvb);
   n.normal = malloc(sizeof(double) * 3 * nvb);
   n.kind = malloc(nvb);
-  const size_t ntb = (size_t)(nt > 0 ? nt : 1);
-  n.tet_grad = malloc(sizeof(double) * 12 * ntb);
-  n.tet_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * ntb);
-  n.tet_energy = malloc(sizeof(double) * ntb);
+  n.element_grad = malloc(sizeof(double) * 12 * neb);
+  n.element_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * neb);
+  n.element_energy = malloc(sizeof(double) * neb);
   n.vertex_energy = malloc(sizeof(double) * nvb);
-  if (!n.col || !n.tet_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
-      !n.tet_grad || !n.tet_hess || !n.tet_energy || !n.vertex_energy) {
+  if (!n.col || !n.element_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
+      !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy) {
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  for (int32_t t = 0; t < nt; ++t) {
-    const int32_t *q = st->tet_vertices + 4 * (size_t)t;
+  for (int32_t e = 0; e < ne; ++e) {
+    const int32_t *q;
+    const int corners = element_corners(st, sc, e, &q);
     for (int a = 0; a < 4; ++a) {
       for (int b = 0; b < 4; ++b) {
-        const int32_t row = n.start[q[a]];
-        n.tet_block[16 * (size_t)t + (size_t)(4 * a + b)] =
-            row + piola_lower_bound(n.col + row, n.start[q[a] + 1] - row, q[b]);
+        int32_t block = -1;
+        if (a < corners && b < corners) {
+          const int32_t row = n.start[q[a]];
+          block = row + piola_lower_bound(n.col + row, n.start[q[a] + 1] - row, q[b]);
+        }
+        n.element_block[16 * (size_t)e + (size_t)(4 * a + b)] = block;
       }
     }
   }
@@ -185,13 +213,13 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
 
 /* ---- The CPU reference's stage ----------------------------------------------------------- */
 
-/* Tets per chunk of the per-tet loops split among the threads at least, and vertices per chunk
- * of the per-row ones. */
-#define NEWTON_TET_GRAIN 256
+/* Elements per chunk of the per-element loops split among the threads at least, and vertices
+ * per chunk of the per-row ones. */
+#define NEWTON_ELEMENT_GRAIN 256
 #define NEWTON_ROW_GRAIN 512
 
-/* What a pass over the tets computes: their energies (the line search), their gradients too, or
- * their Hessians too. */
+/* What a pass over the elements computes: their energies (the line search), their gradients
+ * too, or their Hessians too. */
 typedef enum newton_pass { NEWTON_ENERGY, NEWTON_GRADIENT, NEWTON_HESSIAN } newton_pass;
 
 typedef struct newton_job {
@@ -201,40 +229,88 @@ typedef struct newton_job {
   newton_pass pass;
 } newton_job;
 
-/* Each tet's energy (J) at job->x into tet_energy, its gradients (N) into tet_grad and its
- * Hessian blocks (N/m) into tet_hess as job->pass asks, each tet on its own. */
-static void tets_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+/* Element e's energy at x (J, returned), with its gradients g (units of its stiffness k) and
+ * Hessian blocks h as pass asks; writes k (1 / compliance) and its corners' count. */
+static double element_energy(const piola_world *w, const double *x, int32_t e, newton_pass pass,
+                             piola_v3 *g, piola_m3 *h, double *k, int *corners) {
+  const piola_solver_tets *st = &w->solver;
+  const piola_solver_cloth *sc = &w->cloth;
+  const int32_t *q = NULL;
+  *corners = element_corners(st, sc, e, &q);
+  const piola_v3 x0 = piola_vertex_at(x, q[0]), x1 = piola_vertex_at(x, q[1]),
+                 x2 = piola_vertex_at(x, q[2]);
+  if (e < st->tet_count) {
+    const piola_tet_material *mat = &w->materials[st->tet_material[e]].constants;
+    const piola_m3 m = piola_m3_at(st->tet_m, e);
+    const piola_v3 x3 = piola_vertex_at(x, q[3]);
+    *k = 1.0 / mat->compliance;
+    return *k * (pass == NEWTON_ENERGY ? piola_tet_energy(mat, m, st->tet_volume[e], x0, x1, x2, x3)
+                 : pass == NEWTON_HESSIAN
+                     ? piola_tet_hessian(mat, m, st->tet_volume[e], x0, x1, x2, x3, g, h)
+                     : piola_tet_gradient(mat, m, st->tet_volume[e], x0, x1, x2, x3, g));
+  }
+  const int32_t t = e - st->tet_count;
+  if (t < sc->tri_count) {
+    const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
+    piola_m2 dm;
+    memcpy(dm.m, sc->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
+    *k = 1.0 / mat->compliance;
+    return *k * (pass == NEWTON_ENERGY
+                     ? piola_cloth_tri_energy(mat, dm, sc->tri_area[t], x0, x1, x2)
+                 : pass == NEWTON_HESSIAN
+                     ? piola_cloth_tri_hessian(mat, dm, sc->tri_area[t], x0, x1, x2, g, h)
+                     : piola_cloth_tri_gradient(mat, dm, sc->tri_area[t], x0, x1, x2, g));
+  }
+  const int32_t bend = t - sc->tri_count;
+  const piola_cloth_bend_material *mat = &w->cloth_materials[sc->bend_material[bend]].bend;
+  const double *r = sc->bend_rest + 6 * (size_t)bend;
+  const piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
+  const piola_v3 x3 = piola_vertex_at(x, q[3]);
+  *k = 1.0 / mat->compliance;
+  if (pass == NEWTON_ENERGY) {
+    return *k * piola_cloth_bend_energy(&rest, x0, x1, x2, x3);
+  }
+  if (pass == NEWTON_HESSIAN) {
+    return *k * piola_cloth_bend_hessian(&rest, x0, x1, x2, x3, g, h);
+  }
+  const double u = piola_cloth_bend_gradient(&rest, x0, x1, x2, x3, g);
+  return u > 0.0 ? *k * u : 0.0;
+}
+
+/* Each element's energy (J) at job->x into element_energy, its gradients (N) into element_grad
+ * and its Hessian blocks (N/m) into element_hess as job->pass asks, each element on its own. */
+static void elements_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
   const newton_job *job = ctx;
   piola_world *w = job->w;
   piola_solver_newton *nw = &w->newton;
-  const piola_solver_tets *st = &w->solver;
-  for (int32_t t = begin; t < end; ++t) {
-    const int32_t *q = st->tet_vertices + 4 * (size_t)t;
-    const piola_tet_material *mat = &w->materials[st->tet_material[t]].constants;
-    const double e = 1.0 / mat->compliance;
-    const piola_m3 m = piola_m3_at(st->tet_m, t);
-    const piola_v3 x0 = piola_vertex_at(job->x, q[0]), x1 = piola_vertex_at(job->x, q[1]),
-                   x2 = piola_vertex_at(job->x, q[2]), x3 = piola_vertex_at(job->x, q[3]);
-    if (job->pass == NEWTON_ENERGY) {
-      nw->tet_energy[t] = e * piola_tet_energy(mat, m, st->tet_volume[t], x0, x1, x2, x3);
-      continue;
-    }
+  for (int32_t e = begin; e < end; ++e) {
     piola_v3 g[4];
     piola_m3 h[PIOLA_TET_HESSIAN_BLOCKS];
-    nw->tet_energy[t] =
-        e * (job->pass == NEWTON_HESSIAN
-                 ? piola_tet_hessian(mat, m, st->tet_volume[t], x0, x1, x2, x3, g, h)
-                 : piola_tet_gradient(mat, m, st->tet_volume[t], x0, x1, x2, x3, g));
-    double *gt = nw->tet_grad + 12 * (size_t)t, *ht = nw->tet_hess + 90 * (size_t)t;
-    for (int a = 0; a < 4; ++a) {
-      gt[3 * a] = e * g[a].x;
-      gt[3 * a + 1] = e * g[a].y;
-      gt[3 * a + 2] = e * g[a].z;
+    double k = 0.0;
+    int corners = 0;
+    nw->element_energy[e] =
+        element_energy(w, job->x, e, job->pass, job->pass == NEWTON_ENERGY ? NULL : g,
+                       job->pass == NEWTON_HESSIAN ? h : NULL, &k, &corners);
+    if (job->pass == NEWTON_ENERGY) {
+      continue;
     }
-    for (int k = 0; k < PIOLA_TET_HESSIAN_BLOCKS && job->pass == NEWTON_HESSIAN; ++k) {
+    double *ge = nw->element_grad + 12 * (size_t)e, *he = nw->element_hess + 90 * (size_t)e;
+    for (int a = 0; a < corners; ++a) {
+      ge[3 * a] = k * g[a].x;
+      ge[3 * a + 1] = k * g[a].y;
+      ge[3 * a + 2] = k * g[a].z;
+    }
+    if (job->pass != NEWTON_HESSIAN) {
+      continue;
+    }
+    /* a triangle's blocks (0,0) (0,1) (0,2) (1,1) (1,2) (2,2) to the tets' places */
+    static const int tri_place[PIOLA_TRI_HESSIAN_BLOCKS] = {0, 1, 2, 4, 5, 7};
+    const int blocks = corners == 4 ? PIOLA_TET_HESSIAN_BLOCKS : PIOLA_TRI_HESSIAN_BLOCKS;
+    for (int b = 0; b < blocks; ++b) {
+      double *hb = he + 9 * (corners == 4 ? b : tri_place[b]);
       for (int c = 0; c < 9; ++c) {
-        ht[9 * k + c] = e * h[k].m[c];
+        hb[c] = k * h[b].m[c];
       }
     }
   }
@@ -246,8 +322,8 @@ static int pair_block(int a, int b) {
   return first[a] + (b - a);
 }
 
-/* Vertex i's share of G at x besides its tets (J): its inertia and its soft attachments (0 for a
- * fixed vertex). */
+/* Vertex i's share of G at x besides its elements (J): its inertia and its soft attachments (0 for
+ * a fixed vertex). */
 static double vertex_energy(const piola_world *w, const double *x, int32_t i, double inv_h2) {
   const piola_solver_newton *nw = &w->newton;
   if (nw->kind[i] == 2) {
@@ -266,15 +342,14 @@ static double vertex_energy(const piola_world *w, const double *x, int32_t i, do
   return g;
 }
 
-/* Row i of the matrix and of the gradient at w->p from the tets' buffers: its inertia, its soft
- * attachments, its tets' blocks (in the fixed order of its corner list); a fixed vertex's row and
- * column are the identity times its inertia, its gradient zero. */
+/* Row i of the matrix and of the gradient at w->p from the elements' buffers: its inertia, its
+ * soft attachments, its elements' blocks (in the fixed order of its corner list); a fixed
+ * vertex's row and column are the identity times its inertia, its gradient zero. */
 static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
   const newton_job *job = ctx;
   piola_world *w = job->w;
   piola_solver_newton *nw = &w->newton;
-  const piola_solver_tets *st = &w->solver;
   const piola_solver_attachments *at = &w->attach;
   double *val = nw->mg.level[0].a.val;
   const int32_t *diag = nw->mg.level[0].a.diag;
@@ -316,17 +391,18 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
     }
     for (int32_t e = nw->corner_start[i]; e < nw->corner_start[i + 1]; ++e) {
       const int32_t t = nw->corners[e] >> 2, a = nw->corners[e] & 3;
-      const int32_t *q = st->tet_vertices + 4 * (size_t)t;
-      const double *gt = nw->tet_grad + 12 * (size_t)t + 3 * (size_t)a;
-      const double *ht = nw->tet_hess + 90 * (size_t)t;
+      const int32_t *q;
+      const int corners = element_corners(&w->solver, &w->cloth, t, &q);
+      const double *gt = nw->element_grad + 12 * (size_t)t + 3 * (size_t)a;
+      const double *ht = nw->element_hess + 90 * (size_t)t;
       gi[0] += gt[0];
       gi[1] += gt[1];
       gi[2] += gt[2];
-      for (int b = 0; b < 4 && matrix; ++b) {
+      for (int b = 0; b < corners && matrix; ++b) {
         if (nw->kind[q[b]] == 2) {
           continue; /* a fixed column */
         }
-        double *v = val + 9 * (size_t)nw->tet_block[16 * (size_t)t + (size_t)(4 * a + b)];
+        double *v = val + 9 * (size_t)nw->element_block[16 * (size_t)t + (size_t)(4 * a + b)];
         const double *hb = ht + 9 * pair_block(a < b ? a : b, a < b ? b : a);
         if (a <= b) {
           for (int c = 0; c < 9; ++c) {
@@ -345,17 +421,17 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
 }
 
 /* The substep's incremental potential G at positions x (J): the inertia of the vertices not
- * fixed, the tets' energies and the soft attachments', summed in a fixed order. */
+ * fixed, the elements' energies and the soft attachments', summed in a fixed order. */
 static double potential(piola_world *w, const double *x, double inv_h2) {
   piola_solver_newton *nw = &w->newton;
   newton_job job = {.w = w, .x = x, .inv_h2 = inv_h2, .pass = NEWTON_ENERGY};
-  piola_pool_for(w->pool, w->solver.tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
+  piola_pool_for(w->pool, nw->element_count, NEWTON_ELEMENT_GRAIN, elements_chunk, &job);
   double g = 0.0;
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     g += vertex_energy(w, x, i, inv_h2);
   }
-  for (int32_t t = 0; t < w->solver.tet_count; ++t) {
-    g += nw->tet_energy[t];
+  for (int32_t e = 0; e < nw->element_count; ++e) {
+    g += nw->element_energy[e];
   }
   return g;
 }
@@ -413,6 +489,7 @@ void piola_cpu_solve_global(piola_world *w, double h) {
   piola_solver_newton *nw = &w->newton;
   const piola_solver_tets *st = &w->solver;
   const piola_solver_attachments *at = &w->attach;
+  const int32_t ne = nw->element_count;
   if (w->substep == 0 && w->iteration == 0) {
     nw->cg_iterations = 0;
     nw->newton_steps = 0;
@@ -441,7 +518,7 @@ void piola_cpu_solve_global(piola_world *w, double h) {
       }
     }
   }
-  /* The gradient and the matrix at p: the tets on their own, then each row from them. The
+  /* The gradient and the matrix at p: the elements on their own, then each row from them. The
    * Hessian and the hierarchy are set up at the substep's first iteration; a later iteration
    * keeps them (a chord Newton step; MGPBD's lazy setup, Li et al. 2025) while the last step was
    * taken whole and the gradient fell to at most PIOLA_NEWTON_KEEP of its last norm, which
@@ -451,13 +528,13 @@ void piola_cpu_solve_global(piola_world *w, double h) {
   bool fresh = w->iteration == 0 || nw->refresh;
   if (!fresh) {
     job.pass = NEWTON_GRADIENT;
-    piola_pool_for(w->pool, st->tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
+    piola_pool_for(w->pool, ne, NEWTON_ELEMENT_GRAIN, elements_chunk, &job);
     piola_pool_for(w->pool, nv, NEWTON_ROW_GRAIN, rows_chunk, &job);
     fresh = !(filtered_norm(nw, nv) <= PIOLA_NEWTON_KEEP * nw->gradient_norm);
     job.pass = fresh ? NEWTON_HESSIAN : NEWTON_GRADIENT;
   }
   if (fresh) {
-    piola_pool_for(w->pool, st->tet_count, NEWTON_TET_GRAIN, tets_chunk, &job);
+    piola_pool_for(w->pool, ne, NEWTON_ELEMENT_GRAIN, elements_chunk, &job);
     piola_pool_for(w->pool, nv, NEWTON_ROW_GRAIN, rows_chunk, &job);
   }
   nw->gradient_norm = filtered_norm(nw, nv);
@@ -465,8 +542,8 @@ void piola_cpu_solve_global(piola_world *w, double h) {
   for (int32_t i = 0; i < nv; ++i) {
     g0 += nw->vertex_energy[i];
   }
-  for (int32_t t = 0; t < st->tet_count; ++t) {
-    g0 += nw->tet_energy[t];
+  for (int32_t e = 0; e < ne; ++e) {
+    g0 += nw->element_energy[e];
   }
   /* The Newton step: H dx = -g by multigrid-preconditioned conjugate gradients. */
   if (fresh) {

@@ -21,22 +21,26 @@
 #define PIOLA_NEWTON_KEEP 0.5
 
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
- * and its neighbours through the tets) and the multigrid hierarchy over it, built with the
- * other solver arrays under PIOLA_SCHEME_MULTIGRID (empty otherwise). tet_block holds, per
- * solver tet, the 16 block indices of its corner pairs (a, b) at 4 a + b. */
+ * and its neighbours through the elements) and the multigrid hierarchy over it, built with the
+ * other solver arrays under PIOLA_SCHEME_MULTIGRID (empty otherwise). The elements are the
+ * solver's tets, then the cloth's triangles (3 corners), then its bending stencils, numbered in
+ * that order (element_count in all); element_block holds, per element, the 16 block indices of
+ * its corner pairs (a, b) at 4 a + b. */
 typedef struct piola_solver_newton {
   int32_t vertex_count;
   int32_t *start, *col;
-  int32_t *tet_block;
+  int32_t element_count;
+  int32_t *element_block;
   piola_multigrid mg;
   double *gradient, *dx, *trial, *normal; /* 3 per vertex */
   uint8_t *kind;                          /* per vertex: 0 free, 1 supported, 2 fixed */
-  /* Each vertex's tet corners, 4 t + corner, in solver order: corners[corner_start[i] ..] */
+  /* Each vertex's element corners, 4 e + corner, in element order:
+   * corners[corner_start[i] ..] */
   int32_t *corner_start, *corners;
-  /* Per tet at the current Newton step: its gradients (12), Hessian blocks (90,
-   * piola_tet_hessian's order) and energy, in N, N/m and J; per vertex, its inertia's and soft
-   * attachments' energy (J). */
-  double *tet_grad, *tet_hess, *tet_energy, *vertex_energy;
+  /* Per element at the current Newton step: its gradients (12, 3 per corner), Hessian blocks
+   * (90, piola_tet_hessian's order of corner pairs) and energy, in N, N/m and J; per vertex, its
+   * inertia's and soft attachments' energy (J). */
+  double *element_grad, *element_hess, *element_energy, *vertex_energy;
   /* The last step's conjugate-gradient iterations (summed over its Newton steps), its Newton
    * steps and the largest relative residual a solve stopped at. */
   int32_t cg_iterations, newton_steps;
@@ -49,10 +53,11 @@ typedef struct piola_solver_newton {
 
 void piola_solver_newton_free(piola_solver_newton *n);
 
-/* Builds the matrix pattern and the hierarchy for the new tet solver arrays st over w's
- * vertices into *out (all or nothing; empty unless the scheme is PIOLA_SCHEME_MULTIGRID). */
+/* Builds the matrix pattern and the hierarchy for the new solver arrays st (tets) and sc (cloth)
+ * over w's vertices into *out (all or nothing; empty unless the scheme is
+ * PIOLA_SCHEME_MULTIGRID). */
 piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_tets *st,
-                                       piola_solver_newton *out);
+                                       const piola_solver_cloth *sc, piola_solver_newton *out);
 
 /* The CPU reference's SOLVE_GLOBAL stage: one Newton step on the substep's incremental
  * potential. */

@@ -289,7 +289,7 @@ piola_status piola_world_build_tets(piola_world *w) {
   }
   piola_solver_newton nn;
   if (s == PIOLA_OK) {
-    s = piola_solver_newton_build(w, &nw, &nn);
+    s = piola_solver_newton_build(w, &nw, &nc, &nn);
     if (s != PIOLA_OK) {
       piola_solver_cloth_free(&nc);
       piola_solver_vbd_free(&nv);
