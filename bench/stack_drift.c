@@ -11,11 +11,19 @@
  * touch (none: no tet of either box is pressed flat). With --pyramid it stacks six such boxes (3,
  * 2, 1; 2 cm apart in a row, each row placed --drop above the one under it) and prints, per box,
  * how far its centre moves over 5 s. --check makes it exit 1 where a drift or a largest move (a
- * pyramid box's move) exceeds 5 mm, a box ends off or a tet inverts. Public API only.
+ * pyramid box's move) exceeds 5 mm, a box ends off or a tet inverts. With --slope it puts a 0.2 m
+ * box (2 x 2 x 2 cells, E 1 MPa) on a slab of another body (2.4 x 0.1 x 0.4 m, 24 x 1 x 4 cells,
+ * every vertex pinned) tilted by 20 degrees, for each contact friction of --frictions (default
+ * 0, 0.1, 0.3, 0.45, 0.8), and prints how far its centre moves in 1 s against Coulomb's
+ * g (sin 20 - mu cos 20) / 2 (0 where mu >= tan 20 = 0.364: it sticks), as
+ * friction_on_inclined_plane does for a plane collider; --check then fails where a sliding box is
+ * more than 10% off or a sticking one moves more than 1 cm. Public API only.
  *
- *   piola_stack_drift [--backend cpu|opencl] [--youngs PA] [--iterations N] [--substeps N]
+ *   piola_stack_drift [--backend cpu|opencl] [--scheme gauss-seidel|vbd|multigrid]
+ *                     [--youngs PA] [--iterations N] [--substeps N]
  *                     [--drop M] [--damping 1/S] [--material-damping S]
- *                     [--offsets A,B,...] [--pyramid] [--check]
+ *                     [--offsets A,B,...] [--pyramid] [--slope] [--frictions A,B,...]
+ *                     [--check]
  *
  * --damping is the world's velocity damping (1/s), --material-damping the boxes' material
  * damping (piola_material.damping, s).
@@ -29,11 +37,14 @@
 
 typedef struct options {
   piola_backend backend;
+  piola_iteration_scheme scheme;
   float youngs, drop, damping, material_damping;
   int32_t iterations, substeps;
   float offsets[16];
   int offset_count;
-  int pyramid, check;
+  float frictions[16];
+  int friction_count;
+  int pyramid, slope, check;
 } options;
 
 /* --check: the largest drift (m) a box may show. */
@@ -64,6 +75,7 @@ static piola_status stack_world(const options *o, piola_world **w, piola_tet_mes
                                 piola_material *mat) {
   piola_world_def def = piola_default_world_def();
   def.backend = o->backend;
+  def.iteration_scheme = o->scheme;
   def.substeps = o->substeps;
   def.iterations = o->iterations;
   def.damping = o->damping;
@@ -157,6 +169,7 @@ static piola_status run(const options *o, float offset, outcome *out) {
 
 static int parse(int argc, char **argv, options *o) {
   o->backend = PIOLA_BACKEND_CPU_REFERENCE;
+  o->scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
   o->youngs = 1e6f;
   o->drop = 0.15f;
   o->damping = 0.0f;
@@ -164,12 +177,14 @@ static int parse(int argc, char **argv, options *o) {
   o->iterations = 5;
   o->substeps = 2;
   o->offset_count = 0;
+  o->friction_count = 0;
   o->pyramid = 0;
+  o->slope = 0;
   o->check = 0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--pyramid") == 0 || strcmp(a, "--check") == 0) {
-      *(a[2] == 'p' ? &o->pyramid : &o->check) = 1;
+    if (strcmp(a, "--pyramid") == 0 || strcmp(a, "--slope") == 0 || strcmp(a, "--check") == 0) {
+      *(a[2] == 'p' ? &o->pyramid : a[2] == 's' ? &o->slope : &o->check) = 1;
       continue;
     }
     if (v == NULL) {
@@ -179,6 +194,10 @@ static int parse(int argc, char **argv, options *o) {
     ++i;
     if (strcmp(a, "--backend") == 0) {
       o->backend = strcmp(v, "opencl") == 0 ? PIOLA_BACKEND_OPENCL : PIOLA_BACKEND_CPU_REFERENCE;
+    } else if (strcmp(a, "--scheme") == 0) {
+      o->scheme = strcmp(v, "vbd") == 0         ? PIOLA_SCHEME_VBD
+                  : strcmp(v, "multigrid") == 0 ? PIOLA_SCHEME_MULTIGRID
+                                                : PIOLA_SCHEME_GAUSS_SEIDEL;
     } else if (strcmp(a, "--youngs") == 0) {
       o->youngs = (float)atof(v);
     } else if (strcmp(a, "--drop") == 0) {
@@ -191,15 +210,18 @@ static int parse(int argc, char **argv, options *o) {
       o->iterations = atoi(v);
     } else if (strcmp(a, "--substeps") == 0) {
       o->substeps = atoi(v);
-    } else if (strcmp(a, "--offsets") == 0) {
+    } else if (strcmp(a, "--offsets") == 0 || strcmp(a, "--frictions") == 0) {
+      const int offsets = a[2] == 'o';
+      float *list = offsets ? o->offsets : o->frictions;
+      int *count = offsets ? &o->offset_count : &o->friction_count;
       char *end = NULL;
       const char *p = v;
-      while (o->offset_count < 16) {
+      while (*count < 16) {
         const double f = strtod(p, &end);
         if (end == p) {
           break;
         }
-        o->offsets[o->offset_count++] = (float)f;
+        list[(*count)++] = (float)f;
         p = *end == ',' ? end + 1 : end;
       }
     } else {
@@ -211,6 +233,11 @@ static int parse(int argc, char **argv, options *o) {
     const float standard[5] = {0.0f, 0.03f, 0.06f, 0.09f, 0.12f}; /* 0 to 40% of the width */
     memcpy(o->offsets, standard, sizeof standard);
     o->offset_count = 5;
+  }
+  if (o->friction_count == 0) {
+    const float standard[5] = {0.0f, 0.1f, 0.3f, 0.45f, 0.8f};
+    memcpy(o->frictions, standard, sizeof standard);
+    o->friction_count = 5;
   }
   return 1;
 }
@@ -279,12 +306,118 @@ static piola_status pyramid(const options *o, int *failed) {
   return s;
 }
 
+/* Turns the mesh's points by th about z after moving them by (dx, dy). */
+static void tilt(piola_tet_mesh *m, double th, double dx, double dy, double dz) {
+  for (int32_t i = 0; i < m->vertex_count; ++i) {
+    const double x = m->positions[3 * i] + dx, y = m->positions[3 * i + 1] + dy;
+    m->positions[3 * i] = (float)(x * cos(th) - y * sin(th));
+    m->positions[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
+    m->positions[3 * i + 2] = (float)(m->positions[3 * i + 2] + dz);
+  }
+}
+
+/* The slope (see the module comment) at contact friction mu: how far the box's centre moves in
+ * 1 s (m). */
+static piola_status slope(const options *o, float mu, double *moved) {
+  const double th = 20.0 * 3.14159265358979323846 / 180.0;
+  piola_world_def def = piola_default_world_def();
+  def.backend = o->backend;
+  def.iteration_scheme = o->scheme;
+  def.substeps = o->substeps;
+  def.iterations = o->iterations;
+  def.damping = o->damping;
+  def.contact_friction = mu;
+  piola_world *w = NULL;
+  piola_tet_mesh slab, box;
+  memset(&slab, 0, sizeof slab);
+  memset(&box, 0, sizeof box);
+  piola_status s = piola_world_create(&def, &w);
+  if (s == PIOLA_OK) {
+    s = piola_mesh_make_box((const int32_t[3]){24, 1, 4}, (const float[3]){2.4f, 0.1f, 0.4f},
+                            &slab);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_mesh_make_box((const int32_t[3]){2, 2, 2}, (const float[3]){0.2f, 0.2f, 0.2f}, &box);
+  }
+  float *x = NULL, *inv = NULL;
+  if (s == PIOLA_OK) {
+    /* the slab's top face through the origin, falling towards -x; the box a thickness above
+     * it, 0.1 m from its upper end */
+    tilt(&slab, th, -2.4, -0.1, -0.2);
+    tilt(&box, th, -0.3, (double)def.contact_thickness, -0.1);
+    piola_material mat = piola_default_material();
+    mat.youngs_modulus = o->youngs;
+    mat.damping = o->material_damping;
+    piola_body_id slab_id, box_id;
+    s = piola_world_add_tet_body(w, &slab, &mat, NULL, &slab_id);
+    if (s == PIOLA_OK) {
+      s = piola_world_add_tet_body(w, &box, &mat, NULL, &box_id);
+    }
+    inv = calloc((size_t)slab.vertex_count, sizeof *inv);
+    x = malloc(sizeof *x * 3 * (size_t)box.vertex_count);
+    if (s == PIOLA_OK && (inv == NULL || x == NULL)) {
+      s = PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    if (s == PIOLA_OK) {
+      s = piola_body_set_inverse_masses(w, slab_id, inv, slab.vertex_count);
+    }
+    double c[2][3] = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+    const int32_t n = box.vertex_count;
+    for (int k = 0; k < 2 && s == PIOLA_OK; ++k) {
+      for (int step = 0; k == 1 && step < 200 && s == PIOLA_OK; ++step) {
+        s = piola_world_step(w);
+      }
+      if (s == PIOLA_OK) {
+        s = piola_body_get_positions(w, box_id, x, n);
+      }
+      for (int32_t i = 0; s == PIOLA_OK && i < n; ++i) {
+        for (int a = 0; a < 3; ++a) {
+          c[k][a] += x[3 * i + a] / n;
+        }
+      }
+    }
+    const double d[3] = {c[1][0] - c[0][0], c[1][1] - c[0][1], c[1][2] - c[0][2]};
+    *moved = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  }
+  free(x);
+  free(inv);
+  piola_mesh_free(&slab);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+  return s;
+}
+
 int main(int argc, char **argv) {
   options o;
   if (!parse(argc, argv, &o)) {
     return 2;
   }
   int failed = 0;
+  if (o.slope) {
+    const double th = 20.0 * 3.14159265358979323846 / 180.0, g = 9.81;
+    printf("box on a 20 degree slope of a pinned body: %d iterations, %d substeps, %s\n",
+           (int)o.iterations, (int)o.substeps,
+           o.backend == PIOLA_BACKEND_OPENCL ? "OpenCL" : "CPU reference");
+    printf("%9s %14s %14s %8s\n", "friction", "moved in 1 s", "Coulomb", "ratio");
+    for (int i = 0; i < o.friction_count; ++i) {
+      double moved = NAN;
+      const piola_status s = slope(&o, o.frictions[i], &moved);
+      if (s != PIOLA_OK) {
+        fprintf(stderr, "piola_stack_drift: %s\n", piola_status_string(s));
+        return 1;
+      }
+      const double mu = o.frictions[i];
+      const double expected = mu < tan(th) ? 0.5 * g * (sin(th) - mu * cos(th)) : 0.0;
+      printf("%9.2f %14.4f %14.4f %8.3f\n", mu, moved, expected,
+             expected > 0.0 ? moved / expected : NAN);
+      failed |= expected > 0.0 ? !(fabs(moved / expected - 1.0) <= 0.1) : !(moved <= 0.01);
+    }
+    if (o.check) {
+      printf("slope: %s (sliding within 10%% of Coulomb, sticking within 1 cm)\n",
+             failed ? "FAILED" : "as Coulomb says");
+    }
+    return o.check && failed;
+  }
   if (o.pyramid) {
     const piola_status s = pyramid(&o, &failed);
     if (s != PIOLA_OK) {
