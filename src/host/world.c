@@ -496,16 +496,22 @@ static void warn_unconverged(piola_world *w, int32_t slot, double worst) {
     return;
   }
   const piola_body *b = &w->bodies[slot];
+  /* Under the multigrid scheme the step converges at any resolution; what keeps its residual up
+   * is what acts between its Newton steps (colliders, contacts) or too few of them. */
+  const bool multigrid = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
   piola_log(&w->def.logger, PIOLA_LOG_WARNING,
             "unconverged: body %d (%d vertices, %d %s) has a coarse residual of %.3g, above %g "
-            "at every read for %d steps: its solve is far from the implicit step, and the body "
-            "is softer than its material says. Raise substeps (now %d) or iterations (now %d), "
-            "use a coarser mesh, or a scheme that converges at this resolution "
-            "(docs/solvers.md); stats.coarse_residual has the figure at every read",
+            "at every read for %d steps: its solve is far from the implicit step%s. Raise "
+            "substeps (now %d) or iterations (now %d), %s (docs/solvers.md); "
+            "stats.coarse_residual has the figure at every read",
             (int)slot + 1, (int)b->vertex_count, b->cloth ? (int)b->tri_count : (int)b->tet_count,
             b->cloth ? "triangles" : "tets", worst, PIOLA_RESIDUAL_WARNING,
-            (int)(w->step_count - w->residual_high_since), (int)w->def.substeps,
-            (int)w->def.iterations);
+            (int)(w->step_count - w->residual_high_since),
+            multigrid ? "" : ", and the body is softer than its material says",
+            (int)w->def.substeps, (int)w->def.iterations,
+            multigrid ? "or expect it where colliders or contacts hold the body: they act "
+                        "between the multigrid scheme's Newton steps, not in them"
+                      : "use a coarser mesh, or a scheme that converges at this resolution");
   w->residual_warned = true;
 }
 

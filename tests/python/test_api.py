@@ -278,8 +278,9 @@ def test_forces_surface_render_mesh():
             skin.positions
 
 
-def test_cloth_falls_onto_a_box(backend):
-    with piola.World(backend=backend, contacts=False) as world:
+@pytest.mark.parametrize("scheme", ["gauss_seidel", "vbd", "multigrid"])
+def test_cloth_falls_onto_a_box(backend, scheme):
+    with piola.World(backend=backend, contacts=False, iteration_scheme=scheme) as world:
         grid = piola.make_grid((8, 8), (1.0, 1.0))
         cloth = world.add_cloth(grid, piola.ClothMaterial(bending_stiffness=1e-5),
                                 translation=(-0.5, 0.5, -0.5))
@@ -296,6 +297,7 @@ def test_cloth_falls_onto_a_box(backend):
         assert p[:, 1].min() < 0.3           # the rim hangs down
         s = world.stats
         assert s.triangle_count == 128 and s.body_count == 1
+        assert (s.multigrid_levels >= 1) == (scheme == "multigrid")
 
 
 def test_colliders_and_attachments():
