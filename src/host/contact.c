@@ -818,6 +818,40 @@ void piola_contact_slot_store(double *slot, bool measure, const piola_contact_fr
   }
 }
 
+/* Whether a triangle at the edge or corner of the contact `entry`'s triangle (corners pa, pb, pc
+ * as the contact sees them, unit normal n) beside which p lies under its plane (edges, from
+ * piola_contact_prepare) releases the contact (piola_contact_neighbour_releases): at an edge, the
+ * neighbour across it (none at an open border); at a corner, the triangles around it but this
+ * one. Positions p_all: 3 doubles per world vertex. */
+static bool beside_released(const piola_solver_contacts *c, const double *p_all, int32_t entry,
+                            piola_v3 p, piola_v3 n, piola_v3 pa, piola_v3 pb, piola_v3 pc,
+                            int edges) {
+  const int32_t t = piola_contact_entry_triangle(entry);
+  const int side = piola_contact_entry_side(entry);
+  const piola_v3 corner[3] = {pa, pb, pc};
+  const int k = piola_contact_beside_corner(edges);
+  if (k < 0) { /* edge e, from corner e to corner e + 1 */
+    const int e = edges == 1 ? 0 : edges == 2 ? 1 : 2;
+    const int32_t so =
+        c->triangle_opposite[3 * (size_t)t + (size_t)piola_contact_stored_edge(e, side)];
+    return so >= 0 && piola_contact_neighbour_releases(p, n, corner[(e + 1) % 3], corner[e],
+                                                       piola_vertex_at(p_all, c->vertex[so]));
+  }
+  const int32_t *q = c->triangle + 3 * (size_t)t;
+  const int32_t s = q[k == 0 ? 0 : (side ? 3 - k : k)]; /* the corner's surface vertex */
+  bool released = false;
+  for (int32_t i = c->vertex_ring_start[s]; i < c->vertex_ring_start[s + 1] && !released; ++i) {
+    const int32_t *r = c->vertex_ring + 2 * (size_t)i;
+    if (piola_contact_ring_is(q[0], q[1], q[2], s, r[0], r[1])) {
+      continue; /* the contact's own triangle */
+    }
+    const piola_v3 r1 = piola_vertex_at(p_all, c->vertex[r[side ? 1 : 0]]),
+                   r2 = piola_vertex_at(p_all, c->vertex[r[side ? 0 : 1]]);
+    released = piola_contact_neighbour_releases(p, n, corner[k], r1, r2);
+  }
+  return released;
+}
+
 /* The projections of the contacts of surface vertices [begin, end) into their slots. */
 static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
@@ -841,10 +875,14 @@ static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
       double *out = c->delta + 16 * (size_t)slot; /* 4 corners of x, y, z, length */
       piola_contact_frame_data f;
       if (measure) {
-        piola_contact_prepare(
-            piola_vertex_at(w->x, v), piola_vertex_at(w->p, v), piola_vertex_at(w->x, a),
-            piola_vertex_at(w->x, b), piola_vertex_at(w->x, d), piola_vertex_at(w->p, a),
-            piola_vertex_at(w->p, b), piola_vertex_at(w->p, d), thickness, friction, &f);
+        const piola_v3 p = piola_vertex_at(w->p, v), pa = piola_vertex_at(w->p, a),
+                       pb = piola_vertex_at(w->p, b), pd = piola_vertex_at(w->p, d);
+        const int edges = piola_contact_prepare(
+            piola_vertex_at(w->x, v), p, piola_vertex_at(w->x, a), piola_vertex_at(w->x, b),
+            piola_vertex_at(w->x, d), pa, pb, pd, thickness, friction, &f);
+        if (edges != 0 && beside_released(c, w->p, entry, p, f.n, pa, pb, pd, edges)) {
+          piola_contact_release(&f);
+        }
       } else { /* the measuring pass's frame, from the same positions */
         f = piola_contact_slot_frame(out);
       }

@@ -49,7 +49,8 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   edge_side *sides = malloc(sizeof *sides * 3 * nt);
   c->edge = malloc(sizeof *c->edge * 4 * 3 * nt);
   c->triangle_edge = malloc(sizeof *c->triangle_edge * 3 * nt);
-  if (!sides || !c->edge || !c->triangle_edge) {
+  c->triangle_opposite = malloc(sizeof *c->triangle_opposite * 3 * nt);
+  if (!sides || !c->edge || !c->triangle_edge || !c->triangle_opposite) {
     free(sides);
     return false;
   }
@@ -66,7 +67,8 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   }
   qsort(sides, 3 * (size_t)c->triangle_count, sizeof *sides, compare_sides);
   int32_t n = 0;
-  for (size_t i = 0; i < 3 * (size_t)c->triangle_count; ++i) {
+  const size_t ns = 3 * (size_t)c->triangle_count;
+  for (size_t i = 0; i < ns; ++i) {
     const edge_side *e = sides + i;
     if (i == 0 || e->lo != sides[i - 1].lo || e->hi != sides[i - 1].hi) {
       int32_t *q = c->edge + 4 * (size_t)n++;
@@ -76,8 +78,50 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
       q[3] = e->triangle; /* the first of its sides in the order: the lowest triangle */
     }
     c->triangle_edge[3 * (size_t)e->triangle + (size_t)e->side] = n - 1;
+    c->triangle_opposite[3 * (size_t)e->triangle + (size_t)e->side] = -1;
+  }
+  /* An edge with exactly two sides, traversed in opposite directions (the two triangles wound
+   * alike): each side's opposite vertex is the other triangle's corner off the edge. */
+  for (size_t i = 0; i + 1 < ns; ++i) {
+    const edge_side *e = sides + i, *f = sides + i + 1;
+    const bool pair = e->lo == f->lo && e->hi == f->hi &&
+                      (i == 0 || sides[i - 1].lo != e->lo || sides[i - 1].hi != e->hi) &&
+                      (i + 2 == ns || sides[i + 2].lo != e->lo || sides[i + 2].hi != e->hi);
+    if (pair && c->triangle[3 * (size_t)e->triangle + (size_t)e->side] !=
+                    c->triangle[3 * (size_t)f->triangle + (size_t)f->side]) {
+      c->triangle_opposite[3 * (size_t)e->triangle + (size_t)e->side] =
+          c->triangle[3 * (size_t)f->triangle + (size_t)((f->side + 2) % 3)];
+      c->triangle_opposite[3 * (size_t)f->triangle + (size_t)f->side] =
+          c->triangle[3 * (size_t)e->triangle + (size_t)((e->side + 2) % 3)];
+    }
   }
   free(sides);
+  /* Each surface vertex's ring: the triangles around it, as their other corners in winding
+   * order (counting sort by vertex, triangles ascending). */
+  const size_t nv = (size_t)(c->vertex_count > 0 ? c->vertex_count : 1);
+  c->vertex_ring_start = calloc(nv + 1, sizeof *c->vertex_ring_start);
+  c->vertex_ring = malloc(sizeof *c->vertex_ring * 2 * 3 * nt);
+  int32_t *fill = malloc(sizeof *fill * nv);
+  if (!c->vertex_ring_start || !c->vertex_ring || !fill) {
+    free(fill);
+    return false;
+  }
+  for (size_t i = 0; i < 3 * (size_t)c->triangle_count; ++i) {
+    c->vertex_ring_start[c->triangle[i] + 1]++;
+  }
+  for (int32_t v = 0; v < c->vertex_count; ++v) {
+    c->vertex_ring_start[v + 1] += c->vertex_ring_start[v];
+    fill[v] = c->vertex_ring_start[v];
+  }
+  for (int32_t t = 0; t < c->triangle_count; ++t) {
+    const int32_t *q = c->triangle + 3 * (size_t)t;
+    for (int k = 0; k < 3; ++k) {
+      int32_t *r = c->vertex_ring + 2 * (size_t)fill[q[k]]++;
+      r[0] = q[(k + 1) % 3];
+      r[1] = q[(k + 2) % 3];
+    }
+  }
+  free(fill);
   c->edge_count = n;
   c->triangle_owned = calloc(nt, sizeof *c->triangle_owned);
   c->cluster_edge_max =
@@ -108,7 +152,6 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   if (delta != NULL) {
     c->delta = delta;
   }
-  const size_t nv = (size_t)(c->vertex_count > 0 ? c->vertex_count : 1);
   int32_t *corner =
       realloc(c->corner_entry,
               sizeof *c->corner_entry * (3 * PIOLA_CONTACTS_PER_VERTEX * nv + 4 * KE * ne));
@@ -121,6 +164,9 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
 void piola_contact_edges_free(piola_solver_contacts *c) {
   free(c->edge);
   free(c->triangle_edge);
+  free(c->triangle_opposite);
+  free(c->vertex_ring_start);
+  free(c->vertex_ring);
   free(c->triangle_owned);
   free(c->cluster_edge_max);
   free(c->edge_contact_count);
