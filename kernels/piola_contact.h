@@ -28,7 +28,14 @@
  * The contact is projected in every iteration as an inequality constraint
  * C = gap - thickness >= 0 along the triangle's outward normal n, where the gap is the height
  * over the triangle, or beside it the distance to its border (piola_contact_gap: continuous, so
- * that a contact at the edge of its reach does not push), with the vertex and the three corners
+ * that a contact at the edge of its reach does not push; under the plane beside the triangle,
+ * height + lateral). A vertex under the plane and beside the triangle is held only where no
+ * triangle at that edge (the neighbour across it, the host's table of the corners off each
+ * edge) or corner (those around it, each surface vertex's ring) bends inwards with the vertex
+ * over its plane: then the vertex is outside the body, past a convex edge, and the push along
+ * this triangle's normal would act across the edge (piola_contact_neighbour_releases); under the
+ * neighbours too it went through this triangle near its border and must be held. The vertex and
+ * the three corners
  * moved in proportion to their inverse masses and barycentric weights (Mueller et al. 2007,
  * "Position Based Dynamics", Sec. 4.4 for the triangle-point constraint), then position-based
  * Coulomb friction on the relative tangential motion of the substep (Macklin, Mueller,
