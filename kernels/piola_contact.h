@@ -30,13 +30,12 @@
  * over the triangle, or beside it the distance to its border (piola_contact_gap: continuous, so
  * that a contact at the edge of its reach does not push; under the plane beside the triangle,
  * height + lateral). A vertex under the plane and beside the triangle is held only where no
- * triangle at that edge (the neighbour across it, the host's table of the corners off each
- * edge) or corner (those around it, each surface vertex's ring) bends inwards with the vertex
- * over its plane: then the vertex is outside the body, past a convex edge, and the push along
- * this triangle's normal would act across the edge (piola_contact_neighbour_releases); under the
- * neighbours too it went through this triangle near its border and must be held. The vertex and
- * the three corners
- * moved in proportion to their inverse masses and barycentric weights (Mueller et al. 2007,
+ * triangle at that edge (the neighbour across it) or corner (those around it: each surface
+ * vertex's ring of triangles, built by the host) bends inwards with the vertex over its plane:
+ * then the vertex is outside the body, past a convex edge, and the push along this triangle's
+ * normal would act across the edge (piola_contact_neighbour_releases); under the neighbours too
+ * it went through this triangle near its border and must be held. The vertex and the three
+ * corners move in proportion to their inverse masses and barycentric weights (Mueller et al. 2007,
  * "Position Based Dynamics", Sec. 4.4 for the triangle-point constraint), then position-based
  * Coulomb friction on the relative tangential motion of the substep (Macklin, Mueller,
  * Chentanez, Kim 2014, "Unified Particle Physics for Real-Time Applications", Sec. 6.1). All
@@ -594,11 +593,21 @@ PIOLA_FN int piola_contact_beside_edges(piola_v3 b) {
   return (b.z == zero ? 1 : 0) | (b.x == zero ? 2 : 0) | (b.y == zero ? 4 : 0);
 }
 
-/* The stored edge (of corners 0 and 1, 1 and 2, 2 and 0 of the triangle as listed) that is edge
- * k of the triangle as a contact met from `side` sees it (side 1: corners b and c swapped,
- * piola_contact_entry). */
-PIOLA_FN int piola_contact_stored_edge(int k, int side) {
-  return side ? 2 - k : k;
+/* The listed corner (0, 1, 2 of the triangle as stored) that is corner k of the triangle as a
+ * contact met from `side` sees it (side 1: corners b and c swapped, piola_contact_entry). */
+PIOLA_FN int piola_contact_stored_corner(int k, int side) {
+  return side && k > 0 ? 3 - k : k;
+}
+
+/* The corners *r1, *r2 that follow corner s in triangle (q0, q1, q2) (s one of them), in the
+ * winding a contact met from `side` sees (side 1: reversed), so that (s, *r1, *r2) is the
+ * triangle as it sees it. */
+PIOLA_FN void piola_contact_ring_corners(piola_int q0, piola_int q1, piola_int q2, piola_int s,
+                                         int side, piola_int *r1, piola_int *r2) {
+  const piola_int next = s == q0 ? q1 : s == q1 ? q2 : q0;
+  const piola_int prev = s == q0 ? q2 : s == q1 ? q0 : q1;
+  *r1 = side ? prev : next;
+  *r2 = side ? next : prev;
 }
 
 /* The part of piola_contact_project() that reads the positions: vertex p (start position x)
@@ -670,14 +679,6 @@ PIOLA_FN int piola_contact_neighbour_releases(piola_v3 p, piola_v3 n, piola_v3 a
   const int inward = piola_v3_dot(n, piola_v3_add(e1, e2)) < PIOLA_R(0.0);
   const int over = piola_v3_dot(piola_v3_cross(e1, e2), piola_v3_sub(p, a)) > PIOLA_R(0.0);
   return inward & over;
-}
-
-/* Whether the triangle (s, r1, r2) of surface vertex s's ring (its other corners in winding
- * order) is the triangle of corners (q0, q1, q2). */
-PIOLA_FN int piola_contact_ring_is(piola_int q0, piola_int q1, piola_int q2, piola_int s,
-                                   piola_int r1, piola_int r2) {
-  return (q0 == s && q1 == r1 && q2 == r2) | (q1 == s && q2 == r1 && q0 == r2) |
-         (q2 == s && q0 == r1 && q1 == r2);
 }
 
 /* Zeroes a contact's frame: it does not act (piola_contact_neighbour_releases). */

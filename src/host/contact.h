@@ -66,17 +66,12 @@ typedef struct piola_solver_contacts {
    * triangles, numbered body by body, each body's in ascending order of (lower, higher) surface
    * vertex: edge e joins surface vertices edge[4 e] < edge[4 e + 1], of dense body edge[4 e + 2];
    * edge[4 e + 3] is its owner, the lowest-numbered triangle that has it. triangle_edge, 3 per
-   * triangle: the edges of its corners (0, 1), (1, 2), (2, 0). triangle_opposite, 3 per
-   * triangle: across its edge k, the corner off the edge of the neighbouring triangle, -1 where
-   * the edge is an open border, has more than two triangles or two wound against each other
-   * (piola_contact_beside_edges). */
+   * triangle: the edges of its corners (0, 1), (1, 2), (2, 0). */
   int32_t edge_count;
   int32_t *edge;
   int32_t *triangle_edge;
-  int32_t *triangle_opposite;
-  /* Per surface vertex, its ring: the triangles around it, vertex_ring[2 i], vertex_ring[2 i + 1]
-   * for i in vertex_ring_start[v] .. vertex_ring_start[v + 1]: their other corners in winding
-   * order (v first), triangles ascending */
+  /* Per surface vertex v, its ring: the triangles that have it, vertex_ring[vertex_ring_start[v]
+   * .. vertex_ring_start[v + 1]), ascending (piola_contact_neighbour_releases) */
   int32_t *vertex_ring_start, *vertex_ring;
   /* per triangle: bit k set where it owns its edge k (triangle_edge[3 t + k]); per cluster of the
    * grid: the highest edge its triangles own, -1 if none (an edge tests only higher edges, so it

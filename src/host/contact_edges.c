@@ -49,8 +49,7 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   edge_side *sides = malloc(sizeof *sides * 3 * nt);
   c->edge = malloc(sizeof *c->edge * 4 * 3 * nt);
   c->triangle_edge = malloc(sizeof *c->triangle_edge * 3 * nt);
-  c->triangle_opposite = malloc(sizeof *c->triangle_opposite * 3 * nt);
-  if (!sides || !c->edge || !c->triangle_edge || !c->triangle_opposite) {
+  if (!sides || !c->edge || !c->triangle_edge) {
     free(sides);
     return false;
   }
@@ -67,8 +66,7 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   }
   qsort(sides, 3 * (size_t)c->triangle_count, sizeof *sides, compare_sides);
   int32_t n = 0;
-  const size_t ns = 3 * (size_t)c->triangle_count;
-  for (size_t i = 0; i < ns; ++i) {
+  for (size_t i = 0; i < 3 * (size_t)c->triangle_count; ++i) {
     const edge_side *e = sides + i;
     if (i == 0 || e->lo != sides[i - 1].lo || e->hi != sides[i - 1].hi) {
       int32_t *q = c->edge + 4 * (size_t)n++;
@@ -78,29 +76,12 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
       q[3] = e->triangle; /* the first of its sides in the order: the lowest triangle */
     }
     c->triangle_edge[3 * (size_t)e->triangle + (size_t)e->side] = n - 1;
-    c->triangle_opposite[3 * (size_t)e->triangle + (size_t)e->side] = -1;
-  }
-  /* An edge with exactly two sides, traversed in opposite directions (the two triangles wound
-   * alike): each side's opposite vertex is the other triangle's corner off the edge. */
-  for (size_t i = 0; i + 1 < ns; ++i) {
-    const edge_side *e = sides + i, *f = sides + i + 1;
-    const bool pair = e->lo == f->lo && e->hi == f->hi &&
-                      (i == 0 || sides[i - 1].lo != e->lo || sides[i - 1].hi != e->hi) &&
-                      (i + 2 == ns || sides[i + 2].lo != e->lo || sides[i + 2].hi != e->hi);
-    if (pair && c->triangle[3 * (size_t)e->triangle + (size_t)e->side] !=
-                    c->triangle[3 * (size_t)f->triangle + (size_t)f->side]) {
-      c->triangle_opposite[3 * (size_t)e->triangle + (size_t)e->side] =
-          c->triangle[3 * (size_t)f->triangle + (size_t)((f->side + 2) % 3)];
-      c->triangle_opposite[3 * (size_t)f->triangle + (size_t)f->side] =
-          c->triangle[3 * (size_t)e->triangle + (size_t)((e->side + 2) % 3)];
-    }
   }
   free(sides);
-  /* Each surface vertex's ring: the triangles around it, as their other corners in winding
-   * order (counting sort by vertex, triangles ascending). */
+  /* Each surface vertex's ring: the triangles that have it, ascending (a counting sort). */
   const size_t nv = (size_t)(c->vertex_count > 0 ? c->vertex_count : 1);
   c->vertex_ring_start = calloc(nv + 1, sizeof *c->vertex_ring_start);
-  c->vertex_ring = malloc(sizeof *c->vertex_ring * 2 * 3 * nt);
+  c->vertex_ring = malloc(sizeof *c->vertex_ring * 3 * nt);
   int32_t *fill = malloc(sizeof *fill * nv);
   if (!c->vertex_ring_start || !c->vertex_ring || !fill) {
     free(fill);
@@ -114,11 +95,8 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
     fill[v] = c->vertex_ring_start[v];
   }
   for (int32_t t = 0; t < c->triangle_count; ++t) {
-    const int32_t *q = c->triangle + 3 * (size_t)t;
     for (int k = 0; k < 3; ++k) {
-      int32_t *r = c->vertex_ring + 2 * (size_t)fill[q[k]]++;
-      r[0] = q[(k + 1) % 3];
-      r[1] = q[(k + 2) % 3];
+      c->vertex_ring[fill[c->triangle[3 * (size_t)t + (size_t)k]]++] = t;
     }
   }
   free(fill);
@@ -164,7 +142,6 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
 void piola_contact_edges_free(piola_solver_contacts *c) {
   free(c->edge);
   free(c->triangle_edge);
-  free(c->triangle_opposite);
   free(c->vertex_ring_start);
   free(c->vertex_ring);
   free(c->triangle_owned);
