@@ -471,6 +471,56 @@ PIOLA_KERNEL void piola_contact_sort_corners(__global const int *contact_count,
   }
 }
 
+/* Whether a triangle at the edge or corner of the contact `entry`'s triangle (stored corners q;
+ * corners pa, pb, pc as the contact sees them, unit normal n) beside which p lies under its plane
+ * (edges, from piola_contact_prepare) releases the contact (piola_contact_neighbour_releases): at
+ * an edge, the neighbour across it, wound alike (none at an open border or where more than one
+ * triangle shares the edge); at a corner, every other triangle of the corner's ring. As
+ * beside_released in src/host/contact.c. */
+PIOLA_FN int piola_contact_beside_released(__global const float4 *x, __global const float4 *d,
+                                           __global const int *sv_vertex,
+                                           __global const int4 *triangles, int4 q,
+                                           __global const int *ring_start, __global const int *ring,
+                                           int entry, piola_v3 p, piola_v3 n, piola_v3 pa,
+                                           piola_v3 pb, piola_v3 pc, int edges) {
+  const int t = piola_contact_entry_triangle(entry);
+  const int side = piola_contact_entry_side(entry);
+  const int stored[3] = {q.x, q.y, q.z};
+  const piola_v3 corner[3] = {pa, pb, pc};
+  const int k = piola_contact_beside_corner(edges);
+  /* at an edge from corner e to corner e + 1, the ring of its end e + 1 */
+  const int e = edges == 1 ? 0 : edges == 2 ? 1 : 2;
+  const int at = k >= 0 ? k : (e + 1) % 3;
+  const int s = stored[piola_contact_stored_corner(at, side)];
+  const int s0 = stored[piola_contact_stored_corner(e, side)];
+  int found = 0, o = -1, released = 0;
+  for (int i = ring_start[s]; i < ring_start[s + 1]; ++i) {
+    const int u = ring[i];
+    if (u == t) {
+      continue; /* the contact's own triangle */
+    }
+    const int4 qu = triangles[u];
+    int r1, r2;
+    piola_contact_ring_corners(qu.x, qu.y, qu.z, s, side, &r1, &r2);
+    if (k >= 0) {
+      if (!released) {
+        const int v1 = sv_vertex[r1], v2 = sv_vertex[r2];
+        released = piola_contact_neighbour_releases(p, n, corner[k], piola_position(x[v1], d[v1]),
+                                                    piola_position(x[v2], d[v2]));
+      }
+    } else if (r1 == s0) { /* the edge runs from its end e + 1 to e in the neighbour */
+      found++;
+      o = r2;
+    }
+  }
+  if (k < 0 && found == 1) {
+    const int vo = sv_vertex[o];
+    released =
+        piola_contact_neighbour_releases(p, n, corner[at], corner[e], piola_position(x[vo], d[vo]));
+  }
+  return released;
+}
+
 /* CONTACT, part 1: every contact of surface vertex sv projected from the same positions; its
  * four corrections and their lengths (piola_contact_project) to delta[4 slot + corner]. With
  * `measure` the members' masses are whole (the measuring pass), else split by mass_split.
@@ -478,13 +528,11 @@ PIOLA_KERNEL void piola_contact_sort_corners(__global const int *contact_count,
  * instead of the corrections, which the measuring pass's gather does not read: n, b, tangent,
  * then depth and removed; the projecting pass, from the same positions, takes the frame from
  * there and only applies the split masses (piola_contact_respond). */
-PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global const float4 *d,
-                                         __global const int *sv_vertex,
-                                         __global const int4 *triangles, int count,
-                                         __global const int *contact_tri,
-                                         __global const float *mass_split, int measure,
-                                         float thickness, float friction, __global float4 *delta,
-                                         int sv) {
+PIOLA_FN void piola_contact_solve_vertex(
+    __global const float4 *x, __global const float4 *d, __global const int *sv_vertex,
+    __global const int4 *triangles, __global const int *ring_start, __global const int *ring,
+    int count, __global const int *contact_tri, __global const float *mass_split, int measure,
+    float thickness, float friction, __global float4 *delta, int sv) {
   const int v = sv_vertex[sv];
   const float4 xv = x[v];
   const float wv = measure ? xv.w : xv.w * mass_split[sv];
@@ -502,10 +550,15 @@ PIOLA_FN void piola_contact_solve_vertex(__global const float4 *x, __global cons
     __global float4 *out = delta + 4 * slot;
     piola_contact_frame_data f;
     if (measure) {
-      piola_contact_prepare(piola_v3_from4(xv), piola_position(xv, d[v]), piola_v3_from4(xa),
-                            piola_v3_from4(xb), piola_v3_from4(xc), piola_position(xa, d[a]),
-                            piola_position(xb, d[b]), piola_position(xc, d[c]), thickness, friction,
-                            &f);
+      const piola_v3 p = piola_position(xv, d[v]), pa = piola_position(xa, d[a]),
+                     pb = piola_position(xb, d[b]), pc = piola_position(xc, d[c]);
+      const int edges =
+          piola_contact_prepare(piola_v3_from4(xv), p, piola_v3_from4(xa), piola_v3_from4(xb),
+                                piola_v3_from4(xc), pa, pb, pc, thickness, friction, &f);
+      if (edges != 0 && piola_contact_beside_released(x, d, sv_vertex, triangles, q, ring_start,
+                                                      ring, entry, p, f.n, pa, pb, pc, edges)) {
+        piola_contact_release(&f);
+      }
     } else {
       const float4 f0 = out[0], f1 = out[1], f2 = out[2], f3 = out[3];
       f.n = piola_v3_from4(f0);
@@ -543,14 +596,15 @@ PIOLA_KERNEL void piola_contact_solve(__global const float4 *x, __global const f
                                       __global const int *contact_tri,
                                       __global const float *mass_split, int measure,
                                       float thickness, float friction, __global float4 *delta,
-                                      __global const int *active, __global const int *counters) {
+                                      __global const int *active, __global const int *counters,
+                                      __global const int *ring_start, __global const int *ring) {
   const int listed = counters[2];
   for (int i = get_global_id(0); i < listed; i += get_global_size(0)) {
     const int sv = active[i];
     const int count = contact_count[sv];
     if (count > 0) {
-      piola_contact_solve_vertex(x, d, sv_vertex, triangles, count, contact_tri, mass_split,
-                                 measure, thickness, friction, delta, sv);
+      piola_contact_solve_vertex(x, d, sv_vertex, triangles, ring_start, ring, count, contact_tri,
+                                 mass_split, measure, thickness, friction, delta, sv);
     }
   }
 }

@@ -28,8 +28,14 @@
  * The contact is projected in every iteration as an inequality constraint
  * C = gap - thickness >= 0 along the triangle's outward normal n, where the gap is the height
  * over the triangle, or beside it the distance to its border (piola_contact_gap: continuous, so
- * that a contact at the edge of its reach does not push), with the vertex and the three corners
- * moved in proportion to their inverse masses and barycentric weights (Mueller et al. 2007,
+ * that a contact at the edge of its reach does not push; under the plane beside the triangle,
+ * height + lateral). A vertex under the plane and beside the triangle is held only where no
+ * triangle at that edge (the neighbour across it) or corner (those around it: each surface
+ * vertex's ring of triangles, built by the host) bends inwards with the vertex over its plane:
+ * then the vertex is outside the body, past a convex edge, and the push along this triangle's
+ * normal would act across the edge (piola_contact_neighbour_releases); under the neighbours too
+ * it went through this triangle near its border and must be held. The vertex and the three
+ * corners move in proportion to their inverse masses and barycentric weights (Mueller et al. 2007,
  * "Position Based Dynamics", Sec. 4.4 for the triangle-point constraint), then position-based
  * Coulomb friction on the relative tangential motion of the substep (Macklin, Mueller,
  * Chentanez, Kim 2014, "Unified Particle Physics for Real-Time Applications", Sec. 6.1). All
@@ -577,23 +583,54 @@ typedef struct piola_contact_frame_data {
   piola_real depth, removed;
 } piola_contact_frame_data;
 
+/* The edges of a contact's triangle (a, b, c) beside which lies the point of it closest to the
+ * vertex's foot on its plane, from that point's barycentric coordinates b: bit k for edge k
+ * (corners k and k + 1 of a, b, c: ab, bc, ca), one edge where the point lies inside an edge,
+ * the two at a corner where it is a corner (piola_closest_on_triangle gives those coordinates
+ * exactly zero). */
+PIOLA_FN int piola_contact_beside_edges(piola_v3 b) {
+  const piola_real zero = PIOLA_R(0.0);
+  return (b.z == zero ? 1 : 0) | (b.x == zero ? 2 : 0) | (b.y == zero ? 4 : 0);
+}
+
+/* The listed corner (0, 1, 2 of the triangle as stored) that is corner k of the triangle as a
+ * contact met from `side` sees it (side 1: corners b and c swapped, piola_contact_entry). */
+PIOLA_FN int piola_contact_stored_corner(int k, int side) {
+  return side && k > 0 ? 3 - k : k;
+}
+
+/* The corners *r1, *r2 that follow corner s in triangle (q0, q1, q2) (s one of them), in the
+ * winding a contact met from `side` sees (side 1: reversed), so that (s, *r1, *r2) is the
+ * triangle as it sees it. */
+PIOLA_FN void piola_contact_ring_corners(piola_int q0, piola_int q1, piola_int q2, piola_int s,
+                                         int side, piola_int *r1, piola_int *r2) {
+  const piola_int next = s == q0 ? q1 : s == q1 ? q2 : q0;
+  const piola_int prev = s == q0 ? q2 : s == q1 ? q0 : q1;
+  *r1 = side ? prev : next;
+  *r2 = side ? next : prev;
+}
+
 /* The part of piola_contact_project() that reads the positions: vertex p (start position x)
  * against triangle (pa, pb, pc) (start positions xa, xb, xc). Where the constraint is violated
- * f->depth > 0; else all of *f is zero. */
-PIOLA_FN void piola_contact_prepare(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3 xb, piola_v3 xc,
-                                    piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
-                                    piola_real friction, piola_contact_frame_data *f) {
+ * f->depth > 0; else all of *f is zero. Returns the edges (piola_contact_beside_edges) beside
+ * which p lies where it pushes from under the triangle's plane and beside it (height < 0,
+ * lateral > 0), else 0: such a contact acts only where no triangle at that edge (its
+ * neighbour across it) or corner (those around it) releases it (piola_contact_neighbour_releases,
+ * which the caller runs with their corners). */
+PIOLA_FN int piola_contact_prepare(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v3 xb, piola_v3 xc,
+                                   piola_v3 pa, piola_v3 pb, piola_v3 pc, piola_real thickness,
+                                   piola_real friction, piola_contact_frame_data *f) {
   const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
   f->n = f->b = f->tangent = zero;
   f->depth = f->removed = PIOLA_R(0.0);
   piola_v3 n, b;
   piola_real height, lateral;
   if (!piola_contact_frame(p, pa, pb, pc, &n, &height, &b, &lateral) || !(lateral <= thickness)) {
-    return;
+    return 0;
   }
   piola_real c = piola_contact_gap(height, lateral) - thickness;
   if (!(c < PIOLA_R(0.0))) {
-    return;
+    return 0;
   }
   piola_v3 q = piola_barycentric_point(b, pa, pb, pc);
   piola_real depth = -c;
@@ -613,6 +650,42 @@ PIOLA_FN void piola_contact_prepare(piola_v3 x, piola_v3 p, piola_v3 xa, piola_v
   f->tangent = tangent;
   f->depth = depth;
   f->removed = removed;
+  return height < PIOLA_R(0.0) && lateral > PIOLA_R(0.0) ? piola_contact_beside_edges(b) : 0;
+}
+
+/* The corner of a contact's triangle beside which p lies, from the edges beside it
+ * (piola_contact_beside_edges): 0, 1, 2 for a, b, c, -1 where p lies beside one edge. */
+PIOLA_FN int piola_contact_beside_corner(int edges) {
+  return edges == 5 ? 0 : edges == 3 ? 1 : edges == 6 ? 2 : -1;
+}
+
+/* Whether triangle (a, r1, r2) of the contact's body (wound as the contact sees it), which meets
+ * the contact's triangle (unit normal n; a its corner) at an edge or at the corner a, releases a
+ * contact that pushes p from under the contact triangle's plane and beside it (see
+ * piola_contact_prepare). Beside a triangle and under its plane lie two kinds of place. Where the
+ * triangles there bend inwards from its plane (a convex edge or corner) the body near them lies
+ * under all their planes, and p over one of them is outside it: a pinned slab's vertex a
+ * thickness under a box's bottom face is beside the box's leading face and under that face's
+ * plane, and the push along the face's normal would act across the edge, harder the farther p
+ * lies behind it (its gap, height + lateral, shrinks); the bottom face's own contact is the one
+ * that acts. Under the neighbours too (two triangles of one face, flat or bent, or inside the
+ * body near a convex edge) p is inside: it went through the triangle near its border and on into
+ * a neighbour's reach within the substep, where the neighbour's contact is not listed for it,
+ * and this one must hold it. So the triangle releases the contact where it bends inwards (its
+ * corners off a, together, under the contact triangle's plane) and p lies over its plane. */
+PIOLA_FN int piola_contact_neighbour_releases(piola_v3 p, piola_v3 n, piola_v3 a, piola_v3 r1,
+                                              piola_v3 r2) {
+  const piola_v3 e1 = piola_v3_sub(r1, a), e2 = piola_v3_sub(r2, a);
+  const int inward = piola_v3_dot(n, piola_v3_add(e1, e2)) < PIOLA_R(0.0);
+  const int over = piola_v3_dot(piola_v3_cross(e1, e2), piola_v3_sub(p, a)) > PIOLA_R(0.0);
+  return inward & over;
+}
+
+/* Zeroes a contact's frame: it does not act (piola_contact_neighbour_releases). */
+PIOLA_FN void piola_contact_release(piola_contact_frame_data *f) {
+  const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  f->n = f->b = f->tangent = zero;
+  f->depth = f->removed = PIOLA_R(0.0);
 }
 
 /* The part of piola_contact_project() that takes the masses: the corrections of the vertex and
@@ -651,15 +724,17 @@ PIOLA_FN void piola_contact_respond(const piola_contact_frame_data *f, piola_rea
 
 /* Projects the contact of vertex p (inverse mass w, start position x) with triangle (pa, pb,
  * pc) (inverse masses wa, wb, wc; start positions xa, xb, xc; all inverse masses the members'
- * shares, piola_contact_split): writes the corrections of the vertex and the three corners
- * into dx[0..3] and their lengths into length[0..3]; both zero where the constraint holds. */
+ * shares, piola_contact_split) as a triangle without neighbours (open borders; the backends,
+ * which know them, run its parts themselves with piola_contact_neighbour_releases between):
+ * writes the corrections of the vertex and the three corners into dx[0..3] and their lengths
+ * into length[0..3]; both zero where the constraint holds. */
 PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_v3 xa, piola_v3 xb,
                                     piola_v3 xc, piola_v3 pa, piola_v3 pb, piola_v3 pc,
                                     piola_real wa, piola_real wb, piola_real wc,
                                     piola_real thickness, piola_real friction, piola_v3 dx[4],
                                     piola_real length[4]) {
   piola_contact_frame_data f;
-  piola_contact_prepare(x, p, xa, xb, xc, pa, pb, pc, thickness, friction, &f);
+  (void)piola_contact_prepare(x, p, xa, xb, xc, pa, pb, pc, thickness, friction, &f);
   piola_contact_respond(&f, w, wa, wb, wc, dx, length);
 }
 

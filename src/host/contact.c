@@ -818,6 +818,51 @@ void piola_contact_slot_store(double *slot, bool measure, const piola_contact_fr
   }
 }
 
+/* Whether a triangle at the edge or corner of the contact `entry`'s triangle (corners pa, pb, pc
+ * as the contact sees them, unit normal n) beside which p lies under its plane (edges, from
+ * piola_contact_prepare) releases the contact (piola_contact_neighbour_releases): at an edge, the
+ * neighbour across it, wound alike (none at an open border or where more than one triangle
+ * shares the edge); at a corner, every other triangle of the corner's ring. Positions p_all: 3
+ * doubles per world vertex. The kernel's piola_contact_beside_released does the same. */
+static bool beside_released(const piola_solver_contacts *c, const double *p_all, int32_t entry,
+                            piola_v3 p, piola_v3 n, piola_v3 pa, piola_v3 pb, piola_v3 pc,
+                            int edges) {
+  const int32_t t = piola_contact_entry_triangle(entry);
+  const int side = piola_contact_entry_side(entry);
+  const int32_t *q = c->triangle + 3 * (size_t)t;
+  const piola_v3 corner[3] = {pa, pb, pc};
+  const int k = piola_contact_beside_corner(edges);
+  /* at an edge from corner e to corner e + 1, the ring of its end e + 1 */
+  const int e = edges == 1 ? 0 : edges == 2 ? 1 : 2;
+  const int at = k >= 0 ? k : (e + 1) % 3;
+  const int32_t s = q[piola_contact_stored_corner(at, side)];
+  const int32_t s0 = q[piola_contact_stored_corner(e, side)];
+  int32_t found = 0, o = -1;
+  bool released = false;
+  for (int32_t i = c->vertex_ring_start[s]; i < c->vertex_ring_start[s + 1]; ++i) {
+    const int32_t u = c->vertex_ring[i];
+    if (u == t) {
+      continue; /* the contact's own triangle */
+    }
+    const int32_t *qu = c->triangle + 3 * (size_t)u;
+    int32_t r1, r2;
+    piola_contact_ring_corners(qu[0], qu[1], qu[2], s, side, &r1, &r2);
+    if (k >= 0) {
+      released = released || piola_contact_neighbour_releases(
+                                 p, n, corner[k], piola_vertex_at(p_all, c->vertex[r1]),
+                                 piola_vertex_at(p_all, c->vertex[r2]));
+    } else if (r1 == s0) { /* the edge runs from its end e + 1 to e in the neighbour */
+      found++;
+      o = r2;
+    }
+  }
+  if (k < 0 && found == 1) {
+    released = piola_contact_neighbour_releases(p, n, corner[at], corner[e],
+                                                piola_vertex_at(p_all, c->vertex[o]));
+  }
+  return released;
+}
+
 /* The projections of the contacts of surface vertices [begin, end) into their slots. */
 static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
@@ -841,10 +886,14 @@ static void project_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
       double *out = c->delta + 16 * (size_t)slot; /* 4 corners of x, y, z, length */
       piola_contact_frame_data f;
       if (measure) {
-        piola_contact_prepare(
-            piola_vertex_at(w->x, v), piola_vertex_at(w->p, v), piola_vertex_at(w->x, a),
-            piola_vertex_at(w->x, b), piola_vertex_at(w->x, d), piola_vertex_at(w->p, a),
-            piola_vertex_at(w->p, b), piola_vertex_at(w->p, d), thickness, friction, &f);
+        const piola_v3 p = piola_vertex_at(w->p, v), pa = piola_vertex_at(w->p, a),
+                       pb = piola_vertex_at(w->p, b), pd = piola_vertex_at(w->p, d);
+        const int edges = piola_contact_prepare(
+            piola_vertex_at(w->x, v), p, piola_vertex_at(w->x, a), piola_vertex_at(w->x, b),
+            piola_vertex_at(w->x, d), pa, pb, pd, thickness, friction, &f);
+        if (edges != 0 && beside_released(c, w->p, entry, p, f.n, pa, pb, pd, edges)) {
+          piola_contact_release(&f);
+        }
       } else { /* the measuring pass's frame, from the same positions */
         f = piola_contact_slot_frame(out);
       }

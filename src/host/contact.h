@@ -70,6 +70,9 @@ typedef struct piola_solver_contacts {
   int32_t edge_count;
   int32_t *edge;
   int32_t *triangle_edge;
+  /* Per surface vertex v, its ring: the triangles that have it, vertex_ring[vertex_ring_start[v]
+   * .. vertex_ring_start[v + 1]), ascending (piola_contact_neighbour_releases) */
+  int32_t *vertex_ring_start, *vertex_ring;
   /* per triangle: bit k set where it owns its edge k (triangle_edge[3 t + k]); per cluster of the
    * grid: the highest edge its triangles own, -1 if none (an edge tests only higher edges, so it
    * skips the clusters that own none) */

@@ -78,6 +78,28 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
     c->triangle_edge[3 * (size_t)e->triangle + (size_t)e->side] = n - 1;
   }
   free(sides);
+  /* Each surface vertex's ring: the triangles that have it, ascending (a counting sort). */
+  const size_t nv = (size_t)(c->vertex_count > 0 ? c->vertex_count : 1);
+  c->vertex_ring_start = calloc(nv + 1, sizeof *c->vertex_ring_start);
+  c->vertex_ring = malloc(sizeof *c->vertex_ring * 3 * nt);
+  int32_t *fill = malloc(sizeof *fill * nv);
+  if (!c->vertex_ring_start || !c->vertex_ring || !fill) {
+    free(fill);
+    return false;
+  }
+  for (size_t i = 0; i < 3 * (size_t)c->triangle_count; ++i) {
+    c->vertex_ring_start[c->triangle[i] + 1]++;
+  }
+  for (int32_t v = 0; v < c->vertex_count; ++v) {
+    c->vertex_ring_start[v + 1] += c->vertex_ring_start[v];
+    fill[v] = c->vertex_ring_start[v];
+  }
+  for (int32_t t = 0; t < c->triangle_count; ++t) {
+    for (int k = 0; k < 3; ++k) {
+      c->vertex_ring[fill[c->triangle[3 * (size_t)t + (size_t)k]]++] = t;
+    }
+  }
+  free(fill);
   c->edge_count = n;
   c->triangle_owned = calloc(nt, sizeof *c->triangle_owned);
   c->cluster_edge_max =
@@ -108,7 +130,6 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   if (delta != NULL) {
     c->delta = delta;
   }
-  const size_t nv = (size_t)(c->vertex_count > 0 ? c->vertex_count : 1);
   int32_t *corner =
       realloc(c->corner_entry,
               sizeof *c->corner_entry * (3 * PIOLA_CONTACTS_PER_VERTEX * nv + 4 * KE * ne));
@@ -121,6 +142,8 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
 void piola_contact_edges_free(piola_solver_contacts *c) {
   free(c->edge);
   free(c->triangle_edge);
+  free(c->vertex_ring_start);
+  free(c->vertex_ring);
   free(c->triangle_owned);
   free(c->cluster_edge_max);
   free(c->edge_contact_count);

@@ -143,7 +143,8 @@ piola_status piola_ocl_upload_colliders(piola_world *w) {
 }
 
 /* Writes the contact surfaces: surface vertices (vertex, body, rest position), triangles
- * (three surface vertices, body) and the bodies' filters. */
+ * (three surface vertices, body), each surface vertex's ring of triangles and the bodies'
+ * filters. */
 static piola_status upload_contacts(piola_world *w) {
   const piola_solver_contacts *c = &w->contacts;
   const size_t nsv = (size_t)c->vertex_count, ntr = (size_t)c->triangle_count;
@@ -181,6 +182,12 @@ static piola_status upload_contacts(piola_world *w) {
       q[4 * t + 3] = c->triangle_body[t];
     }
     s = piola_ocl_write_buffer(w, BUF_TRIANGLES, 0, 16 * ntr, q);
+  }
+  if (s == PIOLA_OK && nsv > 0) {
+    s = piola_ocl_write_buffer(w, BUF_SV_RING_START, 0, 4 * (nsv + 1), c->vertex_ring_start);
+  }
+  if (s == PIOLA_OK && ntr > 0) {
+    s = piola_ocl_write_buffer(w, BUF_SV_RING, 0, 12 * ntr, c->vertex_ring);
   }
   if (s == PIOLA_OK && c->edge_count > 0) {
     s = piola_ocl_write_buffer(w, BUF_EDGES, 0, 16 * (size_t)c->edge_count, c->edge);
@@ -360,6 +367,8 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       {BUF_SV_X, 16 * nsv},
       {BUF_SV_P, 16 * nsv},
       {BUF_TRIANGLES, 16 * ntr},
+      {BUF_SV_RING_START, nsv > 0 ? 4 * (nsv + 1) : 0},
+      {BUF_SV_RING, 12 * ntr},
       {BUF_BODY_FILTER, 16 * ncb},
       {BUF_TRI_BOX, 32 * ntr},
       {BUF_CLUSTER_FIRST, 4 * (ncl + 1)},

@@ -115,6 +115,8 @@ enum {
   BUF_SV_X, /* per surface vertex, each substep: its start and predicted positions */
   BUF_SV_P,
   BUF_TRIANGLES,
+  BUF_SV_RING_START, /* per surface vertex: its ring's first entry (sv_count + 1) */
+  BUF_SV_RING,       /* the rings: the triangles that have each surface vertex */
   BUF_BODY_FILTER,
   BUF_TRI_BOX,
   BUF_CLUSTER_FIRST, /* the grid's clusters: first triangle of each, then the count */
