@@ -69,17 +69,24 @@ static double centre_x(piola_world *w, piola_body_id b, float *x, int32_t n, dou
   return c / n;
 }
 
-/* The world both scenes use (the options' settings, friction 0.5, the ground plane) and the
- * box mesh and material of their boxes. */
-static piola_status stack_world(const options *o, piola_world **w, piola_tet_mesh *m,
-                                piola_material *mat) {
+/* The world settings of every scene: the options' backend, scheme, steps and damping, contact
+ * friction mu. */
+static piola_world_def stack_def(const options *o, float mu) {
   piola_world_def def = piola_default_world_def();
   def.backend = o->backend;
   def.iteration_scheme = o->scheme;
   def.substeps = o->substeps;
   def.iterations = o->iterations;
   def.damping = o->damping;
-  def.contact_friction = 0.5f;
+  def.contact_friction = mu;
+  return def;
+}
+
+/* The world both stacking scenes use (friction 0.5, the ground plane) and the box mesh and
+ * material of their boxes. */
+static piola_status stack_world(const options *o, piola_world **w, piola_tet_mesh *m,
+                                piola_material *mat) {
+  piola_world_def def = stack_def(o, 0.5f);
   *w = NULL;
   piola_status s = piola_world_create(&def, w);
   if (s != PIOLA_OK) {
@@ -320,13 +327,7 @@ static void tilt(piola_tet_mesh *m, double th, double dx, double dy, double dz) 
  * 1 s (m). */
 static piola_status slope(const options *o, float mu, double *moved) {
   const double th = 20.0 * 3.14159265358979323846 / 180.0;
-  piola_world_def def = piola_default_world_def();
-  def.backend = o->backend;
-  def.iteration_scheme = o->scheme;
-  def.substeps = o->substeps;
-  def.iterations = o->iterations;
-  def.damping = o->damping;
-  def.contact_friction = mu;
+  const piola_world_def def = stack_def(o, mu);
   piola_world *w = NULL;
   piola_tet_mesh slab, box;
   memset(&slab, 0, sizeof slab);

@@ -46,7 +46,6 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->trial);
   free(n->normal);
   free(n->kind);
-  free(n->solid);
   free(n->corner_start);
   free(n->corners);
   free(n->element_grad);
@@ -180,13 +179,12 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   n.trial = malloc(sizeof(double) * 3 * nvb);
   n.normal = malloc(sizeof(double) * 3 * nvb);
   n.kind = malloc(nvb);
-  n.solid = calloc(nvb, 1);
   n.element_grad = malloc(sizeof(double) * 12 * neb);
   n.element_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * neb);
   n.element_energy = malloc(sizeof(double) * neb);
   n.vertex_energy = malloc(sizeof(double) * nvb);
   if (!n.col || !n.element_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
-      !n.solid || !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy) {
+      !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy) {
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -202,11 +200,6 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
         }
         n.element_block[16 * (size_t)e + (size_t)(4 * a + b)] = block;
       }
-    }
-  }
-  for (int32_t t = 0; t < st->tet_count; ++t) {
-    for (int k = 0; k < 4; ++k) {
-      n.solid[st->tet_vertices[4 * (size_t)t + k]] = 1;
     }
   }
   piola_status s = piola_multigrid_build(nv, n.start, n.col, w->pool, &n.mg);
@@ -481,9 +474,11 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
     }
     const double into = -(n[0] * r[0] + n[1] * r[1] + n[2] * r[2]);
     const double own = nhn > 0.0 ? into / nhn : 0.0;
+    /* a tet's corner: its corner list (elements in order, tets first) starts with a tet */
+    const bool solid = nw->corner_start[i] < nw->corner_start[i + 1] &&
+                       (nw->corners[nw->corner_start[i]] >> 2) < w->solver.tet_count;
     const double inertial =
-        nw->solid[i] ? fmin(into / (inv_h2 / w->w[i]), fmax(own, (double)w->def.contact_thickness))
-                     : own;
+        solid ? fmin(into / (inv_h2 / w->w[i]), fmax(own, (double)w->def.contact_thickness)) : own;
     w->solver.support[4 * (size_t)i + 3] = into > 0.0 ? inertial : 0.0;
   }
 }

@@ -34,7 +34,6 @@ typedef struct piola_solver_newton {
   piola_multigrid mg;
   double *gradient, *dx, *trial, *normal; /* 3 per vertex */
   uint8_t *kind;                          /* per vertex: 0 free, 1 supported, 2 fixed */
-  uint8_t *solid;                         /* per vertex: 1 where it is a tet's corner */
   /* Each vertex's element corners, 4 e + corner, in element order:
    * corners[corner_start[i] ..] */
   int32_t *corner_start, *corners;
