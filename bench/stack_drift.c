@@ -22,8 +22,12 @@
  *   piola_stack_drift [--backend cpu|opencl] [--scheme gauss-seidel|vbd|multigrid]
  *                     [--youngs PA] [--iterations N] [--substeps N]
  *                     [--drop M] [--damping 1/S] [--material-damping S]
- *                     [--offsets A,B,...] [--pyramid] [--slope] [--frictions A,B,...]
+ *                     [--offsets A,B,...] [--ledge] [--pyramid] [--slope]
+ *                     [--frictions A,B,...]
  *                     [--check]
+ *
+ * --ledge puts the upper box on a rigid box collider of the lower box's shape and friction
+ * instead: the same landing without the lower body's elasticity or the body contacts.
  *
  * --damping is the world's velocity damping (1/s), --material-damping the boxes' material
  * damping (piola_material.damping, s).
@@ -44,7 +48,7 @@ typedef struct options {
   int offset_count;
   float frictions[16];
   int friction_count;
-  int pyramid, slope, check;
+  int pyramid, slope, ledge, check;
 } options;
 
 /* --check: the largest drift (m) a box may show. */
@@ -121,7 +125,18 @@ static piola_status run(const options *o, float offset, outcome *out) {
   piola_body_id lower, upper;
   const float at_lower[3] = {-0.15f, 0.0f, -0.15f};
   const float at_upper[3] = {-0.15f + offset, 0.3f + o->drop, -0.15f};
-  s = piola_world_add_tet_body(w, &m, &mat, at_lower, &lower);
+  if (o->ledge) { /* a rigid box of the lower box's shape and friction */
+    piola_collider_def ledge = piola_default_collider_def();
+    ledge.type = PIOLA_COLLIDER_BOX;
+    ledge.shape.box.center[1] = 0.15f;
+    for (int k = 0; k < 3; ++k) {
+      ledge.shape.box.half_extents[k] = 0.15f;
+    }
+    ledge.static_friction = ledge.dynamic_friction = 0.5f;
+    s = piola_world_add_collider(w, &ledge, NULL);
+  } else {
+    s = piola_world_add_tet_body(w, &m, &mat, at_lower, &lower);
+  }
   if (s == PIOLA_OK) {
     s = piola_world_add_tet_body(w, &m, &mat, at_upper, &upper);
   }
@@ -187,11 +202,16 @@ static int parse(int argc, char **argv, options *o) {
   o->friction_count = 0;
   o->pyramid = 0;
   o->slope = 0;
+  o->ledge = 0;
   o->check = 0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--pyramid") == 0 || strcmp(a, "--slope") == 0 || strcmp(a, "--check") == 0) {
-      *(a[2] == 'p' ? &o->pyramid : a[2] == 's' ? &o->slope : &o->check) = 1;
+    if (strcmp(a, "--pyramid") == 0 || strcmp(a, "--slope") == 0 || strcmp(a, "--ledge") == 0 ||
+        strcmp(a, "--check") == 0) {
+      *(a[2] == 'p'   ? &o->pyramid
+        : a[2] == 's' ? &o->slope
+        : a[2] == 'l' ? &o->ledge
+                      : &o->check) = 1;
       continue;
     }
     if (v == NULL) {
@@ -431,10 +451,10 @@ int main(int argc, char **argv) {
     }
     return o.check && failed;
   }
-  printf("box on box: E %.3g Pa, %d iterations, %d substeps, drop %.3f m, damping %.3g 1/s, "
+  printf("box on %s: E %.3g Pa, %d iterations, %d substeps, drop %.3f m, damping %.3g 1/s, "
          "material damping %.3g s, %s\n",
-         (double)o.youngs, (int)o.iterations, (int)o.substeps, (double)o.drop, (double)o.damping,
-         (double)o.material_damping,
+         o.ledge ? "a rigid box collider" : "box", (double)o.youngs, (int)o.iterations,
+         (int)o.substeps, (double)o.drop, (double)o.damping, (double)o.material_damping,
          o.backend == PIOLA_BACKEND_OPENCL ? "OpenCL" : "CPU reference");
   printf("%8s %10s %16s %22s %14s %9s\n", "offset", "overhang", "moved 1 s after",
          "drift 0.5 s .. 2.5 s", "largest move", "inverted");

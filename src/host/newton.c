@@ -24,6 +24,17 @@
  * normal in the solve (the filter of a constrained particle, Baraff, Witkin 1998, "Large Steps
  * in Cloth Simulation", Sec. 5.3) and moves freely along its surface; colliders and body
  * contacts then project as in the XPBD step, after each iteration (world.c).
+ *
+ * Material damping is XPBD's constraint damping (Macklin, Mueller, Chentanez 2016, "XPBD",
+ * Eq. 26; kernels/piola_tet.h), whose damped projection stops where each constraint of energy
+ * U = k u (gradients g of u at its corners) adds the force k gamma G g / (2 u), G the sum over its
+ * corners of g_i . (x_i - x_i^n), gamma = damping / h (the forces residual.c measures). With
+ * d = sqrt(k gamma / (2 u)) g that force is d (d . (x - x^n)), the gradient of the dissipation
+ * potential (1/2) (d . (x - x^n))^2 with d held fixed, whose Hessian d d^T (rank one, positive
+ * semidefinite) joins the element's. d is evaluated at each Newton step's start and kept through
+ * its line search, so that the search minimizes one function; a converged solve stops at the
+ * damped XPBD step's fixed point. A tet of a split material has two constraints (the mu and the
+ * lambda terms of its energy, as piola_tet_solve projects them), the other elements one.
  */
 #include "world.h"
 
@@ -52,6 +63,7 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->element_hess);
   free(n->element_energy);
   free(n->vertex_energy);
+  free(n->element_damp);
   memset(n, 0, sizeof *n);
 }
 
@@ -70,6 +82,25 @@ static int element_corners(const piola_solver_tets *st, const piola_solver_cloth
   }
   *q = sc->bend_vertices + 4 * (size_t)(e - sc->tri_count);
   return 4;
+}
+
+/* Element e's material damping (s): the material's where it is of the XPBD form, else 0 (the
+ * PBD form has none). */
+static double element_damping(const piola_world *w, const piola_solver_tets *st,
+                              const piola_solver_cloth *sc, int32_t e) {
+  if (e < st->tet_count) {
+    const piola_tet_material *mat = &w->materials[st->tet_material[e]].constants;
+    return mat->solver == PIOLA_TET_SOLVER_XPBD ? mat->damping : 0.0;
+  }
+  const int32_t t = e - st->tet_count;
+  if (t < sc->tri_count) {
+    const piola_cloth_tri_material *mat =
+        &w->cloth_materials[sc->tri_vertices[4 * (size_t)t + 3]].tri;
+    return mat->solver == PIOLA_CLOTH_SOLVER_XPBD ? mat->damping : 0.0;
+  }
+  const piola_cloth_bend_material *mat =
+      &w->cloth_materials[sc->bend_material[t - sc->tri_count]].bend;
+  return mat->solver == PIOLA_CLOTH_SOLVER_XPBD ? mat->damping : 0.0;
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -183,8 +214,14 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   n.element_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * neb);
   n.element_energy = malloc(sizeof(double) * neb);
   n.vertex_energy = malloc(sizeof(double) * nvb);
+  bool damped = false;
+  for (int32_t e = 0; e < ne && !damped; ++e) {
+    damped = element_damping(w, st, sc, e) > 0.0;
+  }
+  n.element_damp = damped ? calloc(PIOLA_NEWTON_DAMP_REALS * neb, sizeof(double)) : NULL;
   if (!n.col || !n.element_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
-      !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy) {
+      !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy ||
+      (damped && !n.element_damp)) {
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -225,9 +262,79 @@ typedef enum newton_pass { NEWTON_ENERGY, NEWTON_GRADIENT, NEWTON_HESSIAN } newt
 typedef struct newton_job {
   piola_world *w;
   const double *x;
-  double inv_h2;
+  double h, inv_h2;
   newton_pass pass;
 } newton_job;
+
+/* The place of corner pair (a, b), a <= b, in piola_tet_hessian()'s blocks. */
+static int pair_block(int a, int b) {
+  static const int first[4] = {0, 4, 7, 9}; /* (a, a) */
+  return first[a] + (b - a);
+}
+
+/* The directions d of element e's damping at x (see the module comment), for the substep h: per
+ * constraint c and corner a, d[4 c + a] = sqrt(k gamma / (2 u)) g_a of the constraint's energy
+ * U = k u; zero where the element is undamped or the constraint at rest (u = 0). */
+static void damping_directions(const piola_world *w, const double *x, int32_t e, double h,
+                               piola_v3 d[8]) {
+  const piola_solver_tets *st = &w->solver;
+  const piola_solver_cloth *sc = &w->cloth;
+  for (int k = 0; k < 8; ++k) {
+    d[k] = piola_v3_make(0.0, 0.0, 0.0);
+  }
+  const double gamma = element_damping(w, st, sc, e) / h;
+  if (!(gamma > 0.0)) {
+    return;
+  }
+  const int32_t *q = NULL;
+  const int corners = element_corners(st, sc, e, &q);
+  piola_v3 c[4];
+  for (int a = 0; a < corners; ++a) {
+    c[a] = piola_vertex_at(x, q[a]);
+  }
+  piola_v3 g[4];
+  double u[2] = {0.0, 0.0}, k = 0.0;
+  int constraints = 1;
+  if (e < st->tet_count) {
+    const piola_tet_material *mat = &w->materials[st->tet_material[e]].constants;
+    const piola_m3 m = piola_m3_at(st->tet_m, e);
+    k = 1.0 / mat->compliance;
+    /* per constraint: the whole energy, or its mu and lambda terms (piola_tet_solve) */
+    constraints = mat->split ? 2 : 1;
+    for (int part = 0; part < constraints; ++part) {
+      piola_tet_material pm = *mat;
+      if (mat->split) {
+        pm.mu = part == 0 ? mat->mu : 0.0;
+        pm.lambda = part == 0 ? 0.0 : mat->lambda;
+      }
+      u[part] = piola_tet_gradient(&pm, m, st->tet_volume[e], c[0], c[1], c[2], c[3], g);
+      const double scale = u[part] > 0.0 ? sqrt(k * gamma / (2.0 * u[part])) : 0.0;
+      for (int a = 0; a < 4; ++a) {
+        d[4 * part + a] = piola_v3_scale(g[a], scale);
+      }
+    }
+    return;
+  }
+  const int32_t t = e - st->tet_count;
+  if (t < sc->tri_count) {
+    const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
+    piola_m2 dm;
+    memcpy(dm.m, sc->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
+    k = 1.0 / mat->compliance;
+    u[0] = piola_cloth_tri_gradient(mat, dm, sc->tri_area[t], c[0], c[1], c[2], g);
+  } else {
+    const int32_t bend = t - sc->tri_count;
+    const piola_cloth_bend_material *mat = &w->cloth_materials[sc->bend_material[bend]].bend;
+    const double *r = sc->bend_rest + 6 * (size_t)bend;
+    const piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
+    k = 1.0 / mat->compliance;
+    u[0] = piola_cloth_bend_gradient(&rest, c[0], c[1], c[2], c[3], g);
+  }
+  const double scale = u[0] > 0.0 ? sqrt(k * gamma / (2.0 * u[0])) : 0.0;
+  for (int a = 0; a < corners; ++a) {
+    d[a] = piola_v3_scale(g[a], scale);
+  }
+}
 
 /* Element e's energy at x (J, returned), with its gradients g (units of its stiffness k) and
  * Hessian blocks h as pass asks; writes k (1 / compliance) and its corners' count. */
@@ -292,14 +399,48 @@ static void elements_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end)
     nw->element_energy[e] =
         element_energy(w, job->x, e, job->pass, job->pass == NEWTON_ENERGY ? NULL : g,
                        job->pass == NEWTON_HESSIAN ? h : NULL, &k, &corners);
+    /* the damping's directions: new at a step's start, kept through its line search; the
+     * constraints' rates d . (x - x^n) */
+    double *de =
+        nw->element_damp != NULL ? nw->element_damp + PIOLA_NEWTON_DAMP_REALS * (size_t)e : NULL;
+    piola_v3 d[8];
+    double rate[2] = {0.0, 0.0};
+    if (de != NULL) {
+      if (job->pass == NEWTON_ENERGY) {
+        for (int j = 0; j < 8; ++j) {
+          d[j] = piola_v3_make(de[3 * j], de[3 * j + 1], de[3 * j + 2]);
+        }
+      } else {
+        damping_directions(w, job->x, e, job->h, d);
+        for (int j = 0; j < 8; ++j) {
+          de[3 * j] = d[j].x;
+          de[3 * j + 1] = d[j].y;
+          de[3 * j + 2] = d[j].z;
+        }
+      }
+      const int32_t *q = NULL;
+      element_corners(&w->solver, &w->cloth, e, &q);
+      for (int a = 0; a < corners; ++a) {
+        const piola_v3 motion =
+            piola_v3_sub(piola_vertex_at(job->x, q[a]), piola_vertex_at(w->x, q[a]));
+        rate[0] += piola_v3_dot(d[a], motion);
+        rate[1] += piola_v3_dot(d[4 + a], motion);
+      }
+      nw->element_energy[e] += 0.5 * (rate[0] * rate[0] + rate[1] * rate[1]);
+    }
     if (job->pass == NEWTON_ENERGY) {
       continue;
     }
     double *ge = nw->element_grad + 12 * (size_t)e, *he = nw->element_hess + 90 * (size_t)e;
     for (int a = 0; a < corners; ++a) {
-      ge[3 * a] = k * g[a].x;
-      ge[3 * a + 1] = k * g[a].y;
-      ge[3 * a + 2] = k * g[a].z;
+      piola_v3 ga = piola_v3_scale(g[a], k);
+      if (de != NULL) {
+        ga = piola_v3_add(
+            ga, piola_v3_add(piola_v3_scale(d[a], rate[0]), piola_v3_scale(d[4 + a], rate[1])));
+      }
+      ge[3 * a] = ga.x;
+      ge[3 * a + 1] = ga.y;
+      ge[3 * a + 2] = ga.z;
     }
     if (job->pass != NEWTON_HESSIAN) {
       continue;
@@ -313,13 +454,22 @@ static void elements_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end)
         hb[c] = k * h[b].m[c];
       }
     }
+    /* the damping's Hessian: block (a, b) gets d_a d_b^T per constraint */
+    for (int a = 0; a < corners && de != NULL; ++a) {
+      for (int b = a; b < corners; ++b) {
+        double *hb = he + 9 * pair_block(a, b);
+        for (int c = 0; c < 2; ++c) {
+          const double da[3] = {d[4 * c + a].x, d[4 * c + a].y, d[4 * c + a].z};
+          const double db[3] = {d[4 * c + b].x, d[4 * c + b].y, d[4 * c + b].z};
+          for (int r = 0; r < 3; ++r) {
+            for (int col = 0; col < 3; ++col) {
+              hb[3 * r + col] += da[r] * db[col];
+            }
+          }
+        }
+      }
+    }
   }
-}
-
-/* The place of corner pair (a, b), a <= b, in piola_tet_hessian()'s blocks. */
-static int pair_block(int a, int b) {
-  static const int first[4] = {0, 4, 7, 9}; /* (a, a) */
-  return first[a] + (b - a);
 }
 
 /* Vertex i's share of G at x besides its elements (J): its inertia and its soft attachments (0 for
@@ -421,10 +571,12 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
 }
 
 /* The substep's incremental potential G at positions x (J): the inertia of the vertices not
- * fixed, the elements' energies and the soft attachments', summed in a fixed order. */
-static double potential(piola_world *w, const double *x, double inv_h2) {
+ * fixed, the elements' energies with their damping's dissipation (its directions held) and the
+ * soft attachments', summed in a fixed order. */
+static double potential(piola_world *w, const double *x, double h) {
   piola_solver_newton *nw = &w->newton;
-  newton_job job = {.w = w, .x = x, .inv_h2 = inv_h2, .pass = NEWTON_ENERGY};
+  const double inv_h2 = 1.0 / (h * h);
+  newton_job job = {.w = w, .x = x, .h = h, .inv_h2 = inv_h2, .pass = NEWTON_ENERGY};
   piola_pool_for(w->pool, nw->element_count, NEWTON_ELEMENT_GRAIN, elements_chunk, &job);
   double g = 0.0;
   for (int32_t i = 0; i < w->vertex_count; ++i) {
@@ -538,7 +690,7 @@ void piola_cpu_solve_global(piola_world *w, double h) {
    * taken whole and the gradient fell to at most PIOLA_NEWTON_KEEP of its last norm, which
    * halves an iteration's cost where the Hessian hardly changes within the substep, and sets
    * them up again where it does (impacts, contacts taking hold, large rotations). */
-  newton_job job = {.w = w, .x = w->p, .inv_h2 = inv_h2, .pass = NEWTON_HESSIAN};
+  newton_job job = {.w = w, .x = w->p, .h = h, .inv_h2 = inv_h2, .pass = NEWTON_HESSIAN};
   bool fresh = w->iteration == 0 || nw->refresh;
   if (!fresh) {
     job.pass = NEWTON_GRADIENT;
@@ -584,7 +736,7 @@ void piola_cpu_solve_global(piola_world *w, double h) {
       for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
         nw->trial[i] = w->p[i] + a * nw->dx[i];
       }
-      if (potential(w, nw->trial, inv_h2) <= g0 + 1e-4 * a * slope) {
+      if (potential(w, nw->trial, h) <= g0 + 1e-4 * a * slope) {
         memcpy(w->p, nw->trial, sizeof(double) * 3 * (size_t)nv);
         alpha = a;
         break;

@@ -19,6 +19,8 @@
 /* A later iteration of a substep keeps its Hessian while the gradient's norm fell to at most
  * this fraction of the last iteration's (newton.c). */
 #define PIOLA_NEWTON_KEEP 0.5
+/* Reals per element of piola_solver_newton.element_damp. */
+#define PIOLA_NEWTON_DAMP_REALS 24
 
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
  * and its neighbours through the elements) and the multigrid hierarchy over it, built with the
@@ -41,6 +43,11 @@ typedef struct piola_solver_newton {
    * (90, piola_tet_hessian's order of corner pairs) and energy, in N, N/m and J; per vertex, its
    * inertia's and soft attachments' energy (J). */
   double *element_grad, *element_hess, *element_energy, *vertex_energy;
+  /* Where some element's material has damping (else NULL): per element, the directions d of its
+   * damping's constraints (PIOLA_NEWTON_DAMP_REALS: up to two constraints of 4 corners, 3 each;
+   * zero where a constraint is undamped or at rest), evaluated at the current Newton step's
+   * start and kept through its line search (newton.c, "Material damping"). */
+  double *element_damp;
   /* The last step's conjugate-gradient iterations (summed over its Newton steps), its Newton
    * steps and the largest relative residual a solve stopped at. */
   int32_t cg_iterations, newton_steps;

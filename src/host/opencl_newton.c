@@ -5,12 +5,12 @@
  * w->solver.support; at the first iteration of a substep the predicted positions y = x + d0, in
  * w->y, and x itself, which stay for the substep), runs piola_cpu_solve_global() on them, and
  * writes d = p - x back with the held motion in d.w: 32 bytes per vertex read and 16 written
- * per iteration, 32 more read per substep. The solve reads and writes p and reads the tets'
- * matrices M through the solver arrays: for the call they point at this backend's copies
- * (p, and M with the plastic tets' read from the device once per substep, where PLASTICITY
- * changes them), so that the host's w->p, w->x and w->solver.tet_m keep the state before the
- * step until the world is pulled, and a step that fails from the host's state leaves them as
- * they were. Every other stage stays on the device. */
+ * per iteration, 32 more read per substep. The solve reads and writes p and reads x (the material
+ * damping's motion p - x) and the tets' matrices M through the solver arrays: for the call they
+ * point at this backend's copies (x and p, and M with the plastic tets' read from the device once
+ * per substep, where PLASTICITY changes them), so that the host's w->p, w->x and w->solver.tet_m
+ * keep the state before the step until the world is pulled, and a step that fails from the host's
+ * state leaves them as they were. Every other stage stays on the device. */
 #include "opencl_internal.h"
 
 #include <stdlib.h>
@@ -121,13 +121,15 @@ piola_status piola_ocl_solve_global(piola_world *w, double h) {
     }
     sp[3] = (double)d[i].s[3]; /* the held motion, -1 where free (piola_tet_support) */
   }
-  /* The solve on this backend's p and (with plastic tets) M, the host's put back after it. */
-  double *host_p = w->p, *host_tet_m = w->solver.tet_m;
+  /* The solve on this backend's x, p and (with plastic tets) M, the host's put back after it. */
+  double *host_x = w->x, *host_p = w->p, *host_tet_m = w->solver.tet_m;
+  w->x = cl->global_x;
   w->p = p;
   if (cl->global_tet_m != NULL) {
     w->solver.tet_m = cl->global_tet_m;
   }
   piola_cpu_solve_global(w, h);
+  w->x = host_x;
   w->p = host_p;
   w->solver.tet_m = host_tet_m;
   for (int32_t i = 0; i < nv; ++i) {

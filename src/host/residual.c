@@ -71,10 +71,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
   const piola_solver_tets *s = &w->solver;
   const double h = (double)w->def.dt / w->def.substeps;
   /* vertex block descent does not apply the material damping (docs/solvers.md) */
-  const double damped = w->def.iteration_scheme == PIOLA_SCHEME_VBD ||
-                                w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID
-                            ? 0.0
-                            : 1.0;
+  const double damped = w->def.iteration_scheme == PIOLA_SCHEME_VBD ? 0.0 : 1.0;
   for (int32_t t = 0; t < s->tet_count; ++t) {
     const int32_t *q = s->tet_vertices + 4 * (size_t)t;
     const piola_material_entry *e = &w->materials[s->tet_material[t]];
