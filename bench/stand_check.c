@@ -18,10 +18,12 @@
  *
  *   piola_stand_check --mesh PREFIX [--scheme gauss-seidel|vbd|multigrid] [--backend cpu|opencl]
  *                     [--substeps N] [--iterations N] [--dt S] [--seconds S] [--threads N]
- *                     [--drop M] [--youngs PA] [--damping 1/S] [--frame S] [--rest-ke J/KG]
+ *                     [--drop M] [--youngs PA] [--damping 1/S] [--material-damping S]
+ *                     [--frame S] [--rest-ke J/KG]
  *
  * PREFIX.node and PREFIX.ele are read. Defaults: multigrid, CPU reference, the world's defaults
- * (1 substep, 5 iterations, dt 0.005 s), 3 s, 2 threads, drop 0.17 m, E 1 MPa, no damping,
+ * (1 substep, 5 iterations, dt 0.005 s), 3 s, 2 threads, drop 0.17 m, E 1 MPa, no damping
+ * (--damping is the world's velocity damping, --material-damping the material's, s),
  * frames every 0.05 s, rest below 1e-4 J/kg.
  */
 #include "piola/piola.h"
@@ -39,7 +41,7 @@ typedef struct options {
   piola_iteration_scheme scheme;
   piola_backend backend;
   int32_t substeps, iterations, threads;
-  double dt, seconds, drop, youngs, damping, frame, rest_ke;
+  double dt, seconds, drop, youngs, damping, material_damping, frame, rest_ke;
 } options;
 
 /* The rest mesh's per-tet inverse rest matrices' determinant signs and the lumped masses. */
@@ -141,6 +143,7 @@ static int parse(int argc, char **argv, options *o) {
   o->drop = 0.17;
   o->youngs = 1e6;
   o->damping = 0.0;
+  o->material_damping = 0.0;
   o->frame = 0.05;
   o->rest_ke = 1e-4;
   for (int i = 1; i < argc; i += 2) {
@@ -180,6 +183,8 @@ static int parse(int argc, char **argv, options *o) {
       o->youngs = atof(v);
     } else if (strcmp(a, "--damping") == 0) {
       o->damping = atof(v);
+    } else if (strcmp(a, "--material-damping") == 0) {
+      o->material_damping = atof(v);
     } else if (strcmp(a, "--frame") == 0) {
       o->frame = atof(v);
     } else if (strcmp(a, "--rest-ke") == 0) {
@@ -228,6 +233,7 @@ static piola_status make_scene(const options *o, const piola_tet_mesh *m, piola_
                        (float)(-0.5 * (lo[2] + hi[2]))};
   piola_material mat = piola_default_material();
   mat.model = PIOLA_MODEL_NEOHOOKEAN;
+  mat.damping = (float)o->material_damping;
   mat.youngs_modulus = (float)o->youngs;
   mat.poisson_ratio = 0.3f;
   mat.density = (float)STAND_DENSITY;
@@ -270,10 +276,11 @@ int main(int argc, char **argv) {
   if (s == PIOLA_OK) {
     printf("stand check: %s, %d vertices, %d tets, %.1f kg; %s, %s, %d substeps x %d "
            "iterations, dt %g s, %d threads; E %g Pa, nu 0.3, 1000 kg/m^3, dropped %g m, "
-           "damping %g 1/s, %g s\n",
+           "damping %g 1/s, material damping %g s, %g s\n",
            o.mesh, (int)m.vertex_count, (int)m.tet_count, r.total_mass, scheme_name(o.scheme),
            o.backend == PIOLA_BACKEND_OPENCL ? "OpenCL" : "CPU reference", (int)o.substeps,
-           (int)o.iterations, o.dt, (int)o.threads, o.youngs, o.drop, o.damping, o.seconds);
+           (int)o.iterations, o.dt, (int)o.threads, o.youngs, o.drop, o.damping, o.material_damping,
+           o.seconds);
     printf("%7s %8s %8s %9s %11s %11s %11s %7s %9s\n", "t (s)", "inverted", "top (m)", "centroid",
            "KE (J/kg)", "rel. res.", "coarse res.", "CG its", "s/step");
   }

@@ -370,12 +370,15 @@ void test_opencl_parity_material_damping(piola_test *t) {
 }
 
 /* A free cloth sheet (8 x 8 cells, 0.5 m, stretch moduli 10 N/m, shear 1 N/m, bending on) without
- * gravity, released flat and stretched by 10% along x: the positions
- * after `steps` steps into x (3 floats per vertex) and its kinetic plus elastic energy (J) with
- * the material damping `damping` (s). */
-static double cloth_energy(piola_test *t, piola_backend backend, float damping, int steps, float *x,
-                           int32_t n) {
-  piola_world *w = damping_world(t, backend, PIOLA_SCHEDULE_AUTO, 0, 5, 0.0f, false);
+ * gravity, released stretched by 10% along x, flat or (`bump`) lifted by 2 cm sin(pi u / 0.5 m)
+ * across x so that it bends too, under `scheme` at `iterations`: the positions after `steps` steps
+ * into x (3 floats per vertex), its kinetic plus elastic energy (J) with the material damping
+ * `damping` (s) and the last step's relative residual into *residual (unless NULL). */
+static double cloth_energy_scheme(piola_test *t, piola_backend backend,
+                                  piola_iteration_scheme scheme, int32_t iterations, bool bump,
+                                  float damping, int steps, float *x, int32_t n, double *residual) {
+  piola_world *w =
+      damping_world_scheme(t, backend, scheme, PIOLA_SCHEDULE_AUTO, 0, iterations, 0.0f, false);
   const int32_t cells[2] = {8, 8};
   const float size[2] = {0.5f, 0.5f};
   piola_tri_mesh sheet;
@@ -392,7 +395,7 @@ static double cloth_energy(piola_test *t, piola_backend backend, float damping, 
     for (int32_t i = 0; i < n; ++i) {
       const float u = sheet.positions[3 * i];
       x[3 * i] = 1.1f * u;
-      x[3 * i + 1] = 0.0f;
+      x[3 * i + 1] = bump ? 0.02f * sinf(3.14159265f * u / 0.5f) : 0.0f;
       x[3 * i + 2] = sheet.positions[3 * i + 2];
     }
     if (s == PIOLA_OK) {
@@ -411,11 +414,21 @@ static double cloth_energy(piola_test *t, piola_backend backend, float damping, 
     CHECK_MSG(t, s == PIOLA_OK, "cloth: %s", piola_status_string(s));
     if (s == PIOLA_OK) {
       energy = st.kinetic_energy + st.elastic_energy;
+      if (residual != NULL) {
+        *residual = st.relative_residual;
+      }
     }
   }
   piola_tri_mesh_free(&sheet);
   piola_world_destroy(w);
   return energy;
+}
+
+/* The flat sheet under Gauss-Seidel. */
+static double cloth_energy(piola_test *t, piola_backend backend, float damping, int steps, float *x,
+                           int32_t n) {
+  return cloth_energy_scheme(t, backend, PIOLA_SCHEME_GAUSS_SEIDEL, 5, false, damping, steps, x, n,
+                             NULL);
 }
 
 /* The cloth material's damping: the released sheet's energy after 0.25 s falls well below the
@@ -453,4 +466,31 @@ void test_opencl_cloth_material_damping(piola_test *t) {
   if (opencl_test_ready(t)) {
     cloth_damping(t, true);
   }
+}
+
+/* The cloth material's damping under the multigrid scheme (membrane and bending in the Newton
+ * step): the stretched, bumped sheet's energy after 0.25 s falls well below the undamped sheet's;
+ * the step's relative residual, which counts XPBD's damping forces of both energies, falls with
+ * the iterations towards the undamped one's: the solve stops at the damped fixed point, more
+ * slowly than without damping (the damping's directions are held through each Newton step, and
+ * a membrane's turn near its rest state). Measured: 1.1e-3 J undamped, 9.3e-5 J damped;
+ * residuals 7e-9 undamped, 0.020 damped at 5 iterations and 1.5e-3 at 30. */
+void test_multigrid_cloth_material_damping(piola_test *t) {
+  const int32_t n = 81;
+  float *x = malloc(sizeof *x * 3 * (size_t)n);
+  REQUIRE(t, x != NULL);
+  const piola_backend cpu = PIOLA_BACKEND_CPU_REFERENCE;
+  const piola_iteration_scheme mg = PIOLA_SCHEME_MULTIGRID;
+  double r0 = NAN, r1 = NAN, r2 = NAN;
+  const double free_energy = cloth_energy_scheme(t, cpu, mg, 5, true, 0.0f, 50, x, n, &r0);
+  const double damped = cloth_energy_scheme(t, cpu, mg, 5, true, 2e-2f, 50, x, n, &r1);
+  (void)cloth_energy_scheme(t, cpu, mg, 30, true, 2e-2f, 50, x, n, &r2);
+  printf("  cloth, multigrid: energy after 0.25 s %.4g J undamped, %.4g J with 20 ms; relative "
+         "residual %.3g undamped, %.3g damped (%.3g at 30 iterations)\n",
+         free_energy, damped, r0, r1, r2);
+  CHECK_MSG(t, free_energy > 0.0 && damped < 0.1 * free_energy, "damped %.4g J, undamped %.4g J",
+            damped, free_energy);
+  CHECK_MSG(t, r0 < 1e-6 && r1 < 0.05 && r2 < 2e-3 && r2 < 0.1 * r1,
+            "relative residual %.3g undamped, %.3g damped (%.3g at 30 iterations)", r0, r1, r2);
+  free(x);
 }

@@ -274,7 +274,9 @@ static int pair_block(int a, int b) {
 
 /* The directions d of element e's damping at x (see the module comment), for the substep h: per
  * constraint c and corner a, d[4 c + a] = sqrt(k gamma / (2 u)) g_a of the constraint's energy
- * U = k u; zero where the element is undamped or the constraint at rest (u = 0). */
+ * U = k u; zero where the element is undamped or the constraint at rest (below the energy its
+ * projection takes for rest, PIOLA_ENERGY_EPSILON per volume for a tet, PIOLA_CLOTH_ENERGY_EPSILON
+ * per area for a triangle and for a bend). */
 static void damping_directions(const piola_world *w, const double *x, int32_t e, double h,
                                piola_v3 d[8]) {
   const piola_solver_tets *st = &w->solver;
@@ -293,7 +295,7 @@ static void damping_directions(const piola_world *w, const double *x, int32_t e,
     c[a] = piola_vertex_at(x, q[a]);
   }
   piola_v3 g[4];
-  double u[2] = {0.0, 0.0}, k = 0.0;
+  double u[2] = {0.0, 0.0}, k = 0.0, at_rest = PIOLA_CLOTH_ENERGY_EPSILON; /* a bend's */
   int constraints = 1;
   if (e < st->tet_count) {
     const piola_tet_material *mat = &w->materials[st->tet_material[e]].constants;
@@ -308,7 +310,11 @@ static void damping_directions(const piola_world *w, const double *x, int32_t e,
         pm.lambda = part == 0 ? 0.0 : mat->lambda;
       }
       u[part] = piola_tet_gradient(&pm, m, st->tet_volume[e], c[0], c[1], c[2], c[3], g);
-      const double scale = u[part] > 0.0 ? sqrt(k * gamma / (2.0 * u[part])) : 0.0;
+      /* at rest as the projection has it (psi <= PIOLA_ENERGY_EPSILON): no direction, and
+       * g / sqrt(u) of rounding alone would be unbounded */
+      const double scale = u[part] > PIOLA_ENERGY_EPSILON * st->tet_volume[e]
+                               ? sqrt(k * gamma / (2.0 * u[part]))
+                               : 0.0;
       for (int a = 0; a < 4; ++a) {
         d[4 * part + a] = piola_v3_scale(g[a], scale);
       }
@@ -322,6 +328,7 @@ static void damping_directions(const piola_world *w, const double *x, int32_t e,
     memcpy(dm.m, sc->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
     k = 1.0 / mat->compliance;
     u[0] = piola_cloth_tri_gradient(mat, dm, sc->tri_area[t], c[0], c[1], c[2], g);
+    at_rest = PIOLA_CLOTH_ENERGY_EPSILON * sc->tri_area[t];
   } else {
     const int32_t bend = t - sc->tri_count;
     const piola_cloth_bend_material *mat = &w->cloth_materials[sc->bend_material[bend]].bend;
@@ -330,7 +337,7 @@ static void damping_directions(const piola_world *w, const double *x, int32_t e,
     k = 1.0 / mat->compliance;
     u[0] = piola_cloth_bend_gradient(&rest, c[0], c[1], c[2], c[3], g);
   }
-  const double scale = u[0] > 0.0 ? sqrt(k * gamma / (2.0 * u[0])) : 0.0;
+  const double scale = u[0] > at_rest ? sqrt(k * gamma / (2.0 * u[0])) : 0.0;
   for (int a = 0; a < corners; ++a) {
     d[a] = piola_v3_scale(g[a], scale);
   }

@@ -49,10 +49,13 @@ static void add_scaled(double k, const piola_v3 *g, const int32_t *q, int32_t of
  * gradients g[0..n-1] of u at corners q[0..n-1] (plus `offset`), added to grad: XPBD's damped
  * projection (kernels/piola_tet.h, Macklin et al. 2016, Eq. 26) stops where
  * (C + alpha~ lambda) C + gamma G = 0, G = sum_i g_i . (x_i - x_i^n), gamma = damping / h, so its
- * constraint force is k (g + gamma G g / (2 u)): the damping adds k gamma G g / (2 u). */
-static void add_damping(double k, double gamma, double u, const piola_v3 *g, const int32_t *q,
-                        int32_t offset, int n, const double *motion, double *grad) {
-  if (!(gamma > 0.0) || !(u > 0.0)) {
+ * constraint force is k (g + gamma G g / (2 u)): the damping adds k gamma G g / (2 u). None at
+ * or below `rest`, the energy the projection takes for rest (it does not project there; g /
+ * sqrt(u) of rounding alone would be unbounded). */
+static void add_damping(double k, double gamma, double u, double rest, const piola_v3 *g,
+                        const int32_t *q, int32_t offset, int n, const double *motion,
+                        double *grad) {
+  if (!(gamma > 0.0) || !(u > rest)) {
     return;
   }
   double big_g = 0.0;
@@ -94,7 +97,8 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
           pm.lambda = part == 0 ? 0.0 : e->constants.lambda;
         }
         const double u = piola_tet_gradient(&pm, m, s->tet_volume[t], x0, x1, x2, x3, g);
-        add_damping(youngs, gamma, u, g, q, 0, 4, motion, grad);
+        add_damping(youngs, gamma, u, PIOLA_ENERGY_EPSILON * s->tet_volume[t], g, q, 0, 4, motion,
+                    grad);
       }
     }
   }
@@ -115,7 +119,8 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
           piola_cloth_tri_gradient(&e->tri, dm, b->tri_area[t], piola_vertex_at(x, q[0] + o),
                                    piola_vertex_at(x, q[1] + o), piola_vertex_at(x, q[2] + o), g);
       add_scaled(k_tri, g, q, o, 3, grad);
-      add_damping(k_tri, gamma, u, g, q, o, 3, motion, grad);
+      add_damping(k_tri, gamma, u, PIOLA_CLOTH_ENERGY_EPSILON * b->tri_area[t], g, q, o, 3, motion,
+                  grad);
     }
     for (int32_t k = 0; k < b->bend_count; ++k) {
       const int32_t *q = b->bends + 4 * (size_t)k;
@@ -127,7 +132,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
           piola_vertex_at(x, q[2] + o), piola_vertex_at(x, q[3] + o), g);
       const double k_bend = 1.0 / e->bend.compliance;
       add_scaled(k_bend, g, q, o, 4, grad);
-      add_damping(k_bend, gamma, u, g, q, o, 4, motion, grad);
+      add_damping(k_bend, gamma, u, PIOLA_CLOTH_ENERGY_EPSILON, g, q, o, 4, motion, grad);
     }
   }
 }
