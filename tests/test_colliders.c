@@ -414,65 +414,6 @@ void test_solid_colliders_never_penetrated(piola_test *t) {
   }
 }
 
-/* Displacement (m) of a box's centre over 1 s on a plane inclined by 20 degrees. */
-static double slide(piola_test *t, float friction, double *lowest_distance) {
-  const int32_t cells[3] = {2, 2, 2};
-  const float size[3] = {0.2f, 0.2f, 0.2f};
-  piola_tet_mesh box;
-  piola_world *w = wt_world(t, NULL, NULL, 0.005f, 1, 5, 0.0f, true);
-  if (w == NULL || piola_mesh_make_box(cells, size, &box) != PIOLA_OK) {
-    piola_world_destroy(w);
-    return NAN;
-  }
-  /* The box rotated by 20 degrees about z, its bottom face on the plane through the origin
-   * with normal (-sin 20, cos 20, 0). */
-  const double th = 20.0 * WT_PI / 180.0;
-  const int32_t n = box.vertex_count;
-  float *rest = malloc(sizeof *rest * 3 * (size_t)n);
-  double moved = NAN;
-  if (rest != NULL) {
-    for (int32_t i = 0; i < n; ++i) {
-      double x = box.positions[3 * i] - 0.1, y = box.positions[3 * i + 1];
-      rest[3 * i] = (float)(x * cos(th) - y * sin(th));
-      rest[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
-      rest[3 * i + 2] = box.positions[3 * i + 2] - 0.1f;
-    }
-    piola_tet_mesh tilted = box;
-    tilted.positions = rest;
-    piola_material mat = piola_default_material();
-    mat.youngs_modulus = 1e6f;
-    piola_body_id id;
-    const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
-    piola_world_add_tet_body(w, &tilted, &mat, NULL, &id);
-    piola_world_add_plane(w, normal, 0.0f, friction, NULL);
-    double c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
-    for (int32_t i = 0; i < n; ++i) {
-      for (int k = 0; k < 3; ++k) {
-        c0[k] += w->x[3 * i + k] / n;
-      }
-    }
-    *lowest_distance = INFINITY;
-    for (int s = 0; s < 200; ++s) {
-      piola_world_step(w);
-      for (int32_t i = 0; i < n; ++i) {
-        *lowest_distance =
-            fmin(*lowest_distance, normal[0] * w->x[3 * i] + normal[1] * w->x[3 * i + 1]);
-      }
-    }
-    for (int32_t i = 0; i < n; ++i) {
-      for (int k = 0; k < 3; ++k) {
-        c1[k] += w->x[3 * i + k] / n;
-      }
-    }
-    const double d[3] = {c1[0] - c0[0], c1[1] - c0[1], c1[2] - c0[2]};
-    moved = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-  }
-  free(rest);
-  piola_mesh_free(&box);
-  piola_world_destroy(w);
-  return moved;
-}
-
 void test_friction_on_inclined_plane(piola_test *t) {
   /* tan 20 deg = 0.364: a block sticks when mu > 0.364 and otherwise slides with acceleration
    * g (sin 20 - mu cos 20), covering g (sin 20 - mu cos 20) / 2 in 1 s from rest. Measured:
@@ -481,7 +422,8 @@ void test_friction_on_inclined_plane(piola_test *t) {
   const float mus[4] = {0.1f, 0.3f, 0.45f, 0.8f};
   for (int i = 0; i < 4; ++i) {
     double lowest = 0.0;
-    double d = slide(t, mus[i], &lowest);
+    const piola_world_def def = piola_test_world_def(NULL, NULL);
+    const double d = wt_incline_slide(&def, mus[i], &lowest);
     double expected = mus[i] < tan(th) ? 0.5 * g * (sin(th) - mus[i] * cos(th)) : 0.0;
     printf("  friction %.2f on 20 deg: moved %.4f m in 1 s (Coulomb: %.4f m); lowest vertex "
            "%.3g m from the plane\n",

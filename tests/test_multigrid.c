@@ -809,61 +809,6 @@ void test_multigrid_damping_accepted(piola_test *t) {
   piola_mesh_free(&box);
 }
 
-/* The box of friction_on_inclined_plane (2 x 2 x 2 cells, 0.2 m, E = 1 MPa) resting on a plane
- * inclined by 20 degrees, friction mu, under the scheme: how far its centre moves in 1 s (m). */
-static double mg_slide(piola_test *t, piola_backend backend, float mu) {
-  const double th = 20.0 * WT_PI / 180.0;
-  piola_world_def def = opencl_test_world_def(backend, NULL, NULL);
-  def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
-  def.contacts = false;
-  piola_world *w = NULL;
-  piola_tet_mesh box;
-  if (piola_world_create(&def, &w) != PIOLA_OK ||
-      piola_mesh_make_box((const int32_t[3]){2, 2, 2}, (const float[3]){0.2f, 0.2f, 0.2f}, &box) !=
-          PIOLA_OK) {
-    piola_world_destroy(w);
-    CHECK(t, false);
-    return NAN;
-  }
-  const int32_t n = box.vertex_count;
-  for (int32_t i = 0; i < n; ++i) {
-    const double x = box.positions[3 * i] - 0.1, y = box.positions[3 * i + 1];
-    box.positions[3 * i] = (float)(x * cos(th) - y * sin(th));
-    box.positions[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
-    box.positions[3 * i + 2] -= 0.1f;
-  }
-  piola_material mat = piola_default_material();
-  mat.youngs_modulus = 1e6f;
-  const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
-  piola_body_id id;
-  float *x = malloc(sizeof *x * 3 * (size_t)n);
-  double c[2][3] = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
-  piola_status s =
-      x != NULL ? piola_world_add_tet_body(w, &box, &mat, NULL, &id) : PIOLA_ERROR_OUT_OF_MEMORY;
-  if (s == PIOLA_OK) {
-    s = piola_world_add_plane(w, normal, 0.0f, mu, NULL);
-  }
-  for (int k = 0; k < 2 && s == PIOLA_OK; ++k) {
-    for (int step = 0; k == 1 && step < 200 && s == PIOLA_OK; ++step) {
-      s = piola_world_step(w);
-    }
-    if (s == PIOLA_OK) {
-      s = piola_body_get_positions(w, id, x, n);
-    }
-    for (int32_t i = 0; s == PIOLA_OK && i < n; ++i) {
-      for (int a = 0; a < 3; ++a) {
-        c[k][a] += x[3 * i + a] / n;
-      }
-    }
-  }
-  CHECK_STATUS(t, s, PIOLA_OK);
-  const double d[3] = {c[1][0] - c[0][0], c[1][1] - c[0][1], c[1][2] - c[0][2]};
-  free(x);
-  piola_mesh_free(&box);
-  piola_world_destroy(w);
-  return s == PIOLA_OK ? sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) : NAN;
-}
-
 /* Collider friction under the scheme, as friction_on_inclined_plane checks it under
  * Gauss-Seidel: the box slides as Coulomb says (g (sin 20 - mu cos 20) / 2 in 1 s, within 10%)
  * for mu below tan 20 = 0.364 and sticks above it (within 2 mm), on both backends. The support's
@@ -878,7 +823,10 @@ void test_multigrid_friction_on_inclined_plane(piola_test *t) {
     }
     const piola_backend backend = b == 0 ? PIOLA_BACKEND_CPU_REFERENCE : PIOLA_BACKEND_OPENCL;
     for (int i = 0; i < 4; ++i) {
-      const double d = mg_slide(t, backend, mus[i]);
+      piola_world_def def = opencl_test_world_def(backend, NULL, NULL);
+      def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
+      def.contacts = false;
+      const double d = wt_incline_slide(&def, mus[i], NULL);
       const double expected = mus[i] < tan(th) ? 0.5 * g * (sin(th) - mus[i] * cos(th)) : 0.0;
       printf("  %s, friction %.2f on 20 deg: moved %.4f m in 1 s (Coulomb %.4f m)\n",
              b == 0 ? "cpu" : "opencl", (double)mus[i], d, expected);

@@ -1,6 +1,7 @@
 /* Helpers of the world-level tests; see world_helpers.h. */
 #include "world_helpers.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,4 +315,71 @@ uint64_t wt_squashed_box_hash(piola_iteration_scheme scheme, int32_t threads) {
   piola_world_destroy(w);
   piola_mesh_free(&box);
   return hash;
+}
+
+double wt_incline_slide(const piola_world_def *def, float mu, double *lowest) {
+  const double th = 20.0 * WT_PI / 180.0;
+  const int32_t cells[3] = {2, 2, 2};
+  const float size[3] = {0.2f, 0.2f, 0.2f};
+  piola_world *w = NULL;
+  piola_tet_mesh box;
+  if (piola_world_create(def, &w) != PIOLA_OK ||
+      piola_mesh_make_box(cells, size, &box) != PIOLA_OK) {
+    piola_world_destroy(w);
+    return NAN;
+  }
+  /* rotated by 20 degrees about z, its bottom face on the plane */
+  const int32_t n = box.vertex_count;
+  for (int32_t i = 0; i < n; ++i) {
+    const double x = box.positions[3 * i] - 0.1, y = box.positions[3 * i + 1];
+    box.positions[3 * i] = (float)(x * cos(th) - y * sin(th));
+    box.positions[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
+    box.positions[3 * i + 2] -= 0.1f;
+  }
+  piola_material mat = piola_default_material();
+  mat.youngs_modulus = 1e6f;
+  const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
+  piola_body_id id;
+  float *x = malloc(sizeof *x * 3 * (size_t)n);
+  double c[2][3] = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}}, low = INFINITY;
+  piola_status s =
+      x != NULL ? piola_world_add_tet_body(w, &box, &mat, NULL, &id) : PIOLA_ERROR_OUT_OF_MEMORY;
+  if (s == PIOLA_OK) {
+    s = piola_world_add_plane(w, normal, 0.0f, mu, NULL);
+  }
+  /* the CPU reference's own positions in double (the box is the world's only body), else the
+   * floats read back */
+  piola_stats st;
+  if (s == PIOLA_OK) {
+    s = piola_world_get_stats(w, &st);
+  }
+  const bool host = s == PIOLA_OK && st.backend == PIOLA_BACKEND_CPU_REFERENCE;
+  for (int step = 0; step <= 200 && s == PIOLA_OK; ++step) {
+    if (step > 0) {
+      s = piola_world_step(w);
+    }
+    if (s == PIOLA_OK && !host) {
+      s = piola_body_get_positions(w, id, x, n);
+    }
+    for (int32_t i = 0; s == PIOLA_OK && i < n; ++i) {
+      double p[3];
+      for (int a = 0; a < 3; ++a) {
+        p[a] = host ? w->x[3 * (size_t)i + (size_t)a] : (double)x[3 * i + a];
+      }
+      if (step > 0) {
+        low = fmin(low, (double)normal[0] * p[0] + (double)normal[1] * p[1]);
+      }
+      for (int a = 0; a < 3 && (step == 0 || step == 200); ++a) {
+        c[step == 0 ? 0 : 1][a] += p[a] / n;
+      }
+    }
+  }
+  const double d[3] = {c[1][0] - c[0][0], c[1][1] - c[0][1], c[1][2] - c[0][2]};
+  free(x);
+  piola_mesh_free(&box);
+  piola_world_destroy(w);
+  if (lowest != NULL) {
+    *lowest = low;
+  }
+  return s == PIOLA_OK ? sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) : NAN;
 }

@@ -59,6 +59,13 @@ uint64_t wt_squashed_box_hash(piola_iteration_scheme scheme, int32_t threads);
  * empty mesh on failure. */
 piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, float sz);
 
+/* The box of friction_on_inclined_plane (2 x 2 x 2 cells, 0.2 m, E = 1 MPa, the default material
+ * otherwise) resting on the plane through the origin inclined by 20 degrees about z (normal
+ * (-sin 20, cos 20, 0)), friction mu, in a world made from def: how far its centre moves in 200
+ * steps (m; NaN where a call fails), and into *lowest (unless NULL) the lowest signed distance of
+ * any of its vertices from the plane after any step (m). */
+double wt_incline_slide(const piola_world_def *def, float mu, double *lowest);
+
 /* A funnel collider with its base at (0, 0, 0) and axis +y, radii (m) at the bottom and the top,
  * height (m); the default friction. */
 piola_collider_def wt_funnel_def(float base_radius, float top_radius, float height);
