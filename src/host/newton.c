@@ -39,6 +39,7 @@
 #include "world.h"
 
 #include "newton.h"
+#include "residual.h"
 
 #include "piola_attach.h"
 #include "piola_hessian.h"
@@ -294,40 +295,21 @@ static void damping_directions(const piola_world *w, const double *x, int32_t e,
   for (int a = 0; a < corners; ++a) {
     c[a] = piola_vertex_at(x, q[a]);
   }
-  piola_v3 g[4];
-  double u[2] = {0.0, 0.0}, k = 0.0, at_rest = PIOLA_CLOTH_ENERGY_EPSILON; /* a bend's */
-  int constraints = 1;
   if (e < st->tet_count) {
     const piola_tet_material *mat = &w->materials[st->tet_material[e]].constants;
-    const piola_m3 m = piola_m3_at(st->tet_m, e);
-    k = 1.0 / mat->compliance;
-    /* per constraint: the whole energy, or its mu and lambda terms (piola_tet_solve) */
-    constraints = mat->split ? 2 : 1;
-    for (int part = 0; part < constraints; ++part) {
-      piola_tet_material pm = *mat;
-      if (mat->split) {
-        pm.mu = part == 0 ? mat->mu : 0.0;
-        pm.lambda = part == 0 ? 0.0 : mat->lambda;
-      }
-      u[part] = piola_tet_gradient(&pm, m, st->tet_volume[e], c[0], c[1], c[2], c[3], g);
-      /* at rest as the projection has it (psi <= PIOLA_ENERGY_EPSILON): no direction, and
-       * g / sqrt(u) of rounding alone would be unbounded */
-      const double scale = u[part] > PIOLA_ENERGY_EPSILON * st->tet_volume[e]
-                               ? sqrt(k * gamma / (2.0 * u[part]))
-                               : 0.0;
-      for (int a = 0; a < 4; ++a) {
-        d[4 * part + a] = piola_v3_scale(g[a], scale);
-      }
-    }
+    piola_tet_damping_directions(mat, piola_m3_at(st->tet_m, e), st->tet_volume[e],
+                                 1.0 / mat->compliance, gamma, c, d);
     return;
   }
+  piola_v3 g[4];
+  double u = 0.0, k = 0.0, at_rest = PIOLA_CLOTH_ENERGY_EPSILON; /* a bend's */
   const int32_t t = e - st->tet_count;
   if (t < sc->tri_count) {
     const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
     piola_m2 dm;
     memcpy(dm.m, sc->tri_dm_inv + 4 * (size_t)t, sizeof dm.m);
     k = 1.0 / mat->compliance;
-    u[0] = piola_cloth_tri_gradient(mat, dm, sc->tri_area[t], c[0], c[1], c[2], g);
+    u = piola_cloth_tri_gradient(mat, dm, sc->tri_area[t], c[0], c[1], c[2], g);
     at_rest = PIOLA_CLOTH_ENERGY_EPSILON * sc->tri_area[t];
   } else {
     const int32_t bend = t - sc->tri_count;
@@ -335,9 +317,9 @@ static void damping_directions(const piola_world *w, const double *x, int32_t e,
     const double *r = sc->bend_rest + 6 * (size_t)bend;
     const piola_cloth_bend_rest rest = {{r[0], r[1], r[2], r[3]}, r[4], r[5]};
     k = 1.0 / mat->compliance;
-    u[0] = piola_cloth_bend_gradient(&rest, c[0], c[1], c[2], c[3], g);
+    u = piola_cloth_bend_gradient(&rest, c[0], c[1], c[2], c[3], g);
   }
-  const double scale = u[0] > at_rest ? sqrt(k * gamma / (2.0 * u[0])) : 0.0;
+  const double scale = piola_damping_scale(k, gamma, u, at_rest);
   for (int a = 0; a < corners; ++a) {
     d[a] = piola_v3_scale(g[a], scale);
   }

@@ -45,24 +45,48 @@ static void add_scaled(double k, const piola_v3 *g, const int32_t *q, int32_t of
   }
 }
 
-/* The material damping's force of one constraint of energy U = k u (stiffness k, u = U / k) with
- * gradients g[0..n-1] of u at corners q[0..n-1] (plus `offset`), added to grad: XPBD's damped
- * projection (kernels/piola_tet.h, Macklin et al. 2016, Eq. 26) stops where
- * (C + alpha~ lambda) C + gamma G = 0, G = sum_i g_i . (x_i - x_i^n), gamma = damping / h, so its
- * constraint force is k (g + gamma G g / (2 u)): the damping adds k gamma G g / (2 u). None at
- * or below `rest`, the energy the projection takes for rest (it does not project there; g /
- * sqrt(u) of rounding alone would be unbounded). */
-static void add_damping(double k, double gamma, double u, double rest, const piola_v3 *g,
-                        const int32_t *q, int32_t offset, int n, const double *motion,
-                        double *grad) {
-  if (!(gamma > 0.0) || !(u > rest)) {
-    return;
+double piola_damping_scale(double k, double gamma, double u, double at_rest) {
+  return gamma > 0.0 && u > at_rest ? sqrt(k * gamma / (2.0 * u)) : 0.0;
+}
+
+void piola_tet_damping_directions(const piola_tet_material *mat, piola_m3 m, double volume,
+                                  double k, double gamma, const piola_v3 x[4], piola_v3 d[8]) {
+  for (int j = 0; j < 8; ++j) {
+    d[j] = piola_v3_make(0.0, 0.0, 0.0);
   }
-  double big_g = 0.0;
+  for (int part = 0; part < (mat->split ? 2 : 1); ++part) {
+    piola_tet_material pm = *mat;
+    if (mat->split) {
+      pm.mu = part == 0 ? mat->mu : 0.0;
+      pm.lambda = part == 0 ? 0.0 : mat->lambda;
+    }
+    piola_v3 g[4];
+    const double u = piola_tet_gradient(&pm, m, volume, x[0], x[1], x[2], x[3], g);
+    const double scale = piola_damping_scale(k, gamma, u, PIOLA_ENERGY_EPSILON * volume);
+    for (int a = 0; a < 4; ++a) {
+      d[4 * part + a] = piola_v3_scale(g[a], scale);
+    }
+  }
+}
+
+/* Adds the damping's force d (d . motion) of one constraint with directions d[0..n-1] at corners
+ * q[0..n-1] (plus `offset`) to grad (see piola_damping_scale). */
+static void add_damping(const piola_v3 *d, const int32_t *q, int32_t offset, int n,
+                        const double *motion, double *grad) {
+  double rate = 0.0;
   for (int j = 0; j < n; ++j) {
-    big_g += piola_v3_dot(g[j], piola_vertex_at(motion, q[j] + offset));
+    rate += piola_v3_dot(d[j], piola_vertex_at(motion, q[j] + offset));
   }
-  add_scaled(k * gamma * big_g / (2.0 * u), g, q, offset, n, grad);
+  add_scaled(rate, d, q, offset, n, grad);
+}
+
+/* The directions of a cloth constraint of energy k u with gradients g[0..n-1] into d. */
+static void cloth_directions(double k, double gamma, double u, double at_rest, const piola_v3 *g,
+                             int n, piola_v3 *d) {
+  const double scale = piola_damping_scale(k, gamma, u, at_rest);
+  for (int j = 0; j < n; ++j) {
+    d[j] = piola_v3_scale(g[j], scale);
+  }
 }
 
 /* Adds the elastic forces' negatives, grad E (N, 3 per vertex), of the tets (solver arrays, with
@@ -88,18 +112,11 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
     add_scaled(youngs, g, q, 0, 4, grad);
     const double gamma = damped * (double)e->def.damping / h;
     if (gamma > 0.0) {
-      /* per constraint: the whole energy, or its mu and lambda terms (piola_tet_solve) */
-      const bool split = e->constants.split != 0;
-      for (int part = 0; part < (split ? 2 : 1); ++part) {
-        piola_tet_material pm = e->constants;
-        if (split) {
-          pm.mu = part == 0 ? e->constants.mu : 0.0;
-          pm.lambda = part == 0 ? 0.0 : e->constants.lambda;
-        }
-        const double u = piola_tet_gradient(&pm, m, s->tet_volume[t], x0, x1, x2, x3, g);
-        add_damping(youngs, gamma, u, PIOLA_ENERGY_EPSILON * s->tet_volume[t], g, q, 0, 4, motion,
-                    grad);
-      }
+      const piola_v3 corners[4] = {x0, x1, x2, x3};
+      piola_v3 d[8];
+      piola_tet_damping_directions(&e->constants, m, s->tet_volume[t], youngs, gamma, corners, d);
+      add_damping(d, q, 0, 4, motion, grad);
+      add_damping(d + 4, q, 0, 4, motion, grad);
     }
   }
   for (int32_t i = 0; i < w->body_ids.count; ++i) {
@@ -119,8 +136,9 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
           piola_cloth_tri_gradient(&e->tri, dm, b->tri_area[t], piola_vertex_at(x, q[0] + o),
                                    piola_vertex_at(x, q[1] + o), piola_vertex_at(x, q[2] + o), g);
       add_scaled(k_tri, g, q, o, 3, grad);
-      add_damping(k_tri, gamma, u, PIOLA_CLOTH_ENERGY_EPSILON * b->tri_area[t], g, q, o, 3, motion,
-                  grad);
+      piola_v3 d[3];
+      cloth_directions(k_tri, gamma, u, PIOLA_CLOTH_ENERGY_EPSILON * b->tri_area[t], g, 3, d);
+      add_damping(d, q, o, 3, motion, grad);
     }
     for (int32_t k = 0; k < b->bend_count; ++k) {
       const int32_t *q = b->bends + 4 * (size_t)k;
@@ -132,7 +150,9 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
           piola_vertex_at(x, q[2] + o), piola_vertex_at(x, q[3] + o), g);
       const double k_bend = 1.0 / e->bend.compliance;
       add_scaled(k_bend, g, q, o, 4, grad);
-      add_damping(k_bend, gamma, u, PIOLA_CLOTH_ENERGY_EPSILON, g, q, o, 4, motion, grad);
+      piola_v3 d[4];
+      cloth_directions(k_bend, gamma, u, PIOLA_CLOTH_ENERGY_EPSILON, g, 4, d);
+      add_damping(d, q, o, 4, motion, grad);
     }
   }
 }
