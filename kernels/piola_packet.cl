@@ -1,5 +1,6 @@
-/* Piola packet kernel: SOLVE_TETS for CPU devices, PIOLA_LANES tets of a color per work-item in
- * SIMD lanes.
+/* Piola packet kernels: SOLVE_TETS for CPU devices, PIOLA_LANES tets of a color per work-item in
+ * SIMD lanes, and under vertex block descent the tets' parts of a vertex color's blocks
+ * (piola_vbd_tet_blocks, at the end).
  *
  * A CPU device runs a work-item's arithmetic on scalars: the projection of a tet (a few hundred
  * flops, piola_tet.h) used one lane of the core's vector units. Here the same header is compiled
@@ -380,6 +381,119 @@ piola_solve_body_packets(__global const float4 *x, __global float4 *d, __global 
     if (!piola_group_any(mine, &worked)) {
       break;
     }
+  }
+}
+/* SOLVE_VERTICES (vertex block descent, kernels/piola_vbd.cl) on CPU devices, the first of a
+ * color's two launches: the tets' parts of the blocks of the color's vertices, PIOLA_LANES
+ * (tet, corner) entries per work-item in SIMD lanes. The color's tet entries (element entries of
+ * src/host/vbd.h, (tet << 4) | corner, vertex after vertex in the color's order, each vertex's in
+ * its list's order) are entries[first .. first + count); entry first + k writes its part times
+ * the material's stiffness 1 / compliance to blocks[4 k .. 4 k + 3]: the gradient and the trust
+ * region's 1 / |b| (float4), then the projected 3 x 3 block row by row (9 floats in 3 float4).
+ * piola_vbd_color then sums them in its list's order in place of evaluating its tets (the same
+ * operations, rounded alike), so the per-vertex work that is left is a few loads and adds per
+ * tet. A vertex of a color touches each of its tets once and no tet has two vertices of one
+ * color, so the lanes are independent; a vertex's four corners each take a lane in turn, as the
+ * one-vertex kernel evaluates each tet four times per iteration. Lanes of other materials' code
+ * paths are evaluated in a further pass over the packet, as in piola_solve_packet. */
+__kernel __attribute__((reqd_work_group_size(PIOLA_WG, 1, 1))) void
+piola_vbd_tet_blocks(__global const float4 *x, __global const float4 *d, __global const int4 *tets,
+                     __global const float *tet_m, __global const float *tet_volume,
+                     __global const int *tet_material, __constant piola_material_data *materials,
+                     int stride, __global const int *entries, int first, int count,
+                     __global float4 *blocks) {
+  const int begin = (int)get_global_id(0) * PIOLA_L;
+  if (begin >= count) {
+    return;
+  }
+  const int n = min(PIOLA_L, count - begin);
+  int material[PIOLA_L], corner[PIOLA_L];
+  float4 pos[4][PIOLA_L];
+  float m[9][PIOLA_L], volume[PIOLA_L];
+  int one_material = 1;
+  for (int l = 0; l < PIOLA_L; ++l) {
+    const int e = entries[first + begin + min(l, n - 1)], t = e >> 4;
+    corner[l] = e & 3;
+    const int4 q = tets[t];
+    const int c[4] = {q.x, q.y, q.z, q.w};
+    for (int k = 0; k < 4; ++k) {
+      const float4 xv = x[c[k]], dv = d[c[k]];
+      pos[k][l] = (float4)(xv.xyz + dv.xyz, xv.w);
+    }
+    for (int k = 0; k < 9; ++k) {
+      m[k][l] = tet_m[k * stride + t];
+    }
+    volume[l] = tet_volume[t];
+    material[l] = tet_material[t];
+    one_material &= material[l] == material[0];
+  }
+  piola_v3 p[4];
+  for (int k = 0; k < 4; ++k) {
+    piola_real unused;
+    p[k] = piola_lanes_transpose(pos[k], &unused);
+  }
+  piola_m3 dm_inv;
+  for (int k = 0; k < 9; ++k) {
+    dm_inv.m[k] = piola_lanes_load(m[k]);
+  }
+  const piola_real volume_v = piola_lanes_load(volume);
+  const piola_mask corner_v = PIOLA_VLOAD(0, corner);
+  const piola_real reach = PIOLA_R(1.0) / piola_v3_length(piola_tet_corner_row(dm_inv, corner_v));
+  float out[13][PIOLA_L];
+  int done = 0; /* lanes evaluated, one bit each */
+  while (done != (1 << n) - 1) {
+    int l0 = 0;
+    while (done & (1 << l0)) {
+      ++l0;
+    }
+    const piola_material_data paths = materials[material[l0]];
+    int active = 0;
+    piola_tet_material mat;
+    if (one_material) {
+      active = ((1 << n) - 1) & ~done;
+      mat.mu = (piola_real)(paths.mu);
+      mat.lambda = (piola_real)(paths.lambda);
+      mat.compliance = (piola_real)(paths.compliance);
+    } else {
+      float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L];
+      for (int l = 0; l < PIOLA_L; ++l) {
+        const piola_material_data md = materials[material[l]];
+        if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
+          active |= 1 << l;
+        }
+        mu[l] = md.mu;
+        la[l] = md.lambda;
+        compliance[l] = md.compliance;
+      }
+      mat.mu = piola_lanes_load(mu);
+      mat.lambda = piola_lanes_load(la);
+      mat.compliance = piola_lanes_load(compliance);
+    }
+    mat.damping = PIOLA_R(0.0);
+    mat.model = paths.model;
+    mat.solver = paths.solver;
+    mat.inversion = paths.inversion;
+    mat.split = paths.split;
+    piola_v3 ge;
+    piola_m3 he;
+    piola_tet_vertex_block(&mat, dm_inv, volume_v, p[0], p[1], p[2], p[3], corner_v, &ge, &he);
+    const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
+    piola_lanes_store3(piola_v3_scale(ge, stiffness), out);
+    piola_lanes_store(reach, out[3]);
+    for (int k = 0; k < 9; ++k) {
+      piola_lanes_store(stiffness * he.m[k], out[4 + k]);
+    }
+    for (int l = 0; l < n; ++l) {
+      if (!(active & (1 << l))) {
+        continue;
+      }
+      __global float4 *b = blocks + 4 * (begin + l);
+      b[0] = (float4)(out[0][l], out[1][l], out[2][l], out[3][l]);
+      b[1] = (float4)(out[4][l], out[5][l], out[6][l], out[7][l]);
+      b[2] = (float4)(out[8][l], out[9][l], out[10][l], out[11][l]);
+      b[3] = (float4)(out[12][l], 0.0f, 0.0f, 0.0f);
+    }
+    done |= active;
   }
 }
 #endif /* PIOLA_LANES */

@@ -179,24 +179,27 @@ PIOLA_FN piola_m3 piola_svd3_compose(piola_m3 u, piola_v3 s, piola_m3 v) {
   return piola_m3_mul_bt(us, v);
 }
 
-#ifndef PIOLA_LANES /* one matrix at a time (vertex block descent) */
 /* The symmetric a projected to the positive semidefinite cone: a = Q diag(l) Q^T with the
- * negative eigenvalues set to zero. */
+ * negative eigenvalues set to zero (per lane in packets: the eigen-decomposition runs when a lane
+ * needs it, and the lanes that do not keep a). */
 PIOLA_FN piola_m3 piola_sym3_project_psd(piola_m3 a) {
   /* Positive definite by Sylvester's criterion (the usual case): nothing to do, no sweeps. */
-  if (a.m[0] > PIOLA_R(0.0) && a.m[0] * a.m[4] - a.m[1] * a.m[3] > PIOLA_R(0.0) &&
-      piola_m3_det(a) > PIOLA_R(0.0)) {
+  const piola_mask definite = a.m[0] > PIOLA_R(0.0) &&
+                              a.m[0] * a.m[4] - a.m[1] * a.m[3] > PIOLA_R(0.0) &&
+                              piola_m3_det(a) > PIOLA_R(0.0);
+  if (PIOLA_ALL(definite)) {
     return a;
   }
   piola_m3 q;
   piola_v3 l;
-  piola_sym_eigen(a, &q, &l);
-  if (l.x >= PIOLA_R(0.0) && l.y >= PIOLA_R(0.0) && l.z >= PIOLA_R(0.0)) {
+  piola_sym_eigen_lanes(a, &q, &l, definite);
+  const piola_mask keep =
+      definite || (l.x >= PIOLA_R(0.0) && l.y >= PIOLA_R(0.0) && l.z >= PIOLA_R(0.0));
+  if (PIOLA_ALL(keep)) {
     return a;
   }
   l = piola_v3_make(fmax(l.x, PIOLA_R(0.0)), fmax(l.y, PIOLA_R(0.0)), fmax(l.z, PIOLA_R(0.0)));
-  return piola_svd3_compose(q, l, q);
+  return piola_m3_select(keep, a, piola_svd3_compose(q, l, q));
 }
-#endif
 
 #endif /* PIOLA_SVD_H */

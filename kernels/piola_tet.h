@@ -592,7 +592,6 @@ PIOLA_FN piola_flags piola_tet_project(const piola_tet_material *mat, piola_m3 d
   return flags;
 }
 
-#ifndef PIOLA_LANES /* one tet at a time (vertex block descent runs one vertex per work-item) */
 /* ---- Vertex block descent: one vertex's gradient and Hessian block --------------------- */
 /* Chen, Liu, Yang, Yuksel 2024, "Vertex Block Descent": a vertex i takes a
  * Newton step on its block of the incremental potential G_i(x) = m_i/(2h^2)|x_i - y_i|^2 + sum of
@@ -617,14 +616,14 @@ PIOLA_FN piola_flags piola_tet_project(const piola_tet_material *mat, piola_m3 d
  * projection below never indefinite. The block is symmetrized and projected to the positive
  * semidefinite cone (eigen-decomposition, negative eigenvalues set to zero). */
 
-/* The row b_corner (1/m) of a tet's M = Dm^-1 (b_0 = -(b_1 + b_2 + b_3)): F = sum_j x_j b_j^T. */
-PIOLA_FN piola_v3 piola_tet_corner_row(piola_m3 m, int corner) {
+/* The row b_corner (1/m) of a tet's M = Dm^-1 (b_0 = -(b_1 + b_2 + b_3)): F = sum_j x_j b_j^T.
+ * corner: 0 to 3 (per lane in packets). */
+PIOLA_FN piola_v3 piola_tet_corner_row(piola_m3 m, piola_mask corner) {
   piola_v3 r1 = piola_v3_make(m.m[0], m.m[1], m.m[2]), r2 = piola_v3_make(m.m[3], m.m[4], m.m[5]),
            r3 = piola_v3_make(m.m[6], m.m[7], m.m[8]);
-  return corner == 1   ? r1
-         : corner == 2 ? r2
-         : corner == 3 ? r3
-                       : piola_v3_scale(piola_v3_add(piola_v3_add(r1, r2), r3), PIOLA_R(-1.0));
+  const piola_v3 r0 = piola_v3_scale(piola_v3_add(piola_v3_add(r1, r2), r3), PIOLA_R(-1.0));
+  return piola_v3_select(corner == 1, r1,
+                         piola_v3_select(corner == 2, r2, piola_v3_select(corner == 3, r3, r0)));
 }
 
 /* The outer product a b^T. */
@@ -646,29 +645,33 @@ PIOLA_FN piola_m3 piola_m3_outer(piola_v3 a, piola_v3 b) {
  * writes the gradient grad_corner U / E (m^2) and the symmetric Hessian block
  * d2U/dx_corner^2 / E (m), and returns U / E (m^3). A tet whose energy is undefined at F
  * (Neo-Hookean inverted with inversion handling off) contributes nothing (returns 0, zero
- * gradient and block). */
+ * gradient and block). In packets (piola_packet.cl) each lane takes its own tet and corner; the
+ * closed forms run where a lane is regular, the secant where a lane takes the inversion path,
+ * and each lane keeps its own (the model is the packet's). */
 PIOLA_FN piola_real piola_tet_vertex_block_unprojected(const piola_tet_material *mat,
                                                        piola_m3 dm_inv, piola_real volume,
                                                        piola_v3 x0, piola_v3 x1, piola_v3 x2,
-                                                       piola_v3 x3, int corner, piola_v3 *grad,
-                                                       piola_m3 *hess) {
+                                                       piola_v3 x3, piola_mask corner,
+                                                       piola_v3 *grad, piola_m3 *hess) {
   const piola_m3 f = piola_tet_deformation(x0, x1, x2, x3, dm_inv);
   const piola_v3 b = piola_tet_corner_row(dm_inv, corner);
   piola_m3 p;
   piola_mask used_svd;
   const piola_real psi = piola_energy_and_stress(mat, f, &p, &used_svd);
-  *grad = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  const piola_mask defined = psi >= PIOLA_R(0.0);
+  const piola_v3 zero = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  *grad = zero;
   *hess = piola_m3_scale(piola_m3_identity(), PIOLA_R(0.0));
-  if (!(psi >= PIOLA_R(0.0))) {
+  if (!PIOLA_ANY(defined)) {
     return PIOLA_R(0.0); /* undefined */
   }
   /* grad = V P b */
-  *grad = piola_v3_make(volume * (p.m[0] * b.x + p.m[1] * b.y + p.m[2] * b.z),
-                        volume * (p.m[3] * b.x + p.m[4] * b.y + p.m[5] * b.z),
-                        volume * (p.m[6] * b.x + p.m[7] * b.y + p.m[8] * b.z));
+  const piola_v3 g = piola_v3_make(volume * (p.m[0] * b.x + p.m[1] * b.y + p.m[2] * b.z),
+                                   volume * (p.m[3] * b.x + p.m[4] * b.y + p.m[5] * b.z),
+                                   volume * (p.m[6] * b.x + p.m[7] * b.y + p.m[8] * b.z));
   const piola_real bb = piola_v3_dot(b, b);
-  piola_m3 h;
-  if (!used_svd && mat->model == PIOLA_TET_MODEL_STVK) {
+  piola_m3 h = *hess;
+  if (!PIOLA_ALL(used_svd) && mat->model == PIOLA_TET_MODEL_STVK) {
     /* dP b along dF = e_k b^T, with u = F b and f_k = F^T e_k: e_k (b^T S b) + F dS b, where
      * dS b = mu (|b|^2 f_k + u_k b) + lambda u_k b; so the block is, closed,
      *   H = V [(b^T S b) I + mu |b|^2 F F^T + (mu + lambda) u u^T]. */
@@ -691,7 +694,7 @@ PIOLA_FN piola_real piola_tet_vertex_block_unprojected(const piola_tet_material 
     h.m[0] += volume * bsb;
     h.m[4] += volume * bsb;
     h.m[8] += volume * bsb;
-  } else if (!used_svd) {
+  } else if (!PIOLA_ALL(used_svd)) {
     /* Neo-Hookean (det F > 0 here), with w = F^-T b: F^-T dF^T F^-T b = w_k w and
      * tr(F^-1 dF) = w_k, so the block is, closed,
      *   H = V [mu |b|^2 I + (mu + lambda (1 - log J)) w w^T]. */
@@ -709,12 +712,13 @@ PIOLA_FN piola_real piola_tet_vertex_block_unprojected(const piola_tet_material 
     h.m[0] += volume * mat->mu * bb;
     h.m[4] += volume * mat->mu * bb;
     h.m[8] += volume * mat->mu * bb;
-  } else {
+  }
+  if (PIOLA_ANY(used_svd)) {
     /* The inversion path: the secant of the extended energy's stress along e_k b^T, with the
      * central difference's step |e dF| = cbrt(epsilon) max(1, |F|). */
     const piola_real scale = fmax(PIOLA_R(1.0), sqrt(piola_m3_frobenius2(f)));
     const piola_real step = cbrt(PIOLA_REAL_EPSILON) * scale / sqrt(bb);
-    piola_m3 hc;
+    piola_m3 hc, hs;
     PIOLA_UNROLL
     for (int k = 0; k < 3; ++k) {
       const piola_v3 ek =
@@ -744,19 +748,21 @@ PIOLA_FN piola_real piola_tet_vertex_block_unprojected(const piola_tet_material 
     for (int r = 0; r < 3; ++r) {
       PIOLA_UNROLL
       for (int c = 0; c < 3; ++c) {
-        h.m[3 * r + c] = PIOLA_R(0.5) * (hc.m[3 * r + c] + hc.m[3 * c + r]);
+        hs.m[3 * r + c] = PIOLA_R(0.5) * (hc.m[3 * r + c] + hc.m[3 * c + r]);
       }
     }
+    h = piola_m3_select(used_svd, hs, h);
   }
-  *hess = h;
-  return volume * psi;
+  *grad = piola_v3_select(defined, g, zero);
+  *hess = piola_m3_select(defined, h, *hess);
+  return defined ? volume * psi : PIOLA_R(0.0);
 }
 
 /* piola_tet_vertex_block_unprojected() with the block projected to the positive semidefinite
  * cone: what the vertex's Newton step sums. */
 PIOLA_FN piola_real piola_tet_vertex_block(const piola_tet_material *mat, piola_m3 dm_inv,
                                            piola_real volume, piola_v3 x0, piola_v3 x1, piola_v3 x2,
-                                           piola_v3 x3, int corner, piola_v3 *grad,
+                                           piola_v3 x3, piola_mask corner, piola_v3 *grad,
                                            piola_m3 *hess) {
   const piola_real u =
       piola_tet_vertex_block_unprojected(mat, dm_inv, volume, x0, x1, x2, x3, corner, grad, hess);
@@ -764,6 +770,7 @@ PIOLA_FN piola_real piola_tet_vertex_block(const piola_tet_material *mat, piola_
   return u;
 }
 
+#ifndef PIOLA_LANES /* the step of one vertex per work-item (piola_vbd.cl, vbd.c) */
 /* The trust region of a vertex's step: |dx| at most this fraction of the vertex's smallest
  * height over the opposite face of one of its tets (or edge of one of its triangles), 1 / |b|.
  * The projected blocks can underestimate the curvature badly where elements are inverted or

@@ -6,8 +6,10 @@
  * One work-item per vertex of the color: it gathers its elements from its list (start[i] ..
  * start[i + 1] of `elements`, in the order of the CPU reference), sums their gradient and
  * Hessian blocks (kernels/piola_tet.h) in that order, takes the Newton step and writes its own
- * displacement only. The vertices of a color share no element, so no work-item reads what
- * another writes: no atomics, and the result is the same on every run.
+ * displacement only. On CPU devices the tets' blocks of a color are evaluated before, in SIMD
+ * lanes (piola_vbd_tet_blocks, kernels/piola_packet.cl), and the vertex sums them from there. The
+ * vertices of a color share no element, so no work-item reads what another writes: no atomics, and
+ * the result is the same on every run.
  */
 #ifndef PIOLA_EMBEDDED
 #include "piola_cloth.h"
@@ -72,7 +74,8 @@ PIOLA_KERNEL void piola_vbd_color(
     __global const float2 *bend_q, __global const int *bend_material,
     __constant piola_cloth_material_data *cloth_materials, __global const int *attach_start,
     __global const int *attach_vertex, __global const float4 *attach_targets, int attached,
-    int first, int count, float inv_h2) {
+    int first, int count, float inv_h2, __global const float4 *blocks,
+    __global const int *block_slot, int blocked) {
   const int k = get_global_id(0);
   if (k >= count) {
     return;
@@ -91,7 +94,17 @@ PIOLA_KERNEL void piola_vbd_color(
   piola_m3 hs = piola_m3_scale(piola_m3_identity(), k_inertia);
   for (int j = start[i]; j < start[i + 1]; ++j) {
     const int e = elements[j], t = e >> 4, corner = e & 3;
-    if (((e >> 2) & 3) == PIOLA_VBD_KIND_TET) {
+    if (((e >> 2) & 3) == PIOLA_VBD_KIND_TET && blocked) {
+      /* evaluated by piola_vbd_tet_blocks (CPU devices), already times the stiffness */
+      __global const float4 *b = blocks + 4 * block_slot[j];
+      const float4 b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+      reach = fmin(reach, b0.w);
+      g = piola_v3_add(g, piola_v3_make(b0.x, b0.y, b0.z));
+      const float he[9] = {b1.x, b1.y, b1.z, b1.w, b2.x, b2.y, b2.z, b2.w, b3.x};
+      for (int n = 0; n < 9; ++n) {
+        hs.m[n] += he[n];
+      }
+    } else if (((e >> 2) & 3) == PIOLA_VBD_KIND_TET) {
       const int4 q = tets[t];
       const piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
       const piola_m3 m = piola_load_m3(tet_m, t, stride);

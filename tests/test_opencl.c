@@ -1199,8 +1199,9 @@ void test_opencl_schedules_agree(piola_test *t) {
  * tets share colors and packets), the box squashed to a fifth of its height so that its tets
  * take the SVD path, the last creature hanging from a pinned vertex, the ground supporting what
  * rests on it, a sphere in the way; 2 substeps; positions after `steps` steps. */
-static void run_packet_scene(piola_test *t, int32_t lanes, int copies, bool large_box, int steps,
-                             float *out, int32_t *n_out, int32_t *lanes_out) {
+static void run_packet_scene(piola_test *t, piola_iteration_scheme scheme, int32_t lanes,
+                             int copies, bool large_box, int steps, float *out, int32_t *n_out,
+                             int32_t *lanes_out) {
   piola_tet_mesh creature, box;
   REQUIRE_OK(t, piola_mesh_make_creature(1.0f, &creature));
   /* The large box (18432 tets) is more than one work-group goes through quickly: the world's
@@ -1210,6 +1211,7 @@ static void run_packet_scene(piola_test *t, int32_t lanes, int copies, bool larg
   REQUIRE_OK(t, piola_mesh_make_box(cells, size, &box));
   piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_OPENCL, NULL, NULL);
   def.schedule = PIOLA_SCHEDULE_STAGES;
+  def.iteration_scheme = scheme;
   def.simd_lanes = lanes;
   def.substeps = 2;
   piola_world *w = NULL;
@@ -1304,7 +1306,8 @@ void test_opencl_packets_match(piola_test *t) {
   for (int c = 0; c < 3; ++c) {
     const bool large = c == 0;
     int32_t n = 0, m = 0, lanes_used = 0;
-    run_packet_scene(t, 1, copies[c], large, STEPS, ref, &n, &lanes_used);
+    run_packet_scene(t, PIOLA_SCHEME_GAUSS_SEIDEL, 1, copies[c], large, STEPS, ref, &n,
+                     &lanes_used);
     REQUIRE(t, n > 0 && n <= MAX_VERTICES);
     CHECK(t, lanes_used == 1);
     float lowest = 1e9f;
@@ -1315,7 +1318,8 @@ void test_opencl_packets_match(piola_test *t) {
               (double)lowest);
     const int32_t lanes[3] = {4, 8, 16};
     for (int k = 0; k < 3; ++k) {
-      run_packet_scene(t, lanes[k], copies[c], large, STEPS, x, &m, &lanes_used);
+      run_packet_scene(t, PIOLA_SCHEME_GAUSS_SEIDEL, lanes[k], copies[c], large, STEPS, x, &m,
+                       &lanes_used);
       REQUIRE(t, m == n);
       CHECK(t, lanes_used == lanes[k]);
       double worst = 0.0;
@@ -1326,9 +1330,60 @@ void test_opencl_packets_match(piola_test *t) {
              3 * copies[c], large ? " (a large box)" : "", (int)lanes[k], worst);
       CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies[c],
                 (int)lanes[k], worst);
-      run_packet_scene(t, lanes[k], copies[c], large, STEPS, again, &m, &lanes_used);
+      run_packet_scene(t, PIOLA_SCHEME_GAUSS_SEIDEL, lanes[k], copies[c], large, STEPS, again, &m,
+                       &lanes_used);
       CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
                 "%d bodies, %d lanes: not deterministic", 3 * copies[c], (int)lanes[k]);
+    }
+  }
+  free(ref);
+  free(x);
+  free(again);
+}
+
+/* Under vertex block descent a CPU device evaluates the tets' parts of a color's blocks in SIMD
+ * lanes (piola_vbd_tet_blocks) before the vertices sum them: 4, 8 and 16 lanes follow the run
+ * that evaluates every tet in its vertex's work-item through the scene of
+ * test_opencl_packets_match (the inversion path's secant blocks in the squashed box, three
+ * materials whose tets meet in packets, a pinned vertex, supported vertices), to the rounding of
+ * library functions, and each is deterministic. */
+void test_opencl_vbd_packets_match(piola_test *t) {
+  if (!opencl_test_ready(t)) {
+    return;
+  }
+  enum { STEPS = 60, MAX_VERTICES = 1 << 14 };
+  float *ref = malloc(sizeof *ref * 3 * MAX_VERTICES), *x = malloc(sizeof *x * 3 * MAX_VERTICES),
+        *again = malloc(sizeof *again * 3 * MAX_VERTICES);
+  REQUIRE(t, ref != NULL && x != NULL && again != NULL);
+  {
+    const int copies = 1;
+    int32_t n = 0, m = 0, lanes_used = 0;
+    run_packet_scene(t, PIOLA_SCHEME_VBD, 1, copies, false, STEPS, ref, &n, &lanes_used);
+    REQUIRE(t, n > 0 && n <= MAX_VERTICES);
+    CHECK(t, lanes_used == 1);
+    float lowest = 1e9f;
+    for (int32_t i = 0; i < n; ++i) {
+      lowest = fminf(lowest, ref[3 * i + 1]);
+    }
+    CHECK_MSG(t, lowest > -0.02f && lowest < 0.05f, "bodies on the ground: lowest y %g",
+              (double)lowest);
+    const int32_t lanes[3] = {4, 8, 16};
+    for (int k = 0; k < 3; ++k) {
+      run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, x, &m, &lanes_used);
+      REQUIRE(t, m == n);
+      CHECK(t, lanes_used == lanes[k]);
+      double worst = 0.0;
+      for (int32_t i = 0; i < 3 * n; ++i) {
+        worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
+      }
+      printf(
+          "  VBD, %d bodies, %d lanes: largest difference from one vertex per work-item %.3g m\n",
+          3 * copies, (int)lanes[k], worst);
+      CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies,
+                (int)lanes[k], worst);
+      run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, again, &m, &lanes_used);
+      CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
+                "%d bodies, %d lanes: not deterministic", 3 * copies, (int)lanes[k]);
     }
   }
   free(ref);

@@ -44,7 +44,8 @@ const char *const piola_ocl_kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                           "piola_vbd_begin",
                                                           "piola_vbd_color",
                                                           "piola_solve_color_packets",
-                                                          "piola_solve_body_packets"};
+                                                          "piola_solve_body_packets",
+                                                          "piola_vbd_tet_blocks"};
 
 /* ---- Devices ------------------------------------------------------------------------- */
 
@@ -329,6 +330,8 @@ static void release_all(piola_opencl *cl) {
     piola_ocl_release_event(f, cl->events[i].event);
   }
   free(cl->events);
+  free(cl->vbd_tet_first);
+  free(cl->vbd_tet_count);
   piola_ocl_release_global(cl);
   piola_ocl_release_program(f, cl->program);
   piola_ocl_release_program(f, cl->packet_program);
@@ -430,9 +433,10 @@ piola_status piola_opencl_create(piola_world *w, piola_faults *faults) {
     }
   }
   for (int k = 0; k < KERNEL_COUNT && s == PIOLA_OK; ++k) {
-    cl_program program = k == KERNEL_SOLVE_PACKETS || k == KERNEL_SOLVE_BODY_PACKETS
-                             ? cl->packet_program
-                             : cl->program;
+    cl_program program =
+        k == KERNEL_SOLVE_PACKETS || k == KERNEL_SOLVE_BODY_PACKETS || k == KERNEL_VBD_TET_BLOCKS
+            ? cl->packet_program
+            : cl->program;
     if (program == NULL) {
       continue;
     }

@@ -60,8 +60,9 @@ enum {
   KERNEL_COLLIDE_SHAPES,
   KERNEL_VBD_BEGIN, /* vertex block descent (piola_vbd.cl) */
   KERNEL_VBD_COLOR,
-  KERNEL_SOLVE_PACKETS, /* these two from the packet program (piola_packet.cl), where built */
+  KERNEL_SOLVE_PACKETS, /* these three from the packet program (piola_packet.cl), where built */
   KERNEL_SOLVE_BODY_PACKETS,
+  KERNEL_VBD_TET_BLOCKS,
   KERNEL_COUNT
 };
 /* The kernels' names in the programs, by KERNEL_ index. */
@@ -162,6 +163,12 @@ enum {
   BUF_VBD_START,    /* per vertex: its first element entry (vertex_count + 1) */
   BUF_VBD_ELEMENTS, /* the element entries */
   BUF_VBD_V_LAST,   /* per vertex: the velocity at the start of the last substep (float4) */
+  /* with the packet program (CPU devices): the tets' entries of the colors, color after color,
+   * each color's by tet; per element entry, its place among its color's tet entries; the blocks
+   * of the color in flight */
+  BUF_VBD_TET_ENTRIES,
+  BUF_VBD_BLOCK_SLOT,
+  BUF_VBD_BLOCKS,
   BUF_COUNT
 };
 
@@ -211,6 +218,9 @@ struct piola_opencl {
   piola_faults *faults; /* the test hook (NULL in normal use) */
   bool lost;            /* the device is gone, or its state was left half advanced */
   bool vbd_have_last;   /* BUF_VBD_V_LAST holds the last substep's velocities */
+  /* per vertex color, its first entry and count in BUF_VBD_TET_ENTRIES (color_count each, with
+   * the packet program under PIOLA_SCHEME_VBD; else NULL) */
+  int32_t *vbd_tet_first, *vbd_tet_count;
   /* The multigrid scheme's SOLVE_GLOBAL on the host (opencl_newton.c; NULL under the other
    * schemes): x of the substep and the positions p the solve works on (3 doubles per vertex
    * each), the staging of the transfers (2 float4 per vertex), the tets' M with the plastic

@@ -337,9 +337,9 @@ piola_status piola_ocl_enqueue(piola_world *w, int k, int32_t count, piola_stage
   if (count <= 0) {
     return PIOLA_OK;
   }
-  size_t local = k == KERNEL_SOLVE_PACKETS        ? cl->packet_wg
-                 : k == KERNEL_SOLVE_BODY_PACKETS ? PACKET_BODY_WORK_GROUP
-                                                  : cl->wg;
+  size_t local = k == KERNEL_SOLVE_PACKETS || k == KERNEL_VBD_TET_BLOCKS ? cl->packet_wg
+                 : k == KERNEL_SOLVE_BODY_PACKETS                        ? PACKET_BODY_WORK_GROUP
+                                                                         : cl->wg;
   size_t global = ((size_t)count + local - 1) / local * local;
   cl_event ev = NULL;
   bool record = w->def.profile;

@@ -1,11 +1,90 @@
 /* Piola OpenCL backend: vertex block descent (vbd.c describes the method; kernels/piola_vbd.cl
  * the kernels). Per stage: at the first iteration of a substep one launch over every vertex
  * sets the inertia target and the initial guess, then each iteration is one launch per vertex
- * color (all bodies in it). The lists (vertices by color, each vertex's element entries) are
- * uploaded with the rest of the state; the tet data is the XPBD scheme's own buffers. */
+ * color (all bodies in it). On CPU devices (where the packet program is built) each color's
+ * launch is preceded by one that evaluates the tets' parts of its vertices' blocks in SIMD lanes
+ * (piola_vbd_tet_blocks, kernels/piola_packet.cl): a work-item per vertex runs its arithmetic on
+ * scalars there, and its tets vary in number from vertex to vertex. The two launches of a color
+ * are one dependent pass of the algorithm. The lists (vertices by color, each vertex's element
+ * entries, the colors' tet entries) are uploaded with the rest of the state; the tet data is the
+ * XPBD scheme's own buffers. */
 #include "opencl_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+static int compare_entries(const void *a, const void *b) {
+  const int32_t x = ((const int32_t *)a)[0], y = ((const int32_t *)b)[0];
+  return (x > y) - (x < y);
+}
+
+/* With the packet program (CPU devices): the colors' tet entries for piola_vbd_tet_blocks, each
+ * color's sorted by tet (so that the lanes read the tets' planes nearly in order), the place of
+ * every element entry's tet among its color's (the slot of its block), and the blocks buffer for
+ * the largest color. */
+static piola_status upload_tet_entries(piola_world *w) {
+  piola_opencl *cl = piola_ocl(w);
+  const piola_solver_vbd *v = &w->vbd;
+  const size_t ne = (size_t)(v->element_count > 0 ? v->element_count : 1),
+               colors = (size_t)(v->color_count > 0 ? v->color_count : 1);
+  int32_t *pairs = malloc(2 * sizeof(int32_t) * ne); /* (entry, its index in elements) */
+  int32_t *entries = malloc(sizeof(int32_t) * ne), *slot = calloc(ne, sizeof(int32_t));
+  int32_t *first = malloc(sizeof(int32_t) * colors), *count = malloc(sizeof(int32_t) * colors);
+  piola_status s = PIOLA_OK;
+  if (pairs == NULL || entries == NULL || slot == NULL || first == NULL || count == NULL) {
+    s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  int32_t at = 0, largest = 1;
+  for (int32_t c = 0; c < v->color_count && s == PIOLA_OK; ++c) {
+    first[c] = at;
+    for (int32_t k = v->color_first[c]; k < v->color_first[c] + v->color_size[c]; ++k) {
+      const int32_t i = v->vertices[k];
+      for (int32_t j = v->element_start[i]; j < v->element_start[i + 1]; ++j) {
+        if (PIOLA_VBD_KIND(v->elements[j]) == PIOLA_VBD_TET) {
+          pairs[2 * (size_t)at] = v->elements[j];
+          pairs[2 * (size_t)at + 1] = j;
+          ++at;
+        }
+      }
+    }
+    count[c] = at - first[c];
+    largest = count[c] > largest ? count[c] : largest;
+    qsort(pairs + 2 * (size_t)first[c], (size_t)count[c], 2 * sizeof(int32_t), compare_entries);
+    for (int32_t k = 0; k < count[c]; ++k) {
+      entries[first[c] + k] = pairs[2 * (size_t)(first[c] + k)];
+      slot[pairs[2 * (size_t)(first[c] + k) + 1]] = k;
+    }
+  }
+  const size_t entry_bytes = 4 * (size_t)(at > 0 ? at : 1);
+  if (s == PIOLA_OK) {
+    s = piola_ocl_ensure_buffer(w, BUF_VBD_TET_ENTRIES, entry_bytes, CL_MEM_READ_ONLY);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_ensure_buffer(w, BUF_VBD_BLOCK_SLOT, 4 * ne, CL_MEM_READ_ONLY);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_ensure_buffer(w, BUF_VBD_BLOCKS, 64 * (size_t)largest, CL_MEM_READ_WRITE);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_TET_ENTRIES, 0, entry_bytes, entries);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_BLOCK_SLOT, 0, 4 * ne, slot);
+  }
+  free(pairs);
+  free(entries);
+  free(slot);
+  if (s != PIOLA_OK) {
+    free(first);
+    free(count);
+    return s;
+  }
+  free(cl->vbd_tet_first);
+  free(cl->vbd_tet_count);
+  cl->vbd_tet_first = first;
+  cl->vbd_tet_count = count;
+  return PIOLA_OK;
+}
 
 piola_status piola_ocl_upload_vbd(piola_world *w) {
   piola_opencl *cl = piola_ocl(w);
@@ -34,6 +113,9 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   }
   if (s == PIOLA_OK) {
     s = piola_ocl_write_buffer(w, BUF_VBD_ELEMENTS, 0, sizes[2].bytes, v->elements);
+  }
+  if (s == PIOLA_OK && cl->kernels[KERNEL_VBD_TET_BLOCKS] != NULL) {
+    s = upload_tet_entries(w);
   }
   return s;
 }
@@ -77,6 +159,8 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
   const int k = KERNEL_VBD_COLOR;
   cl_int stride = cl->tet_count;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+  /* CPU devices: the tets' parts of each color's blocks evaluated in SIMD lanes first */
+  cl_int blocked = cl->vbd_tet_first != NULL;
   if (s == PIOLA_OK) {
     SET_ARG(k, 0, b[BUF_X]);
     SET_ARG(k, 1, b[BUF_D]);
@@ -110,12 +194,38 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
     SET_ARG(k, 23, targets);
     SET_ARG(k, 24, attached);
     SET_ARG(k, 27, inv_h2);
+    cl_mem blocks = blocked ? b[BUF_VBD_BLOCKS] : b[BUF_D0];
+    cl_mem block_slot = blocked ? b[BUF_VBD_BLOCK_SLOT] : b[BUF_VBD_START];
+    SET_ARG(k, 28, blocks);
+    SET_ARG(k, 29, block_slot);
+    SET_ARG(k, 30, blocked);
+  }
+  const int kb = KERNEL_VBD_TET_BLOCKS;
+  if (s == PIOLA_OK && blocked) {
+    SET_ARG(kb, 0, b[BUF_X]);
+    SET_ARG(kb, 1, b[BUF_D]);
+    SET_ARG(kb, 2, b[BUF_TETS]);
+    SET_ARG(kb, 3, b[BUF_TET_M]);
+    SET_ARG(kb, 4, b[BUF_TET_VOLUME]);
+    SET_ARG(kb, 5, b[BUF_TET_MATERIAL]);
+    SET_ARG(kb, 6, b[BUF_MATERIALS]);
+    SET_ARG(kb, 7, stride);
+    SET_ARG(kb, 8, b[BUF_VBD_TET_ENTRIES]);
+    SET_ARG(kb, 11, b[BUF_VBD_BLOCKS]);
   }
   for (int32_t c = 0; c < w->vbd.color_count && s == PIOLA_OK; ++c) {
+    if (blocked && cl->vbd_tet_count[c] > 0) {
+      cl_int first = cl->vbd_tet_first[c], count = cl->vbd_tet_count[c];
+      SET_ARG(kb, 9, first);
+      SET_ARG(kb, 10, count);
+      s = piola_ocl_enqueue(w, kb, (count + cl->lanes - 1) / cl->lanes, PIOLA_STAGE_SOLVE_VERTICES);
+    }
     cl_int first = w->vbd.color_first[c], count = w->vbd.color_size[c];
     SET_ARG(k, 25, first);
     SET_ARG(k, 26, count);
-    s = piola_ocl_enqueue(w, k, count, PIOLA_STAGE_SOLVE_VERTICES);
+    if (s == PIOLA_OK) {
+      s = piola_ocl_enqueue(w, k, count, PIOLA_STAGE_SOLVE_VERTICES);
+    }
   }
   return s;
 }
