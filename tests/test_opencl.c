@@ -1355,36 +1355,33 @@ void test_opencl_vbd_packets_match(piola_test *t) {
   float *ref = malloc(sizeof *ref * 3 * MAX_VERTICES), *x = malloc(sizeof *x * 3 * MAX_VERTICES),
         *again = malloc(sizeof *again * 3 * MAX_VERTICES);
   REQUIRE(t, ref != NULL && x != NULL && again != NULL);
-  {
-    const int copies = 1;
-    int32_t n = 0, m = 0, lanes_used = 0;
-    run_packet_scene(t, PIOLA_SCHEME_VBD, 1, copies, false, STEPS, ref, &n, &lanes_used);
-    REQUIRE(t, n > 0 && n <= MAX_VERTICES);
-    CHECK(t, lanes_used == 1);
-    float lowest = 1e9f;
-    for (int32_t i = 0; i < n; ++i) {
-      lowest = fminf(lowest, ref[3 * i + 1]);
+  const int copies = 1;
+  int32_t n = 0, m = 0, lanes_used = 0;
+  run_packet_scene(t, PIOLA_SCHEME_VBD, 1, copies, false, STEPS, ref, &n, &lanes_used);
+  REQUIRE(t, n > 0 && n <= MAX_VERTICES);
+  CHECK(t, lanes_used == 1);
+  float lowest = 1e9f;
+  for (int32_t i = 0; i < n; ++i) {
+    lowest = fminf(lowest, ref[3 * i + 1]);
+  }
+  CHECK_MSG(t, lowest > -0.02f && lowest < 0.05f, "bodies on the ground: lowest y %g",
+            (double)lowest);
+  const int32_t lanes[3] = {4, 8, 16};
+  for (int k = 0; k < 3; ++k) {
+    run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, x, &m, &lanes_used);
+    REQUIRE(t, m == n);
+    CHECK(t, lanes_used == lanes[k]);
+    double worst = 0.0;
+    for (int32_t i = 0; i < 3 * n; ++i) {
+      worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
     }
-    CHECK_MSG(t, lowest > -0.02f && lowest < 0.05f, "bodies on the ground: lowest y %g",
-              (double)lowest);
-    const int32_t lanes[3] = {4, 8, 16};
-    for (int k = 0; k < 3; ++k) {
-      run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, x, &m, &lanes_used);
-      REQUIRE(t, m == n);
-      CHECK(t, lanes_used == lanes[k]);
-      double worst = 0.0;
-      for (int32_t i = 0; i < 3 * n; ++i) {
-        worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
-      }
-      printf(
-          "  VBD, %d bodies, %d lanes: largest difference from one vertex per work-item %.3g m\n",
-          3 * copies, (int)lanes[k], worst);
-      CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies,
-                (int)lanes[k], worst);
-      run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, again, &m, &lanes_used);
-      CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
-                "%d bodies, %d lanes: not deterministic", 3 * copies, (int)lanes[k]);
-    }
+    printf("  VBD, %d bodies, %d lanes: largest difference from one vertex per work-item %.3g m\n",
+           3 * copies, (int)lanes[k], worst);
+    CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies,
+              (int)lanes[k], worst);
+    run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, again, &m, &lanes_used);
+    CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
+              "%d bodies, %d lanes: not deterministic", 3 * copies, (int)lanes[k]);
   }
   free(ref);
   free(x);
