@@ -113,6 +113,49 @@ PIOLA_FN int piola_same_paths(piola_material_data a, piola_material_data b) {
          a.split == b.split;
 }
 
+/* The material of the next pass over a packet of n lanes whose `done` lanes are through (see
+ * piola_solve_packet): the paths of the first lane left, the parameters lane by lane (at once
+ * where the packet has one material), and in *active the lanes left that take those paths. */
+PIOLA_FN piola_tet_material piola_packet_pass_material(__constant piola_material_data *materials,
+                                                       const int material[PIOLA_L], int n, int done,
+                                                       int one_material, int *active) {
+  int l0 = 0;
+  while (done & (1 << l0)) {
+    ++l0;
+  }
+  const piola_material_data paths = materials[material[l0]];
+  piola_tet_material mat;
+  *active = 0;
+  if (one_material) {
+    *active = ((1 << n) - 1) & ~done;
+    mat.mu = (piola_real)(paths.mu);
+    mat.lambda = (piola_real)(paths.lambda);
+    mat.compliance = (piola_real)(paths.compliance);
+    mat.damping = (piola_real)(paths.damping);
+  } else {
+    float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L], damping[PIOLA_L];
+    for (int l = 0; l < PIOLA_L; ++l) {
+      const piola_material_data md = materials[material[l]];
+      if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
+        *active |= 1 << l;
+      }
+      mu[l] = md.mu;
+      la[l] = md.lambda;
+      compliance[l] = md.compliance;
+      damping[l] = md.damping;
+    }
+    mat.mu = piola_lanes_load(mu);
+    mat.lambda = piola_lanes_load(la);
+    mat.compliance = piola_lanes_load(compliance);
+    mat.damping = piola_lanes_load(damping);
+  }
+  mat.model = paths.model;
+  mat.solver = paths.solver;
+  mat.inversion = paths.inversion;
+  mat.split = paths.split;
+  return mat;
+}
+
 /* The inverted-tet pass's test (piola_tet_inverted) of the n tets from t0 in lanes: a bit per
  * inverted one. It reads the corner indices and positions only, so that a packet without an
  * inverted tet, almost every one, is done before its tets' records are loaded. */
@@ -248,40 +291,9 @@ PIOLA_FN int piola_solve_packet(__global const float4 *x, __global float4 *d,
    * takes its parameters at once). */
   int written = 0; /* whether a lane did work */
   while (done != (1 << n) - 1) {
-    int l0 = 0;
-    while (done & (1 << l0)) {
-      ++l0;
-    }
-    const piola_material_data paths = materials[material[l0]];
-    int active = 0;
-    piola_tet_material mat;
-    if (one_material) {
-      active = ((1 << n) - 1) & ~done;
-      mat.mu = (piola_real)(paths.mu);
-      mat.lambda = (piola_real)(paths.lambda);
-      mat.compliance = (piola_real)(paths.compliance);
-      mat.damping = (piola_real)(paths.damping);
-    } else {
-      float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L], damping[PIOLA_L];
-      for (int l = 0; l < PIOLA_L; ++l) {
-        const piola_material_data md = materials[material[l]];
-        if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
-          active |= 1 << l;
-        }
-        mu[l] = md.mu;
-        la[l] = md.lambda;
-        compliance[l] = md.compliance;
-        damping[l] = md.damping;
-      }
-      mat.mu = piola_lanes_load(mu);
-      mat.lambda = piola_lanes_load(la);
-      mat.compliance = piola_lanes_load(compliance);
-      mat.damping = piola_lanes_load(damping);
-    }
-    mat.model = paths.model;
-    mat.solver = paths.solver;
-    mat.inversion = paths.inversion;
-    mat.split = paths.split;
+    int active;
+    const piola_tet_material mat =
+        piola_packet_pass_material(materials, material, n, done, one_material, &active);
     for (int k = 0; k < 4; ++k) {
       sup.held[k] = PIOLA_R(0.0);
     }
@@ -442,38 +454,9 @@ piola_vbd_tet_blocks(__global const float4 *x, __global const float4 *d, __globa
   float out[13][PIOLA_L];
   int done = 0; /* lanes evaluated, one bit each */
   while (done != (1 << n) - 1) {
-    int l0 = 0;
-    while (done & (1 << l0)) {
-      ++l0;
-    }
-    const piola_material_data paths = materials[material[l0]];
-    int active = 0;
-    piola_tet_material mat;
-    if (one_material) {
-      active = ((1 << n) - 1) & ~done;
-      mat.mu = (piola_real)(paths.mu);
-      mat.lambda = (piola_real)(paths.lambda);
-      mat.compliance = (piola_real)(paths.compliance);
-    } else {
-      float mu[PIOLA_L], la[PIOLA_L], compliance[PIOLA_L];
-      for (int l = 0; l < PIOLA_L; ++l) {
-        const piola_material_data md = materials[material[l]];
-        if (l < n && !(done & (1 << l)) && piola_same_paths(md, paths)) {
-          active |= 1 << l;
-        }
-        mu[l] = md.mu;
-        la[l] = md.lambda;
-        compliance[l] = md.compliance;
-      }
-      mat.mu = piola_lanes_load(mu);
-      mat.lambda = piola_lanes_load(la);
-      mat.compliance = piola_lanes_load(compliance);
-    }
-    mat.damping = PIOLA_R(0.0);
-    mat.model = paths.model;
-    mat.solver = paths.solver;
-    mat.inversion = paths.inversion;
-    mat.split = paths.split;
+    int active;
+    const piola_tet_material mat =
+        piola_packet_pass_material(materials, material, n, done, one_material, &active);
     piola_v3 ge;
     piola_m3 he;
     piola_tet_vertex_block(&mat, dm_inv, volume_v, p[0], p[1], p[2], p[3], corner_v, &ge, &he);

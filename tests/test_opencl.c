@@ -1277,6 +1277,41 @@ static void run_packet_scene(piola_test *t, piola_iteration_scheme scheme, int32
   piola_mesh_free(&box);
 }
 
+/* The packet scene (run_packet_scene) in 4, 8 and 16 lanes against one lane: positions within
+ * 1e-5 m of it after `steps` steps, each run deterministic; ref, x and again hold max_vertices
+ * vertices. */
+static void lanes_match(piola_test *t, piola_iteration_scheme scheme, int copies, bool large,
+                        int steps, int32_t max_vertices, float *ref, float *x, float *again) {
+  int32_t n = 0, m = 0, lanes_used = 0;
+  run_packet_scene(t, scheme, 1, copies, large, steps, ref, &n, &lanes_used);
+  REQUIRE(t, n > 0 && n <= max_vertices);
+  CHECK(t, lanes_used == 1);
+  float lowest = 1e9f;
+  for (int32_t i = 0; i < n; ++i) {
+    lowest = fminf(lowest, ref[3 * i + 1]);
+  }
+  CHECK_MSG(t, lowest > -0.02f && lowest < 0.05f, "bodies on the ground: lowest y %g",
+            (double)lowest);
+  const int32_t lanes[3] = {4, 8, 16};
+  for (int k = 0; k < 3; ++k) {
+    run_packet_scene(t, scheme, lanes[k], copies, large, steps, x, &m, &lanes_used);
+    REQUIRE(t, m == n);
+    CHECK(t, lanes_used == lanes[k]);
+    double worst = 0.0;
+    for (int32_t i = 0; i < 3 * n; ++i) {
+      worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
+    }
+    printf("  %s, %d bodies%s, %d lanes: largest difference from one lane %.3g m\n",
+           scheme == PIOLA_SCHEME_VBD ? "VBD" : "XPBD", 3 * copies, large ? " (a large box)" : "",
+           (int)lanes[k], worst);
+    CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies,
+              (int)lanes[k], worst);
+    run_packet_scene(t, scheme, lanes[k], copies, large, steps, again, &m, &lanes_used);
+    CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
+              "%d bodies, %d lanes: not deterministic", 3 * copies, (int)lanes[k]);
+  }
+}
+
 /* Packets (piola_packet.cl) project tets in SIMD lanes with the math of the one-tet kernel: 4,
  * 8 and 16 lanes follow the one-tet run through impacts, the SVD path, mixed materials in one
  * packet, a pinned vertex and supported vertices, to the rounding of library functions, and
@@ -1304,37 +1339,8 @@ void test_opencl_packets_match(piola_test *t) {
   const int many = (4 * units + 2) / 3 < 64 ? (4 * units + 2) / 3 : 64;
   const int copies[3] = {1, 1, many};
   for (int c = 0; c < 3; ++c) {
-    const bool large = c == 0;
-    int32_t n = 0, m = 0, lanes_used = 0;
-    run_packet_scene(t, PIOLA_SCHEME_GAUSS_SEIDEL, 1, copies[c], large, STEPS, ref, &n,
-                     &lanes_used);
-    REQUIRE(t, n > 0 && n <= MAX_VERTICES);
-    CHECK(t, lanes_used == 1);
-    float lowest = 1e9f;
-    for (int32_t i = 0; i < n; ++i) {
-      lowest = fminf(lowest, ref[3 * i + 1]);
-    }
-    CHECK_MSG(t, lowest > -0.02f && lowest < 0.05f, "bodies on the ground: lowest y %g",
-              (double)lowest);
-    const int32_t lanes[3] = {4, 8, 16};
-    for (int k = 0; k < 3; ++k) {
-      run_packet_scene(t, PIOLA_SCHEME_GAUSS_SEIDEL, lanes[k], copies[c], large, STEPS, x, &m,
-                       &lanes_used);
-      REQUIRE(t, m == n);
-      CHECK(t, lanes_used == lanes[k]);
-      double worst = 0.0;
-      for (int32_t i = 0; i < 3 * n; ++i) {
-        worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
-      }
-      printf("  %d bodies%s, %d lanes: largest difference from one tet per work-item %.3g m\n",
-             3 * copies[c], large ? " (a large box)" : "", (int)lanes[k], worst);
-      CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies[c],
-                (int)lanes[k], worst);
-      run_packet_scene(t, PIOLA_SCHEME_GAUSS_SEIDEL, lanes[k], copies[c], large, STEPS, again, &m,
-                       &lanes_used);
-      CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
-                "%d bodies, %d lanes: not deterministic", 3 * copies[c], (int)lanes[k]);
-    }
+    lanes_match(t, PIOLA_SCHEME_GAUSS_SEIDEL, copies[c], c == 0, STEPS, MAX_VERTICES, ref, x,
+                again);
   }
   free(ref);
   free(x);
@@ -1355,34 +1361,7 @@ void test_opencl_vbd_packets_match(piola_test *t) {
   float *ref = malloc(sizeof *ref * 3 * MAX_VERTICES), *x = malloc(sizeof *x * 3 * MAX_VERTICES),
         *again = malloc(sizeof *again * 3 * MAX_VERTICES);
   REQUIRE(t, ref != NULL && x != NULL && again != NULL);
-  const int copies = 1;
-  int32_t n = 0, m = 0, lanes_used = 0;
-  run_packet_scene(t, PIOLA_SCHEME_VBD, 1, copies, false, STEPS, ref, &n, &lanes_used);
-  REQUIRE(t, n > 0 && n <= MAX_VERTICES);
-  CHECK(t, lanes_used == 1);
-  float lowest = 1e9f;
-  for (int32_t i = 0; i < n; ++i) {
-    lowest = fminf(lowest, ref[3 * i + 1]);
-  }
-  CHECK_MSG(t, lowest > -0.02f && lowest < 0.05f, "bodies on the ground: lowest y %g",
-            (double)lowest);
-  const int32_t lanes[3] = {4, 8, 16};
-  for (int k = 0; k < 3; ++k) {
-    run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, x, &m, &lanes_used);
-    REQUIRE(t, m == n);
-    CHECK(t, lanes_used == lanes[k]);
-    double worst = 0.0;
-    for (int32_t i = 0; i < 3 * n; ++i) {
-      worst = fmax(worst, fabs((double)x[i] - (double)ref[i]));
-    }
-    printf("  VBD, %d bodies, %d lanes: largest difference from one vertex per work-item %.3g m\n",
-           3 * copies, (int)lanes[k], worst);
-    CHECK_MSG(t, worst < 1e-5, "%d bodies, %d lanes: positions differ by %g m", 3 * copies,
-              (int)lanes[k], worst);
-    run_packet_scene(t, PIOLA_SCHEME_VBD, lanes[k], copies, false, STEPS, again, &m, &lanes_used);
-    CHECK_MSG(t, memcmp(x, again, sizeof *x * 3 * (size_t)n) == 0,
-              "%d bodies, %d lanes: not deterministic", 3 * copies, (int)lanes[k]);
-  }
+  lanes_match(t, PIOLA_SCHEME_VBD, 1, false, STEPS, MAX_VERTICES, ref, x, again);
   free(ref);
   free(x);
   free(again);
