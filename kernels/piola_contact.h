@@ -747,10 +747,14 @@ PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_
  * the unique edges of the collision surface's triangles (the host lists them, each with the
  * lowest-numbered triangle that has it, its owner). Detection, once per substep:
  *  - broad phase: an edge's box (piola_edge_box: the four positions of its ends at the start
- *    and predicted, grown by 1.125 thicknesses) lies within its owner triangle's box, so an edge
- *    looks into the grid of triangle clusters exactly as a vertex does (piola_grid_vertex,
- *    piola_pair_cell), and tests the edges of the triangles whose boxes overlap its own. An edge
- *    met there is taken only through its owner triangle and only by the edge of lower index, so
+ *    and predicted, grown by 1.125 thicknesses) lies within its owner triangle's box, and so
+ *    within that triangle's cluster's; an edge tests the edges of the triangles whose boxes
+ *    overlap its own. The clusters it may meet are
+ *    listed per cluster of the grid, by a walk of the grid's cells with the cluster's box
+ *    (piola_edge_clusters_may_meet), so an edge reads its cluster's list instead of the cells'
+ *    buckets, which hold mostly its own neighbourhood; where a list overflows, the edge looks
+ *    into the grid exactly as a vertex does (piola_grid_vertex, piola_pair_cell). An edge met
+ *    there is taken only through its owner triangle and only by the edge of lower index, so
  *    every pair is tested once;
  *  - narrow phase: a pair is a contact when the edges share no vertex, neither is nearly
  *    parallel to the other (piola_edge_cross: the pair is then a vertex-triangle matter) and,
@@ -941,6 +945,27 @@ PIOLA_FN int piola_edge_near_cluster(piola_int first, piola_int count, piola_int
                                      piola_u64 b_mask1) {
   return piola_contact_near_cluster(first, count, a_first0, a_mask0, a_first1, a_mask1) |
          piola_contact_near_cluster(first, count, b_first0, b_mask0, b_first1, b_mask1);
+}
+
+/* Clusters one cluster lists per substep for its edges to test (piola_edge_clusters_may_meet); a
+ * cluster that meets more has its edges walk the grid's cells themselves. */
+#define PIOLA_CLUSTER_PAIRS 32
+
+/* Whether the edges of cluster b may meet the edges that cluster a's triangles own, before the
+ * boxes are read: b owns an edge above a's lowest (b_edge_max > a_edge_min: each pair is tested
+ * by its edge of lower index), the bodies collide (collide: their groups and masks, or for one
+ * body its self-collision), and for one body b lies outside a's near window (near_first,
+ * near_mask, bit k: cluster near_first + k), which the host marks where every pair of their
+ * edges is skipped by the rules of one body in the rest shape (a shared vertex, the ends' near
+ * windows, piola_edge_self_near). Each substep a cluster lists the clusters that pass and whose
+ * boxes overlap its own (every edge box lies in its owner triangle's box, so in its cluster's),
+ * and its edges test only those: an edge's contacts are those of the walk of the grid's cells,
+ * without scanning its own neighbourhood's entries there. No branches. */
+PIOLA_FN int piola_edge_clusters_may_meet(piola_int b, piola_int b_edge_max, piola_int a_edge_min,
+                                          int same_body, int collide, piola_int near_first,
+                                          piola_u64 near_mask) {
+  return (b_edge_max > a_edge_min) & collide &
+         !(same_body & piola_contact_near(b, near_first, near_mask, near_first, 0));
 }
 
 /* Whether two edges of one body may touch (self-collision on, no shared vertex): the distance

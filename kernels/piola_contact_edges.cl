@@ -76,11 +76,119 @@ PIOLA_FN void piola_edge_narrow_pair(__global const float4 *sv_x, __global const
   piola_edge_contact_keep(keys, entries, kept, key, 2 * f + side);
 }
 
-/* NARROW_PHASE, after piola_contact_narrow: surface edge e keeps its nearest edges (of higher
- * index, met through their owner triangles in the grid's cells that its box looks into, as a
- * vertex does), the positions from sv_x and sv_p; the kept and dropped counts go to
- * counters[3], [4]; each kept contact's four members are counted in corner_count, and an edge
- * with contacts is listed in edge_active[0 .. counters[5]) (in arbitrary order). */
+/* NARROW_PHASE, one edge (e: ea, its start and predicted ends, rest ends, box, its ends' near
+ * windows) against cluster i: skipped where it owns no edge above e or lies in the ends' near
+ * windows (piola_edge_near_cluster); else, where the boxes overlap and (in_cell) the pair is
+ * taken in this cell of the grid's walk, the edges that its triangles own tested
+ * (piola_edge_narrow_pair). */
+PIOLA_FN void piola_edge_narrow_cluster(
+    __global const float4 *sv_x, __global const float4 *sv_p, __global const float4 *sv_rest,
+    __global const int4 *edges, __global const int4 *tri_edges, __global const int *sv_vertex,
+    __global const int *turned, __global const float4 *tri_box, __global const float4 *cluster_box,
+    __global const uint4 *body_filter, __global const int *cluster_edge_max, int e, int4 ea,
+    piola_v3 xa0, piola_v3 xa1, piola_v3 pa0, piola_v3 pa1, float4 ra0, float4 ra1, piola_box box,
+    int2 n0, ulong2 m0, int2 n1, ulong2 m1, float thickness, int i, int walk, piola_box query,
+    float inv_cell, float margin, int ci, int cj, int ck, float *keys, int *entries, int *kept,
+    int *found) {
+  if (cluster_edge_max[i] <= e) {
+    return;
+  }
+  const float4 clo = cluster_box[2 * i], chi = cluster_box[2 * i + 1];
+  const int first = as_int(clo.w), cluster_end = as_int(chi.w);
+  const piola_box cb = piola_box_from4(clo, chi);
+  if (piola_edge_near_cluster(first, cluster_end - first, n0.x, m0.x, n0.y, m0.y, n1.x, m1.x,
+                              n1.y, m1.y) ||
+      !piola_boxes_overlap(box, cb) ||
+      (walk && !piola_pair_cell(query, piola_grid_cluster(cb, margin), inv_cell, ci, cj, ck))) {
+    return;
+  }
+  for (int t = first; t < cluster_end; ++t) {
+    if (piola_edge_near_cluster(t, 1, n0.x, m0.x, n0.y, m0.y, n1.x, m1.x, n1.y, m1.y) ||
+        !piola_boxes_overlap(box, piola_load_box(tri_box, t))) {
+      continue;
+    }
+    const int4 q = tri_edges[t];
+    for (int k = 0; k < 3; ++k) {
+      const int f = piola_triangle_edge(q, k);
+      if (((q.w >> k) & 1) && f > e) {
+        piola_edge_narrow_pair(sv_x, sv_p, sv_rest, edges, sv_vertex, turned, body_filter, ea,
+                               xa0, xa1, pa0, pa1, ra0, ra1, box, thickness, f, keys, entries,
+                               kept, found);
+      }
+    }
+  }
+}
+
+/* NARROW_PHASE, after piola_contact_narrow, before piola_edge_contact_narrow: cluster a's list
+ * of the clusters its edges test (piola_edge_clusters_may_meet, boxes overlapping), from the
+ * grid's cells that its box looks into, each once (piola_pair_cell), in cluster_pairs[a
+ * PIOLA_CLUSTER_PAIRS ..] and their count in cluster_pair_count[a]: PIOLA_CLUSTER_PAIRS + 1
+ * where it met more (its edges then walk the cells themselves). */
+PIOLA_KERNEL void piola_edge_cluster_pairs(
+    __global const float4 *cluster_box, __global const int4 *triangles,
+    __global const uint4 *body_filter, __global const float *grid, __global const int *bucket_start,
+    __global const int *bucket_clusters, int bucket_mask, int cluster_count,
+    __global const int *cluster_edge_max, __global const int *cluster_edge_min,
+    __global const int *cluster_near, __global const ulong *cluster_near_mask,
+    __global int *cluster_pair_count, __global int *cluster_pairs) {
+  const int a = get_global_id(0);
+  if (a >= cluster_count) {
+    return;
+  }
+  const int least = cluster_edge_min[a], near_first = cluster_near[a];
+  const ulong near_mask = cluster_near_mask[a];
+  const float4 alo = cluster_box[2 * a], ahi = cluster_box[2 * a + 1];
+  const int body = triangles[as_int(alo.w)].w;
+  const uint4 own = body_filter[body];
+  const piola_box box = piola_box_from4(alo, ahi);
+  const float inv_cell = grid[1], margin = grid[2];
+  const piola_box query = piola_grid_vertex(box, margin);
+  int lo[3], hi[3];
+  piola_cell_range(query, inv_cell, 3, lo, hi);
+  __global int *list = cluster_pairs + PIOLA_CLUSTER_PAIRS * a;
+  int n = 0;
+  for (int ci = lo[0]; ci <= hi[0] && least < INT_MAX; ++ci) {
+    for (int cj = lo[1]; cj <= hi[1]; ++cj) {
+      for (int ck = lo[2]; ck <= hi[2]; ++ck) {
+        const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
+        const int end = bucket_start[bucket + 1];
+        for (int k = bucket_start[bucket]; k < end; ++k) {
+          const int b = bucket_clusters[k];
+          const int most = cluster_edge_max[b];
+          if (most <= least) {
+            continue;
+          }
+          const float4 blo = cluster_box[2 * b], bhi = cluster_box[2 * b + 1];
+          const piola_box cb = piola_box_from4(blo, bhi);
+          if (!piola_boxes_overlap(box, cb)) {
+            continue;
+          }
+          const int other = triangles[as_int(blo.w)].w;
+          const uint4 filter = body_filter[other];
+          const int same = other == body;
+          const int collide =
+              same ? own.z != 0u : piola_contact_bodies_collide(own.x, own.y, filter.x, filter.y);
+          if (!piola_edge_clusters_may_meet(b, most, least, same, collide, near_first, near_mask) ||
+              !piola_pair_cell(query, piola_grid_cluster(cb, margin), inv_cell, ci, cj, ck)) {
+            continue;
+          }
+          if (n < PIOLA_CLUSTER_PAIRS) {
+            list[n] = b;
+          }
+          n += n <= PIOLA_CLUSTER_PAIRS;
+        }
+      }
+    }
+  }
+  cluster_pair_count[a] = n;
+}
+
+/* NARROW_PHASE, after piola_edge_cluster_pairs: surface edge e keeps its nearest edges (of higher
+ * index, met through their owner triangles in the clusters that its cluster listed, or where the
+ * list overflowed in the grid's cells that its box looks into, as a vertex does), the positions
+ * from sv_x and sv_p; the kept and dropped counts go to counters[3], [4]; each kept contact's four
+ * members are counted in corner_count, and an edge with contacts is listed in edge_active[0 ..
+ * counters[5]) (in arbitrary order). */
 PIOLA_KERNEL void piola_edge_contact_narrow(
     __global const float4 *sv_x, __global const float4 *sv_p, __global const float4 *sv_rest,
     __global const int4 *edges, __global const int4 *tri_edges, __global const int *sv_vertex,
@@ -89,7 +197,9 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
     __global const int *bucket_clusters, int bucket_mask, float thickness, int edge_count,
     __global int *edge_contact_count, __global int *edge_contact_entry, __global int *counters,
     __global int *corner_count, __global int *edge_active, __global const int2 *sv_near,
-    __global const ulong2 *sv_near_mask, __global const int *cluster_edge_max) {
+    __global const ulong2 *sv_near_mask, __global const int *cluster_edge_max,
+    __global const int *edge_cluster, __global const int *cluster_pair_count,
+    __global const int *cluster_pairs) {
   const int e = get_global_id(0);
   if (e >= edge_count) {
     return;
@@ -106,43 +216,30 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
   int kept = 0, found = 0;
   const float inv_cell = grid[1], margin = grid[2];
   const piola_box query = piola_grid_vertex(box, margin);
-  int lo[3], hi[3];
-  piola_cell_range(query, inv_cell, 3, lo, hi);
-  const int one_cell = lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2];
-  for (int ci = lo[0]; ci <= hi[0]; ++ci) {
-    for (int cj = lo[1]; cj <= hi[1]; ++cj) {
-      for (int ck = lo[2]; ck <= hi[2]; ++ck) {
-        const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
-        const int end = bucket_start[bucket + 1];
-        for (int b = bucket_start[bucket]; b < end; ++b) {
-          const int i = bucket_clusters[b];
-          if (cluster_edge_max[i] <= e) {
-            continue;
-          }
-          const float4 clo = cluster_box[2 * i], chi = cluster_box[2 * i + 1];
-          const int first = as_int(clo.w), cluster_end = as_int(chi.w);
-          const piola_box cb = piola_box_from4(clo, chi);
-          if (piola_edge_near_cluster(first, cluster_end - first, n0.x, m0.x, n0.y, m0.y, n1.x,
-                                      m1.x, n1.y, m1.y) ||
-              !piola_boxes_overlap(box, cb) ||
-              (!one_cell &&
-               !piola_pair_cell(query, piola_grid_cluster(cb, margin), inv_cell, ci, cj, ck))) {
-            continue;
-          }
-          for (int t = first; t < cluster_end; ++t) {
-            if (piola_edge_near_cluster(t, 1, n0.x, m0.x, n0.y, m0.y, n1.x, m1.x, n1.y, m1.y) ||
-                !piola_boxes_overlap(box, piola_load_box(tri_box, t))) {
-              continue;
-            }
-            const int4 q = tri_edges[t];
-            for (int k = 0; k < 3; ++k) {
-              const int f = piola_triangle_edge(q, k);
-              if (((q.w >> k) & 1) && f > e) {
-                piola_edge_narrow_pair(sv_x, sv_p, sv_rest, edges, sv_vertex, turned, body_filter,
-                                       ea, xa0, xa1, pa0, pa1, ra0, ra1, box, thickness, f, keys,
-                                       entries, &kept, &found);
-              }
-            }
+  const int a = edge_cluster[e], listed = cluster_pair_count[a];
+  if (listed <= PIOLA_CLUSTER_PAIRS) {
+    __global const int *list = cluster_pairs + PIOLA_CLUSTER_PAIRS * a;
+    for (int k = 0; k < listed; ++k) {
+      piola_edge_narrow_cluster(sv_x, sv_p, sv_rest, edges, tri_edges, sv_vertex, turned, tri_box,
+                                cluster_box, body_filter, cluster_edge_max, e, ea, xa0, xa1, pa0,
+                                pa1, ra0, ra1, box, n0, m0, n1, m1, thickness, list[k], 0, query,
+                                inv_cell, margin, 0, 0, 0, keys, entries, &kept, &found);
+    }
+  } else {
+    int lo[3], hi[3];
+    piola_cell_range(query, inv_cell, 3, lo, hi);
+    const int walk = !(lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2]);
+    for (int ci = lo[0]; ci <= hi[0]; ++ci) {
+      for (int cj = lo[1]; cj <= hi[1]; ++cj) {
+        for (int ck = lo[2]; ck <= hi[2]; ++ck) {
+          const int bucket = piola_cell_hash(ci, cj, ck, bucket_mask);
+          const int end = bucket_start[bucket + 1];
+          for (int b = bucket_start[bucket]; b < end; ++b) {
+            piola_edge_narrow_cluster(sv_x, sv_p, sv_rest, edges, tri_edges, sv_vertex, turned,
+                                      tri_box, cluster_box, body_filter, cluster_edge_max, e, ea,
+                                      xa0, xa1, pa0, pa1, ra0, ra1, box, n0, m0, n1, m1,
+                                      thickness, bucket_clusters[b], walk, query, inv_cell,
+                                      margin, ci, cj, ck, keys, entries, &kept, &found);
           }
         }
       }

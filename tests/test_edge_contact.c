@@ -9,6 +9,7 @@
  * both sides of the triangle's plane and the segment passes strictly inside the three sides). */
 #include "piola_contact.h"
 #include "test_opencl_common.h"
+#include "world.h"
 #include "world_helpers.h"
 
 #include <math.h>
@@ -390,4 +391,180 @@ void test_opencl_contact_edges_bar_across_cloth_edge(piola_test *t) {
     return;
   }
   ee_check_scene(t, "bar across a cloth edge", ee_bar_on_cloth, PIOLA_BACKEND_OPENCL);
+}
+
+/* ---- The clusters' lists ------------------------------------------------------------------ */
+
+/* Whether the narrow phase skips the pair of edges e < f by the rules that do not depend on the
+ * positions: a shared vertex, bodies that do not collide, or of one body self-collision off, f's
+ * owner triangle in a near window of an end of e, or rest segments within the self-contact bound
+ * (piola_edge_self_near). */
+static bool ee_pair_skipped(const piola_solver_contacts *c, int32_t e, int32_t f,
+                            double thickness) {
+  const int32_t *ea = c->edge + 4 * (size_t)e, *fb = c->edge + 4 * (size_t)f;
+  if (fb[0] == ea[0] || fb[0] == ea[1] || fb[1] == ea[0] || fb[1] == ea[1]) {
+    return true;
+  }
+  const uint32_t *pa = c->body_filter + 4 * (size_t)ea[2], *pb = c->body_filter + 4 * (size_t)fb[2];
+  if (ea[2] != fb[2]) {
+    return !piola_contact_bodies_collide(pa[0], pa[1], pb[0], pb[1]);
+  }
+  const int32_t *n0 = c->vertex_near + 2 * (size_t)ea[0], *n1 = c->vertex_near + 2 * (size_t)ea[1];
+  const uint64_t *m0 = c->vertex_near_mask + 2 * (size_t)ea[0],
+                 *m1 = c->vertex_near_mask + 2 * (size_t)ea[1];
+  const double *r = c->vertex_rest;
+  const double reach = fmax(fmax(c->vertex_reach[ea[0]], c->vertex_reach[ea[1]]),
+                            fmax(c->vertex_reach[fb[0]], c->vertex_reach[fb[1]]));
+  return pa[2] == 0u ||
+         piola_edge_near_cluster(fb[3], 1, n0[0], m0[0], n0[1], m0[1], n1[0], m1[0], n1[1],
+                                 m1[1]) ||
+         piola_edge_self_near(piola_vertex_at(r, ea[0]), piola_vertex_at(r, ea[1]),
+                              piola_vertex_at(r, fb[0]), piola_vertex_at(r, fb[1]), reach,
+                              thickness);
+}
+
+/* Each cluster lists the clusters its edges test per substep (piola_edge_clusters_may_meet), so
+ * that an edge does not scan its own neighbourhood's entries in the grid's buckets: the contacts
+ * are those of the walk of the cells only if every cluster whose box overlaps an edge's box, not
+ * skipped by the edge's own rules, and owning a pair with it that no rest rule skips, is on the
+ * list of the edge's cluster. Checked by brute force over all clusters at 40 substeps of a pile
+ * (three thin bars crossed and a creature thrown onto them, self-collision on), CPU reference;
+ * and every cluster of a near window must hold only pairs that the rules skip. The lists must
+ * also be short: fewer clusters per edge than a quarter of the bucket entries of its walk. */
+void test_contact_edges_cluster_lists(piola_test *t) {
+  piola_test_log log;
+  int misuse = 0;
+  piola_world_def def = piola_test_world_def(&log, &misuse);
+  def.backend = PIOLA_BACKEND_CPU_REFERENCE;
+  def.edge_contacts = true;
+  piola_world *w = NULL;
+  piola_tet_mesh a = ee_bar(false), b = ee_bar(true), creature;
+  REQUIRE_OK(t, piola_mesh_make_creature(0.6f, &creature));
+  const piola_material mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1.0e6f);
+  piola_body_id id;
+  piola_status s = piola_world_create(&def, &w);
+  if (s == PIOLA_OK) {
+    s = piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &a, &mat, (const float[3]){-0.55f, 0.0f, -0.025f}, NULL);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &b, &mat, (const float[3]){-0.025f, 0.07f, -0.55f}, &id);
+  }
+  if (s == PIOLA_OK) {
+    s = ee_throw(w, id, -5.0f);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &a, &mat, (const float[3]){-0.55f, 0.14f, 0.1f}, &id);
+  }
+  if (s == PIOLA_OK) {
+    s = ee_throw(w, id, -5.0f);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &creature, &mat, (const float[3]){-0.2f, 0.25f, -0.2f}, &id);
+  }
+  if (s == PIOLA_OK) {
+    s = ee_throw(w, id, -8.0f);
+  }
+  REQUIRE_OK(t, s);
+  const piola_solver_contacts *c = &w->contacts;
+  const double h = (double)def.dt / (double)def.substeps, thickness = (double)def.contact_thickness;
+  int64_t edges = 0, listed = 0, scanned = 0, needed = 0, missing = 0, overflowed = 0;
+  int64_t near_marks = 0, near_wrong = 0, contacts = 0;
+  for (int32_t step = 0; step < 40 && s == PIOLA_OK; ++step) {
+    s = piola_world_step(w);
+    for (int32_t v = 0; v < w->vertex_count; ++v) { /* a substep's prediction */
+      for (int k = 0; k < 3; ++k) {
+        w->p[3 * v + k] = w->x[3 * v + k] + h * w->v[3 * v + k];
+      }
+    }
+    piola_cpu_broad_phase(w);
+    piola_cpu_edge_narrow_phase(w);
+    contacts += c->edge_total;
+    const double inv_cell = 1.0 / c->cell;
+    for (int32_t e = 0; e < c->edge_count; ++e) {
+      const int32_t *ea = c->edge + 4 * (size_t)e;
+      const int32_t va = c->vertex[ea[0]], vb = c->vertex[ea[1]];
+      const piola_box box =
+          piola_edge_box(piola_vertex_at(w->x, va), piola_vertex_at(w->x, vb),
+                         piola_vertex_at(w->p, va), piola_vertex_at(w->p, vb), thickness);
+      const int32_t owner = c->edge_cluster[e], count = c->cluster_pair_count[owner];
+      const int32_t *list = c->cluster_pair + PIOLA_CLUSTER_PAIRS * (size_t)owner;
+      edges++;
+      overflowed += count > PIOLA_CLUSTER_PAIRS;
+      listed += count <= PIOLA_CLUSTER_PAIRS ? count : 0;
+      piola_int lo[3], hi[3];
+      piola_cell_range(piola_grid_vertex(box, c->margin), inv_cell, 3, lo, hi);
+      for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
+        for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
+          for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
+            const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
+            scanned += c->bucket_start[bucket + 1] - c->bucket_start[bucket];
+          }
+        }
+      }
+      for (int32_t i = 0; i < c->cluster_count && count <= PIOLA_CLUSTER_PAIRS; ++i) {
+        if (c->cluster_edge_max[i] <= e ||
+            !piola_boxes_overlap(box, piola_box_at(c->cluster_box, i))) {
+          continue;
+        }
+        bool pair = false; /* a pair of e with an edge i owns that no rest rule skips */
+        for (int32_t tri = c->cluster_first[i]; tri < c->cluster_first[i + 1]; ++tri) {
+          for (int k = 0; k < 3; ++k) {
+            const int32_t f = c->triangle_edge[3 * (size_t)tri + (size_t)k];
+            pair |= ((c->triangle_owned[tri] >> k) & 1u) && f > e &&
+                    !ee_pair_skipped(c, e, f, thickness);
+          }
+        }
+        bool on_list = false;
+        for (int32_t k = 0; k < count; ++k) {
+          on_list |= list[k] == i;
+        }
+        needed += pair;
+        missing += pair && !on_list;
+      }
+    }
+  }
+  REQUIRE_OK(t, s);
+  /* The near windows: every marked cluster's pairs with the cluster's own are skipped. */
+  for (int32_t i = 0; i < c->cluster_count; ++i) {
+    for (int32_t k = 0; k < PIOLA_NEAR_WINDOW; ++k) {
+      const int32_t j = c->cluster_near[i] + k;
+      if (((c->cluster_near_mask[i] >> k) & 1u) == 0) {
+        continue;
+      }
+      near_marks++;
+      for (int32_t ta = c->cluster_first[i]; ta < c->cluster_first[i + 1]; ++ta) {
+        for (int32_t tb = c->cluster_first[j]; tb < c->cluster_first[j + 1]; ++tb) {
+          for (int ka = 0; ka < 3; ++ka) {
+            for (int kb = 0; kb < 3; ++kb) {
+              const int32_t e = c->triangle_edge[3 * (size_t)ta + (size_t)ka],
+                            f = c->triangle_edge[3 * (size_t)tb + (size_t)kb];
+              near_wrong += ((c->triangle_owned[ta] >> ka) & 1u) &&
+                            ((c->triangle_owned[tb] >> kb) & 1u) && f > e &&
+                            !ee_pair_skipped(c, e, f, thickness);
+            }
+          }
+        }
+      }
+    }
+  }
+  printf("  %lld edge queries: %.2f clusters listed and %.1f bucket entries in the cells per edge, "
+         "%lld clusters with pairs (%lld not listed), %lld on overflowed lists; %lld near marks "
+         "(%lld wrong), %lld edge contacts\n",
+         (long long)edges, (double)listed / (double)edges, (double)scanned / (double)edges,
+         (long long)needed, (long long)missing, (long long)overflowed, (long long)near_marks,
+         (long long)near_wrong, (long long)contacts);
+  CHECK_MSG(t, missing == 0, "%lld clusters an edge must test are not on its cluster's list",
+            (long long)missing);
+  CHECK_MSG(t, near_wrong == 0, "%lld pairs of near-marked clusters not skipped by the rules",
+            (long long)near_wrong);
+  CHECK(t, needed > 0 && contacts > 0 && near_marks > 0);
+  CHECK_MSG(t, 4 * listed < scanned, "%.2f clusters listed per edge against %.1f bucket entries",
+            (double)listed / (double)edges, (double)scanned / (double)edges);
+  piola_world_destroy(w);
+  piola_mesh_free(&a);
+  piola_mesh_free(&b);
+  piola_mesh_free(&creature);
 }

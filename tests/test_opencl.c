@@ -875,16 +875,17 @@ void test_opencl_add_collider_after_step(piola_test *t) {
  * position, two lists of PIOLA_MAX_VERTEX_CONTACTS triangles, the corner lists and four
  * corrections per contact slot) and 224 per surface triangle (indices and box, room for its
  * entries in up to 27 grid cells, and up to 8 hash buckets of counts and starts). Edge-edge
- * contacts add 696 bytes per surface edge (its ends, body and owner, the count and
+ * contacts add 700 bytes per surface edge (its ends, body and owner, the count and
  * PIOLA_MAX_EDGE_CONTACTS entries of its contact list, its place in the list of edges with
- * contacts, four corner entries and four corrections per slot) and 20 per surface triangle (its
- * edges and owned mask, and at most one cluster's highest owned edge). */
+ * contacts, four corner entries and four corrections per slot, its cluster) and 168 per surface
+ * triangle (its edges and owned mask, and at most one cluster's highest and lowest owned edges,
+ * near window, and list of PIOLA_CLUSTER_PAIRS clusters with its count). */
 #define DEVICE_BYTES_PER_TET 100
 #define DEVICE_BYTES_PER_VERTEX 64
 #define DEVICE_BYTES_PER_SURFACE_VERTEX 712
-#define DEVICE_BYTES_PER_SURFACE_TRIANGLE (224 + 20)
+#define DEVICE_BYTES_PER_SURFACE_TRIANGLE (224 + 16 + 4 + 4 + 12 + 4 + 4 * PIOLA_CLUSTER_PAIRS)
 #define DEVICE_BYTES_PER_SURFACE_EDGE                                                              \
-  (16 + 4 + 4 * PIOLA_MAX_EDGE_CONTACTS + 4 + (16 + 64) * PIOLA_MAX_EDGE_CONTACTS)
+  (16 + 4 + 4 * PIOLA_MAX_EDGE_CONTACTS + 4 + (16 + 64) * PIOLA_MAX_EDGE_CONTACTS + 4)
 #define DEVICE_BYTES_CONSTANT 4096
 
 /* Statistics of an OpenCL world against the CPU reference's: counts, time, energies, device

@@ -451,7 +451,7 @@ piola_status piola_contacts_build(piola_world *w) {
   free(order);
   free(centroid);
   c.cluster_first[c.cluster_count] = c.triangle_count;
-  if (!piola_contact_edges_build(&c)) {
+  if (!piola_contact_edges_build(&c, (double)w->def.contact_thickness)) {
     piola_contacts_free(&c);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -476,13 +476,6 @@ piola_status piola_contacts_build(piola_world *w) {
 }
 
 /* ---- CPU reference ------------------------------------------------------------------- */
-
-static piola_box load_box(const double *a, int32_t i) {
-  piola_box r;
-  r.lo = piola_vertex_at(a, 2 * i);
-  r.hi = piola_vertex_at(a, 2 * i + 1);
-  return r;
-}
 
 static void store_box(double *a, int32_t i, piola_box r) {
   double *o = a + 6 * (size_t)i;
@@ -577,7 +570,7 @@ void piola_cpu_broad_phase(piola_world *w) {
     }
     for (int32_t i = 0; i < c->cluster_count; ++i) {
       piola_int bucket[PIOLA_CELLS_PER_CLUSTER];
-      const int n = piola_cluster_buckets(load_box(c->cluster_box, i), c->margin, inv_cell,
+      const int n = piola_cluster_buckets(piola_box_at(c->cluster_box, i), c->margin, inv_cell,
                                           c->bucket_mask, bucket);
       for (int e = 0; e < n; ++e) {
         if (pass == 0) {
@@ -677,7 +670,7 @@ static void narrow_range(void *ctx, int32_t chunk, int32_t sv_begin, int32_t sv_
           for (int32_t e = c->bucket_start[bucket]; e < c->bucket_start[bucket + 1]; ++e) {
             const int32_t i = c->bucket_clusters[e];
             const int32_t first = c->cluster_first[i], end = c->cluster_first[i + 1];
-            const piola_box cb = load_box(c->cluster_box, i);
+            const piola_box cb = piola_box_at(c->cluster_box, i);
             if (piola_contact_near_cluster(first, end - first, near[0], near_mask[0], near[1],
                                            near_mask[1]) ||
                 !piola_boxes_overlap(vb, cb) ||
@@ -686,7 +679,7 @@ static void narrow_range(void *ctx, int32_t chunk, int32_t sv_begin, int32_t sv_
             }
             for (int32_t t = first; t < end; ++t) {
               if (!piola_contact_near(t, near[0], near_mask[0], near[1], near_mask[1]) &&
-                  piola_boxes_overlap(vb, load_box(c->triangle_box, t)) &&
+                  piola_boxes_overlap(vb, piola_box_at(c->triangle_box, t)) &&
                   pair_allowed(c, sv, t, thickness)) {
                 test_pair(w, sv, t, keys, tris, &kept, &found);
               }

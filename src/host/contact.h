@@ -78,6 +78,17 @@ typedef struct piola_solver_contacts {
    * skips the clusters that own none) */
   uint8_t *triangle_owned;
   int32_t *cluster_edge_max;
+  /* Per cluster: the lowest edge its triangles own (INT32_MAX if none) and its near window among
+   * the clusters of its body (cluster_near, cluster_near_mask: bit k marks cluster
+   * cluster_near + k, whose edges its own never meet; piola_edge_clusters_may_meet); per edge,
+   * the cluster of its owner triangle. */
+  int32_t *cluster_edge_min, *cluster_near;
+  uint64_t *cluster_near_mask;
+  int32_t *edge_cluster;
+  /* Per substep, CPU reference: per cluster the clusters its edges test (cluster_pair,
+   * PIOLA_CLUSTER_PAIRS each) and how many; more than PIOLA_CLUSTER_PAIRS: its edges walk the
+   * grid */
+  int32_t *cluster_pair_count, *cluster_pair;
   /* Per substep, CPU reference: per surface edge its contacts (count, and
    * PIOLA_CONTACTS_PER_EDGE slots of entries 2 f + side: the other edge f, piola_edge_side), and
    * the kept and dropped edge-edge contacts of the last substep. Each slot's four corrections
@@ -137,6 +148,14 @@ static inline piola_v3 piola_vertex_at(const double *xyz, int32_t i) {
   return piola_v3_make(xyz[3 * (size_t)i], xyz[3 * (size_t)i + 1], xyz[3 * (size_t)i + 2]);
 }
 
+/* Box i of an array of 6 doubles per box (lo, hi: c->triangle_box, c->cluster_box). */
+static inline piola_box piola_box_at(const double *boxes, int32_t i) {
+  piola_box r;
+  r.lo = piola_vertex_at(boxes, 2 * i);
+  r.hi = piola_vertex_at(boxes, 2 * i + 1);
+  return r;
+}
+
 /* A contact slot's 16 doubles in c->delta (the vertex-triangle and the edge-edge contacts
  * alike): after the measuring pass, its frame (n, b, tangent, then depth and removed) with each
  * member's correction length in the fourth double of its four; after the projecting pass, the
@@ -151,7 +170,7 @@ bool piola_edge_contacts_active(const piola_world *w);
 /* The surface edges of c's triangles (called by piola_contacts_build once they are placed), with
  * the edge contacts' lists and room for their slots in c->delta and c->corner_entry; false when
  * out of memory (c is then freed by its owner as usual). */
-bool piola_contact_edges_build(piola_solver_contacts *c);
+bool piola_contact_edges_build(piola_solver_contacts *c, double thickness);
 void piola_contact_edges_free(piola_solver_contacts *c);
 /* The CPU reference's edge stages: each edge's contacts (after the vertex-triangle narrow phase,
  * whose grid and marks it reads); the members of the edge contacts counted into corner_start

@@ -44,7 +44,96 @@ static int compare_sides(const void *pa, const void *pb) {
   return (a->side > b->side) - (a->side < b->side);
 }
 
-bool piola_contact_edges_build(piola_solver_contacts *c) {
+/* Whether the narrow phase skips every pair of an edge that cluster a's triangles own and a
+ * higher edge that cluster b's own (b of a's body) by the rules of one body in the rest shape:
+ * the edges share a vertex, b's triangle lies in a near window of an end of a's edge
+ * (piola_edge_near_cluster), or piola_edge_self_near. */
+static bool clusters_never_meet(const piola_solver_contacts *c, int32_t a, int32_t b,
+                                double thickness) {
+  const double *r = c->vertex_rest;
+  for (int32_t ta = c->cluster_first[a]; ta < c->cluster_first[a + 1]; ++ta) {
+    for (int ka = 0; ka < 3; ++ka) {
+      if (!((c->triangle_owned[ta] >> ka) & 1u)) {
+        continue;
+      }
+      const int32_t e = c->triangle_edge[3 * (size_t)ta + (size_t)ka];
+      const int32_t a0 = c->edge[4 * (size_t)e], a1 = c->edge[4 * (size_t)e + 1];
+      const int32_t *n0 = c->vertex_near + 2 * (size_t)a0, *n1 = c->vertex_near + 2 * (size_t)a1;
+      const uint64_t *m0 = c->vertex_near_mask + 2 * (size_t)a0,
+                     *m1 = c->vertex_near_mask + 2 * (size_t)a1;
+      for (int32_t tb = c->cluster_first[b]; tb < c->cluster_first[b + 1]; ++tb) {
+        if (piola_edge_near_cluster(tb, 1, n0[0], m0[0], n0[1], m0[1], n1[0], m1[0], n1[1],
+                                    m1[1])) {
+          continue;
+        }
+        for (int kb = 0; kb < 3; ++kb) {
+          const int32_t f = c->triangle_edge[3 * (size_t)tb + (size_t)kb];
+          if (!((c->triangle_owned[tb] >> kb) & 1u) || f <= e) {
+            continue;
+          }
+          const int32_t b0 = c->edge[4 * (size_t)f], b1 = c->edge[4 * (size_t)f + 1];
+          if (b0 == a0 || b0 == a1 || b1 == a0 || b1 == a1) {
+            continue;
+          }
+          const double reach = fmax(fmax(c->vertex_reach[a0], c->vertex_reach[a1]),
+                                    fmax(c->vertex_reach[b0], c->vertex_reach[b1]));
+          if (!piola_edge_self_near(piola_vertex_at(r, a0), piola_vertex_at(r, a1),
+                                    piola_vertex_at(r, b0), piola_vertex_at(r, b1), reach,
+                                    thickness)) {
+            return false;
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/* Each cluster's near window (cluster_near, cluster_near_mask): of the clusters of its body within
+ * PIOLA_NEAR_WINDOW - 1 of it in the solver's order (its spatial neighbourhood), those whose edges
+ * its own never meet (clusters_never_meet), in the window of PIOLA_NEAR_WINDOW consecutive
+ * clusters that holds the most of them. */
+static bool cluster_near_windows(piola_solver_contacts *c, double thickness) {
+  c->cluster_near =
+      malloc(sizeof *c->cluster_near * (size_t)(c->cluster_count > 0 ? c->cluster_count : 1));
+  c->cluster_near_mask =
+      malloc(sizeof *c->cluster_near_mask * (size_t)(c->cluster_count > 0 ? c->cluster_count : 1));
+  if (!c->cluster_near || !c->cluster_near_mask) {
+    return false;
+  }
+  for (int32_t a = 0; a < c->cluster_count; ++a) {
+    const int32_t body = c->triangle_body[c->cluster_first[a]];
+    int32_t near[2 * PIOLA_NEAR_WINDOW], n = 0;
+    for (int32_t b = a - (PIOLA_NEAR_WINDOW - 1); b < a + PIOLA_NEAR_WINDOW; ++b) {
+      if (b >= 0 && b < c->cluster_count && c->triangle_body[c->cluster_first[b]] == body &&
+          c->cluster_edge_max[b] > c->cluster_edge_min[a] &&
+          clusters_never_meet(c, a, b, thickness)) {
+        near[n++] = b;
+      }
+    }
+    int32_t first = a, most = 0;
+    for (int32_t i = 0, j = 0; i < n; ++i) { /* windows starting at each near cluster */
+      while (j < n && near[j] - near[i] < PIOLA_NEAR_WINDOW) {
+        ++j;
+      }
+      if (j - i > most) {
+        most = j - i;
+        first = near[i];
+      }
+    }
+    uint64_t mask = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      if (near[i] >= first && near[i] - first < PIOLA_NEAR_WINDOW) {
+        mask |= (uint64_t)1 << (near[i] - first);
+      }
+    }
+    c->cluster_near[a] = first;
+    c->cluster_near_mask[a] = mask;
+  }
+  return true;
+}
+
+bool piola_contact_edges_build(piola_solver_contacts *c, double thickness) {
   const size_t nt = (size_t)(c->triangle_count > 0 ? c->triangle_count : 1);
   edge_side *sides = malloc(sizeof *sides * 3 * nt);
   c->edge = malloc(sizeof *c->edge * 4 * 3 * nt);
@@ -101,26 +190,36 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   }
   free(fill);
   c->edge_count = n;
+  const size_t nc = (size_t)(c->cluster_count > 0 ? c->cluster_count : 1);
   c->triangle_owned = calloc(nt, sizeof *c->triangle_owned);
-  c->cluster_edge_max =
-      malloc(sizeof *c->cluster_edge_max * (size_t)(c->cluster_count > 0 ? c->cluster_count : 1));
-  if (!c->triangle_owned || !c->cluster_edge_max) {
+  c->cluster_edge_max = malloc(sizeof *c->cluster_edge_max * nc);
+  c->cluster_edge_min = malloc(sizeof *c->cluster_edge_min * nc);
+  c->edge_cluster = malloc(sizeof *c->edge_cluster * (size_t)(n > 0 ? n : 1));
+  if (!c->triangle_owned || !c->cluster_edge_max || !c->cluster_edge_min || !c->edge_cluster) {
     return false;
   }
   for (int32_t i = 0; i < c->cluster_count; ++i) {
-    int32_t most = -1;
+    int32_t most = -1, least = INT32_MAX;
     for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
       for (int k = 0; k < 3; ++k) {
         const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
         if (c->edge[4 * (size_t)f + 3] == t) {
           c->triangle_owned[t] |= (uint8_t)(1u << k);
+          c->edge_cluster[f] = i;
           most = f > most ? f : most;
+          least = f < least ? f : least;
         }
       }
     }
     c->cluster_edge_max[i] = most;
+    c->cluster_edge_min[i] = least;
+  }
+  if (!cluster_near_windows(c, thickness)) {
+    return false;
   }
   const size_t ne = (size_t)(n > 0 ? n : 1);
+  c->cluster_pair_count = calloc(nc, sizeof *c->cluster_pair_count);
+  c->cluster_pair = malloc(sizeof *c->cluster_pair * PIOLA_CLUSTER_PAIRS * nc);
   c->edge_contact_count = calloc(ne, sizeof *c->edge_contact_count);
   c->edge_contact_entry = calloc(KE * ne, sizeof *c->edge_contact_entry);
   /* The edge slots' corrections after the vertex-triangle ones, and their entries in the
@@ -136,7 +235,8 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
   if (corner != NULL) {
     c->corner_entry = corner;
   }
-  return c->edge_contact_count && c->edge_contact_entry && delta && corner;
+  return c->cluster_pair_count && c->cluster_pair && c->edge_contact_count &&
+         c->edge_contact_entry && delta && corner;
 }
 
 void piola_contact_edges_free(piola_solver_contacts *c) {
@@ -146,6 +246,12 @@ void piola_contact_edges_free(piola_solver_contacts *c) {
   free(c->vertex_ring);
   free(c->triangle_owned);
   free(c->cluster_edge_max);
+  free(c->cluster_edge_min);
+  free(c->cluster_near);
+  free(c->cluster_near_mask);
+  free(c->edge_cluster);
+  free(c->cluster_pair_count);
+  free(c->cluster_pair);
   free(c->edge_contact_count);
   free(c->edge_contact_entry);
 }
@@ -221,77 +327,162 @@ static void edge_pair(const piola_world *w, int32_t e, const int32_t sa[2], cons
   piola_edge_contact_keep(keys, entries, kept, key, 2 * f + side);
 }
 
-typedef struct edge_narrow_job {
-  piola_world *w;
-  int32_t kept[PIOLA_MAX_CPU_THREADS], dropped[PIOLA_MAX_CPU_THREADS];
-} edge_narrow_job;
+/* One edge's query of the narrow phase: the edge, its ends, its box, its ends' near windows, and
+ * its nearest contacts so far. */
+typedef struct edge_query {
+  int32_t e, sa[2], va[2];
+  piola_box box;
+  const int32_t *n0, *n1;
+  const uint64_t *m0, *m1;
+  double keys[KE];
+  piola_int entries[KE], kept;
+  int32_t found;
+} edge_query;
 
-static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
-  edge_narrow_job *job = ctx;
-  piola_world *w = job->w;
+/* Whether the query skips cluster i before its box is read: it owns no edge above the query's,
+ * or all its triangles lie in the near windows of the edge's ends. */
+static bool edge_skips_cluster(const piola_solver_contacts *c, const edge_query *q, int32_t i) {
+  const int32_t first = c->cluster_first[i], last = c->cluster_first[i + 1];
+  return c->cluster_edge_max[i] <= q->e ||
+         piola_edge_near_cluster(first, last - first, q->n0[0], q->m0[0], q->n0[1], q->m0[1],
+                                 q->n1[0], q->m1[0], q->n1[1], q->m1[1]);
+}
+
+/* The query's tests of the edges that cluster i's triangles own (its box overlaps the edge's). */
+static void edge_query_cluster(const piola_world *w, edge_query *q, int32_t i) {
+  const piola_solver_contacts *c = &w->contacts;
+  for (int32_t t = c->cluster_first[i]; t < c->cluster_first[i + 1]; ++t) {
+    if (piola_edge_near_cluster(t, 1, q->n0[0], q->m0[0], q->n0[1], q->m0[1], q->n1[0], q->m1[0],
+                                q->n1[1], q->m1[1]) ||
+        !piola_boxes_overlap(q->box, piola_box_at(c->triangle_box, t))) {
+      continue;
+    }
+    for (int k = 0; k < 3; ++k) {
+      const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
+      if (((c->triangle_owned[t] >> k) & 1u) && f > q->e) {
+        edge_pair(w, q->e, q->sa, q->va, q->box, f, q->keys, q->entries, &q->kept, &q->found);
+      }
+    }
+  }
+}
+
+/* The query's walk of the grid's cells that its box looks into, as a vertex's: for an edge whose
+ * cluster met more than PIOLA_CLUSTER_PAIRS clusters. */
+static void edge_query_grid(const piola_world *w, edge_query *q) {
+  const piola_solver_contacts *c = &w->contacts;
+  const double inv_cell = 1.0 / c->cell;
+  const piola_box query = piola_grid_vertex(q->box, c->margin);
+  piola_int lo[3], hi[3];
+  piola_cell_range(query, inv_cell, 3, lo, hi);
+  for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
+    for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
+      for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
+        const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
+        for (int32_t b = c->bucket_start[bucket]; b < c->bucket_start[bucket + 1]; ++b) {
+          const int32_t i = c->bucket_clusters[b];
+          if (edge_skips_cluster(c, q, i)) {
+            continue;
+          }
+          const piola_box cbox = piola_box_at(c->cluster_box, i);
+          if (piola_boxes_overlap(q->box, cbox) &&
+              piola_pair_cell(query, piola_grid_cluster(cbox, c->margin), inv_cell, ci, cj, ck)) {
+            edge_query_cluster(w, q, i);
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Cluster a's list of the clusters its edges test this substep (piola_edge_clusters_may_meet,
+ * boxes overlapping), from the grid's cells that its box looks into; PIOLA_CLUSTER_PAIRS + 1
+ * where there are more. */
+static void cluster_pairs_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  (void)chunk;
+  piola_world *w = ctx;
   piola_solver_contacts *c = &w->contacts;
   const double inv_cell = 1.0 / c->cell;
-  int32_t total = 0, overflow = 0;
-  for (int32_t e = begin; e < end; ++e) {
-    int32_t sa[2], va[2];
-    edge_ends(c, e, sa, va);
-    const piola_box box = edge_box(w, va);
+  for (int32_t a = begin; a < end; ++a) {
+    int32_t n = 0;
+    int32_t *list = c->cluster_pair + PIOLA_CLUSTER_PAIRS * (size_t)a;
+    const int32_t body = c->triangle_body[c->cluster_first[a]];
+    const uint32_t *fa = c->body_filter + 4 * (size_t)body;
+    const piola_box box = piola_box_at(c->cluster_box, a);
     const piola_box query = piola_grid_vertex(box, c->margin);
-    const int32_t *n0 = c->vertex_near + 2 * (size_t)sa[0],
-                  *n1 = c->vertex_near + 2 * (size_t)sa[1];
-    const uint64_t *m0 = c->vertex_near_mask + 2 * (size_t)sa[0],
-                   *m1 = c->vertex_near_mask + 2 * (size_t)sa[1];
-    double keys[KE];
-    piola_int entries[KE], kept = 0;
-    int32_t found = 0;
     piola_int lo[3], hi[3];
     piola_cell_range(query, inv_cell, 3, lo, hi);
-    for (piola_int ci = lo[0]; ci <= hi[0]; ++ci) {
+    for (piola_int ci = lo[0]; ci <= hi[0] && c->cluster_edge_min[a] < INT32_MAX; ++ci) {
       for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
         for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
           const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
-          for (int32_t b = c->bucket_start[bucket]; b < c->bucket_start[bucket + 1]; ++b) {
-            const int32_t i = c->bucket_clusters[b];
-            const int32_t first = c->cluster_first[i], last = c->cluster_first[i + 1];
-            if (c->cluster_edge_max[i] <= e ||
-                piola_edge_near_cluster(first, last - first, n0[0], m0[0], n0[1], m0[1], n1[0],
-                                        m1[0], n1[1], m1[1])) {
+          for (int32_t k = c->bucket_start[bucket]; k < c->bucket_start[bucket + 1]; ++k) {
+            const int32_t b = c->bucket_clusters[k];
+            const piola_box cbox = piola_box_at(c->cluster_box, b);
+            if (c->cluster_edge_max[b] <= c->cluster_edge_min[a] ||
+                !piola_boxes_overlap(box, cbox)) {
               continue;
             }
-            const double *cb = c->cluster_box + 6 * (size_t)i;
-            piola_box cbox;
-            cbox.lo = piola_v3_make(cb[0], cb[1], cb[2]);
-            cbox.hi = piola_v3_make(cb[3], cb[4], cb[5]);
-            if (!piola_boxes_overlap(box, cbox) ||
-                !piola_pair_cell(query, piola_grid_cluster(cbox, c->margin), inv_cell, ci, cj,
-                                 ck)) {
-              continue;
-            }
-            for (int32_t t = first; t < last; ++t) {
-              const double *tb = c->triangle_box + 6 * (size_t)t;
-              piola_box tbox;
-              tbox.lo = piola_v3_make(tb[0], tb[1], tb[2]);
-              tbox.hi = piola_v3_make(tb[3], tb[4], tb[5]);
-              if (piola_edge_near_cluster(t, 1, n0[0], m0[0], n0[1], m0[1], n1[0], m1[0], n1[1],
-                                          m1[1]) ||
-                  !piola_boxes_overlap(box, tbox)) {
-                continue;
+            const int32_t other = c->triangle_body[c->cluster_first[b]];
+            const uint32_t *fb = c->body_filter + 4 * (size_t)other;
+            const int same = other == body;
+            const int collide =
+                same ? fa[2] != 0u : piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1]);
+            if (piola_edge_clusters_may_meet(b, c->cluster_edge_max[b], c->cluster_edge_min[a],
+                                             same, collide, c->cluster_near[a],
+                                             c->cluster_near_mask[a]) &&
+                piola_pair_cell(query, piola_grid_cluster(cbox, c->margin), inv_cell, ci, cj, ck)) {
+              if (n < PIOLA_CLUSTER_PAIRS) {
+                list[n] = b;
               }
-              for (int k = 0; k < 3; ++k) {
-                const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
-                if (((c->triangle_owned[t] >> k) & 1u) && f > e) {
-                  edge_pair(w, e, sa, va, box, f, keys, entries, &kept, &found);
-                }
-              }
+              n += n <= PIOLA_CLUSTER_PAIRS;
             }
           }
         }
       }
     }
-    c->edge_contact_count[e] = kept;
-    memcpy(c->edge_contact_entry + KE * (size_t)e, entries, sizeof(int32_t) * (size_t)kept);
-    total += kept;
-    overflow += found - kept;
+    c->cluster_pair_count[a] = n;
+  }
+}
+
+typedef struct edge_narrow_job {
+  piola_world *w;
+  int32_t kept[PIOLA_MAX_CPU_THREADS], dropped[PIOLA_MAX_CPU_THREADS];
+} edge_narrow_job;
+
+/* The contacts of edges [begin, end): each tests the clusters its cluster listed (or walks the
+ * grid where the list overflowed) and keeps its nearest. */
+static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
+  edge_narrow_job *job = ctx;
+  piola_world *w = job->w;
+  piola_solver_contacts *c = &w->contacts;
+  int32_t total = 0, overflow = 0;
+  for (int32_t e = begin; e < end; ++e) {
+    edge_query q;
+    q.e = e;
+    edge_ends(c, e, q.sa, q.va);
+    q.box = edge_box(w, q.va);
+    q.n0 = c->vertex_near + 2 * (size_t)q.sa[0];
+    q.n1 = c->vertex_near + 2 * (size_t)q.sa[1];
+    q.m0 = c->vertex_near_mask + 2 * (size_t)q.sa[0];
+    q.m1 = c->vertex_near_mask + 2 * (size_t)q.sa[1];
+    q.kept = 0;
+    q.found = 0;
+    const int32_t a = c->edge_cluster[e], listed = c->cluster_pair_count[a];
+    if (listed > PIOLA_CLUSTER_PAIRS) {
+      edge_query_grid(w, &q);
+    } else {
+      for (int32_t k = 0; k < listed; ++k) {
+        const int32_t i = c->cluster_pair[PIOLA_CLUSTER_PAIRS * (size_t)a + (size_t)k];
+        if (!edge_skips_cluster(c, &q, i) &&
+            piola_boxes_overlap(q.box, piola_box_at(c->cluster_box, i))) {
+          edge_query_cluster(w, &q, i);
+        }
+      }
+    }
+    c->edge_contact_count[e] = q.kept;
+    memcpy(c->edge_contact_entry + KE * (size_t)e, q.entries, sizeof(int32_t) * (size_t)q.kept);
+    total += q.kept;
+    overflow += q.found - q.kept;
   }
   job->kept[chunk] = total;
   job->dropped[chunk] = overflow;
@@ -308,6 +499,7 @@ void piola_cpu_edge_narrow_phase(piola_world *w) {
     }
     return;
   }
+  piola_pool_for(w->pool, c->cluster_count, 16, cluster_pairs_range, w);
   edge_narrow_job job = {.w = w};
   piola_pool_for(w->pool, c->edge_count, 64, edge_narrow_range, &job);
   for (int32_t k = 0; k < piola_pool_threads(w->pool); ++k) {

@@ -206,6 +206,21 @@ static piola_status upload_contacts(piola_world *w) {
     s = piola_ocl_write_buffer(w, BUF_CLUSTER_EDGE_MAX, 0, 4 * (size_t)c->cluster_count,
                                c->cluster_edge_max);
   }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_CLUSTER_EDGE_MIN, 0, 4 * (size_t)c->cluster_count,
+                               c->cluster_edge_min);
+  }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_CLUSTER_NEAR, 0, 4 * (size_t)c->cluster_count,
+                               c->cluster_near);
+  }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_CLUSTER_NEAR_MASK, 0, 8 * (size_t)c->cluster_count,
+                               c->cluster_near_mask);
+  }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_EDGE_CLUSTER, 0, 4 * (size_t)c->edge_count, c->edge_cluster);
+  }
   if (s == PIOLA_OK && c->cluster_first != NULL) {
     /* NULL where the world has no bodies: no cluster to write, and none read. */
     s = piola_ocl_write_buffer(w, BUF_CLUSTER_FIRST, 0, 4 * ((size_t)c->cluster_count + 1),
@@ -394,6 +409,12 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       {BUF_EDGES, 16 * ne},
       {BUF_TRI_EDGES, 16 * ntr},
       {BUF_CLUSTER_EDGE_MAX, ne > 0 ? 4 * ncl : 0},
+      {BUF_CLUSTER_EDGE_MIN, ne > 0 ? 4 * ncl : 0},
+      {BUF_CLUSTER_NEAR, ne > 0 ? 4 * ncl : 0},
+      {BUF_CLUSTER_NEAR_MASK, ne > 0 ? 8 * ncl : 0},
+      {BUF_EDGE_CLUSTER, 4 * ne},
+      {BUF_CLUSTER_PAIR_COUNT, ne > 0 ? 4 * ncl : 0},
+      {BUF_CLUSTER_PAIRS, ne > 0 ? 4 * PIOLA_CLUSTER_PAIRS * ncl : 0},
       {BUF_EDGE_CONTACT_COUNT, 4 * ne},
       {BUF_EDGE_CONTACT_ENTRY, 4 * KE * ne},
       {BUF_EDGE_ACTIVE, 4 * ne},

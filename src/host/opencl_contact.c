@@ -109,12 +109,32 @@ piola_status piola_ocl_broad_phase(piola_world *w, piola_stage stage) {
 }
 
 /* NARROW_PHASE, edges (after the vertices' kernel, before the scan of the corner counts): each
- * surface edge's contacts, their members counted, the edges with contacts listed. */
+ * cluster's list of the clusters its edges test, then each surface edge's contacts, their members
+ * counted, the edges with contacts listed. */
 static piola_status edge_narrow_phase(piola_world *w, piola_stage stage) {
   piola_opencl *cl = piola_ocl(w);
   cl_mem *b = cl->buffers;
-  cl_int ne = cl->edge_count, mask = w->contacts.bucket_mask;
+  cl_int ne = cl->edge_count, ncl = cl->cluster_count, mask = w->contacts.bucket_mask;
   cl_float thickness = w->def.contact_thickness;
+  const int pairs = KERNEL_EDGE_CLUSTER_PAIRS;
+  SET_ARG(pairs, 0, b[BUF_CLUSTER_BOX]);
+  SET_ARG(pairs, 1, b[BUF_TRIANGLES]);
+  SET_ARG(pairs, 2, b[BUF_BODY_FILTER]);
+  SET_ARG(pairs, 3, b[BUF_GRID]);
+  SET_ARG(pairs, 4, b[BUF_BUCKET_START]);
+  SET_ARG(pairs, 5, b[BUF_BUCKET_CLUSTERS]);
+  SET_ARG(pairs, 6, mask);
+  SET_ARG(pairs, 7, ncl);
+  SET_ARG(pairs, 8, b[BUF_CLUSTER_EDGE_MAX]);
+  SET_ARG(pairs, 9, b[BUF_CLUSTER_EDGE_MIN]);
+  SET_ARG(pairs, 10, b[BUF_CLUSTER_NEAR]);
+  SET_ARG(pairs, 11, b[BUF_CLUSTER_NEAR_MASK]);
+  SET_ARG(pairs, 12, b[BUF_CLUSTER_PAIR_COUNT]);
+  SET_ARG(pairs, 13, b[BUF_CLUSTER_PAIRS]);
+  piola_status s = piola_ocl_enqueue(w, pairs, ncl, stage);
+  if (s != PIOLA_OK) {
+    return s;
+  }
   const int k = KERNEL_EDGE_CONTACT_NARROW;
   SET_ARG(k, 0, b[BUF_SV_X]);
   SET_ARG(k, 1, b[BUF_SV_P]);
@@ -140,6 +160,9 @@ static piola_status edge_narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(k, 21, b[BUF_SV_NEAR]);
   SET_ARG(k, 22, b[BUF_SV_NEAR_MASK]);
   SET_ARG(k, 23, b[BUF_CLUSTER_EDGE_MAX]);
+  SET_ARG(k, 24, b[BUF_EDGE_CLUSTER]);
+  SET_ARG(k, 25, b[BUF_CLUSTER_PAIR_COUNT]);
+  SET_ARG(k, 26, b[BUF_CLUSTER_PAIRS]);
   return piola_ocl_enqueue(w, k, ne, stage);
 }
 

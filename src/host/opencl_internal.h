@@ -47,7 +47,8 @@ enum {
   KERNEL_CONTACT_SORT_CORNERS,
   KERNEL_CONTACT_SOLVE,
   KERNEL_CONTACT_APPLY,
-  KERNEL_EDGE_CONTACT_NARROW, /* edge-edge contacts (piola_contact_edges.cl) */
+  KERNEL_EDGE_CLUSTER_PAIRS, /* edge-edge contacts (piola_contact_edges.cl) */
+  KERNEL_EDGE_CONTACT_NARROW,
   KERNEL_EDGE_CONTACT_CORNERS,
   KERNEL_EDGE_CONTACT_SOLVE,
   KERNEL_CLOTH_TRIS,
@@ -143,7 +144,13 @@ enum {
   /* edge-edge contacts (piola_contact_edges.cl) */
   BUF_EDGES,     /* per surface edge: its two surface vertices, body, owner triangle (int4) */
   BUF_TRI_EDGES, /* per triangle: its three edges, the mask of those it owns (int4) */
-  BUF_CLUSTER_EDGE_MAX, /* per cluster: the highest edge its triangles own */
+  BUF_CLUSTER_EDGE_MAX,   /* per cluster: the highest edge its triangles own */
+  BUF_CLUSTER_EDGE_MIN,   /* and the lowest (INT_MAX if none) */
+  BUF_CLUSTER_NEAR,       /* per cluster: its near window among its body's clusters (first) */
+  BUF_CLUSTER_NEAR_MASK,  /* and its mask (ulong) */
+  BUF_EDGE_CLUSTER,       /* per surface edge: the cluster of its owner triangle */
+  BUF_CLUSTER_PAIR_COUNT, /* per cluster, each substep: the clusters its edges test, */
+  BUF_CLUSTER_PAIRS,      /* PIOLA_CLUSTER_PAIRS each */
   BUF_EDGE_CONTACT_COUNT,
   BUF_EDGE_CONTACT_ENTRY,
   BUF_EDGE_ACTIVE, /* the surface edges with contacts this substep */
