@@ -427,8 +427,9 @@ static bool ee_pair_skipped(const piola_solver_contacts *c, int32_t e, int32_t f
  * that an edge does not scan its own neighbourhood's entries in the grid's buckets: the contacts
  * are those of the walk of the cells only if every cluster whose box overlaps an edge's box, not
  * skipped by the edge's own rules, and owning a pair with it that no rest rule skips, is on the
- * list of the edge's cluster. Checked by brute force over all clusters at 40 substeps of a pile
- * (three thin bars crossed and a creature thrown onto them, self-collision on), CPU reference;
+ * list of the edge's cluster. Checked by brute force over all clusters at every 4th of 40 steps
+ * of a pile (three thin bars crossed and a creature thrown onto them, self-collision on), CPU
+ * reference;
  * and every cluster of a near window must hold only pairs that the rules skip. The lists must
  * also be short: fewer clusters per edge than a quarter of the bucket entries of its walk. */
 void test_contact_edges_cluster_lists(piola_test *t) {
@@ -474,6 +475,9 @@ void test_contact_edges_cluster_lists(piola_test *t) {
   int64_t near_marks = 0, near_wrong = 0, contacts = 0;
   for (int32_t step = 0; step < 40 && s == PIOLA_OK; ++step) {
     s = piola_world_step(w);
+    if (step % 4 != 3) { /* the lists checked at every 4th step */
+      continue;
+    }
     for (int32_t v = 0; v < w->vertex_count; ++v) { /* a substep's prediction */
       for (int k = 0; k < 3; ++k) {
         w->p[3 * v + k] = w->x[3 * v + k] + h * w->v[3 * v + k];
