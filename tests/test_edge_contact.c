@@ -395,6 +395,14 @@ void test_opencl_contact_edges_bar_across_cloth_edge(piola_test *t) {
 
 /* ---- The clusters' lists ------------------------------------------------------------------ */
 
+static int popcount_u64(uint64_t m) {
+  int n = 0;
+  for (; m != 0; m &= m - 1) {
+    ++n;
+  }
+  return n;
+}
+
 /* Whether the narrow phase skips the pair of edges e < f by the rules that do not depend on the
  * positions: a shared vertex, bodies that do not collide, or of one body self-collision off, f's
  * owner triangle in a near window of an end of e, or rest segments within the self-contact bound
@@ -442,13 +450,13 @@ void test_contact_edges_cluster_lists(piola_test *t) {
   piola_tet_mesh a = ee_bar(false), b = ee_bar(true), creature;
   REQUIRE_OK(t, piola_mesh_make_creature(0.6f, &creature));
   const piola_material mat = wt_material(PIOLA_MODEL_NEOHOOKEAN, PIOLA_SOLVER_XPBD, 1.0e6f);
-  piola_body_id id;
+  piola_body_id id, first;
   piola_status s = piola_world_create(&def, &w);
   if (s == PIOLA_OK) {
     s = piola_world_add_plane(w, (const float[3]){0.0f, 1.0f, 0.0f}, 0.0f, 0.5f, NULL);
   }
   if (s == PIOLA_OK) {
-    s = piola_world_add_tet_body(w, &a, &mat, (const float[3]){-0.55f, 0.0f, -0.025f}, NULL);
+    s = piola_world_add_tet_body(w, &a, &mat, (const float[3]){-0.55f, 0.0f, -0.025f}, &first);
   }
   if (s == PIOLA_OK) {
     s = piola_world_add_tet_body(w, &b, &mat, (const float[3]){-0.025f, 0.07f, -0.55f}, &id);
@@ -567,6 +575,40 @@ void test_contact_edges_cluster_lists(piola_test *t) {
   CHECK(t, needed > 0 && contacts > 0 && near_marks > 0);
   CHECK_MSG(t, 4 * listed < scanned, "%.2f clusters listed per edge against %.1f bucket entries",
             (double)listed / (double)edges, (double)scanned / (double)edges);
+  /* The windows are kept with the bodies: after a body is added and, later, the first removed
+   * (the contact arrays rebuilt, the clusters renumbered), the kept windows equal windows
+   * computed afresh. */
+  for (int round = 0; round < 2; ++round) {
+    s = round == 0 ? piola_world_add_tet_body(w, &b, &mat, (const float[3]){0.6f, 0.3f, 0.4f}, NULL)
+                   : piola_world_remove_body(w, first);
+    if (s == PIOLA_OK) {
+      s = piola_world_step(w);
+    }
+    REQUIRE_OK(t, s);
+    const size_t n = (size_t)c->cluster_count;
+    int32_t *kept_first = malloc(sizeof *kept_first * n);
+    uint64_t *kept_mask = malloc(sizeof *kept_mask * n);
+    REQUIRE(t, kept_first != NULL && kept_mask != NULL);
+    memcpy(kept_first, c->cluster_near, sizeof *kept_first * n);
+    memcpy(kept_mask, c->cluster_near_mask, sizeof *kept_mask * n);
+    int64_t differ = 0, marks = 0;
+    for (int32_t a0 = 0, a1 = 0; a0 < c->cluster_count; a0 = a1) {
+      const int32_t body = c->triangle_body[c->cluster_first[a0]];
+      while (a1 < c->cluster_count && c->triangle_body[c->cluster_first[a1]] == body) {
+        ++a1;
+      }
+      piola_cluster_near_windows(&w->contacts, a0, a1, thickness);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      differ += c->cluster_near[i] != kept_first[i] || c->cluster_near_mask[i] != kept_mask[i];
+      marks += popcount_u64(kept_mask[i]);
+    }
+    CHECK_MSG(t, differ == 0 && marks > 0,
+              "round %d: %lld of %zu kept cluster windows differ from fresh ones (%lld marks)",
+              round, (long long)differ, n, (long long)marks);
+    free(kept_first);
+    free(kept_mask);
+  }
   piola_world_destroy(w);
   piola_mesh_free(&a);
   piola_mesh_free(&b);

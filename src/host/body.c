@@ -62,6 +62,8 @@ void piola_body_free(piola_body *b) {
   free(b->surface_reach);
   free(b->near_first);
   free(b->near_mask);
+  free(b->cluster_near_first);
+  free(b->cluster_near_mask);
   free(b->tris);
   free(b->tri_dm_inv);
   free(b->tri_area);

@@ -58,6 +58,11 @@ typedef struct piola_body {
    * piola_contacts_build the first time (NULL before), as they depend on the rest shape only */
   int32_t *near_first;
   uint64_t *near_mask;
+  /* Its grid clusters' near windows (piola_solver_contacts.cluster_near), 1 each, the first
+   * clusters counted from the body's first; computed with the contact arrays the first time
+   * (NULL before), as they depend on the rest shape only */
+  int32_t *cluster_near_first;
+  uint64_t *cluster_near_mask;
   uint32_t collision_group, collision_mask;
   bool self_collision;
   /* Cloth (cloth == true; tet_count is then 0 and the tet arrays are empty): the membrane

@@ -251,6 +251,45 @@ static bool body_near_windows(piola_solver_contacts *c, piola_body *b, int32_t s
   return true;
 }
 
+/* The live bodies' cluster near windows into the solver's arrays (the clusters of dense body d are
+ * body_cluster[d] .. body_cluster[d + 1] - 1): computed once per body
+ * (piola_cluster_near_windows) and kept with it, as body_near_windows does. False when out of
+ * memory. */
+static bool bodies_cluster_windows(piola_world *w, piola_solver_contacts *c,
+                                   const int32_t *body_cluster) {
+  const double thickness = (double)w->def.contact_thickness;
+  for (int32_t i = 0, dense = 0; i < w->body_ids.count; ++i) {
+    if (!piola_id_pool_alive(&w->body_ids, i)) {
+      continue;
+    }
+    piola_body *b = &w->bodies[i];
+    const int32_t a0 = body_cluster[dense], n = body_cluster[dense + 1] - a0;
+    dense++;
+    if (b->cluster_near_first == NULL) {
+      int32_t *first = malloc(sizeof *first * (size_t)(n > 0 ? n : 1));
+      uint64_t *mask = malloc(sizeof *mask * (size_t)(n > 0 ? n : 1));
+      if (first == NULL || mask == NULL) {
+        free(first);
+        free(mask);
+        return false;
+      }
+      piola_cluster_near_windows(c, a0, a0 + n, thickness);
+      for (int32_t k = 0; k < n; ++k) {
+        first[k] = c->cluster_near[a0 + k] - a0;
+        mask[k] = c->cluster_near_mask[a0 + k];
+      }
+      b->cluster_near_first = first;
+      b->cluster_near_mask = mask;
+      continue;
+    }
+    for (int32_t k = 0; k < n; ++k) {
+      c->cluster_near[a0 + k] = b->cluster_near_first[k] + a0;
+      c->cluster_near_mask[a0 + k] = b->cluster_near_mask[k];
+    }
+  }
+  return true;
+}
+
 /* The rest box of triangle t (no thickness). */
 static piola_box rest_box(const piola_solver_contacts *c, int32_t t) {
   const int32_t *q = c->triangle + 3 * (size_t)t;
@@ -396,14 +435,16 @@ piola_status piola_contacts_build(piola_world *w) {
       malloc(sizeof *local_to_sv * (size_t)(w->vertex_count > 0 ? w->vertex_count : 1));
   piola_keyed_index *order = malloc(sizeof *order * (size_t)(largest > 0 ? largest : 1));
   double *centroid = malloc(sizeof *centroid * 3 * (size_t)(largest > 0 ? largest : 1));
+  int32_t *body_cluster = malloc(sizeof *body_cluster * ((size_t)c.body_count + 1));
   if (!c.vertex || !c.vertex_body || !c.vertex_rest || !c.vertex_reach || !c.vertex_near ||
       !c.vertex_near_mask || !c.triangle || !c.triangle_body || !c.body_filter || !c.triangle_box ||
       !c.cluster_first || !c.vertex_cursor || !c.contact_count || !c.contact_triangle ||
       !c.previous_count || !c.previous_triangle || !c.mass_split || !c.delta || !c.corner_start ||
-      !c.corner_entry || !c.turned || !local_to_sv || !order || !centroid) {
+      !c.corner_entry || !c.turned || !local_to_sv || !order || !centroid || !body_cluster) {
     free(local_to_sv);
     free(order);
     free(centroid);
+    free(body_cluster);
     piola_contacts_free(&c);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -437,9 +478,11 @@ piola_status piola_contacts_build(piola_world *w) {
       free(local_to_sv);
       free(order);
       free(centroid);
+      free(body_cluster);
       piola_contacts_free(&c);
       return PIOLA_ERROR_OUT_OF_MEMORY;
     }
+    body_cluster[dense] = c.cluster_count;
     form_clusters(&c, tri - b->surface_count, tri);
     c.body_filter[4 * (size_t)dense] = b->collision_group;
     c.body_filter[4 * (size_t)dense + 1] = b->collision_mask;
@@ -451,7 +494,10 @@ piola_status piola_contacts_build(piola_world *w) {
   free(order);
   free(centroid);
   c.cluster_first[c.cluster_count] = c.triangle_count;
-  if (!piola_contact_edges_build(&c, (double)w->def.contact_thickness)) {
+  body_cluster[c.body_count] = c.cluster_count;
+  const bool built = piola_contact_edges_build(&c) && bodies_cluster_windows(w, &c, body_cluster);
+  free(body_cluster);
+  if (!built) {
     piola_contacts_free(&c);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }

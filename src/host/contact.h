@@ -170,7 +170,13 @@ bool piola_edge_contacts_active(const piola_world *w);
 /* The surface edges of c's triangles (called by piola_contacts_build once they are placed), with
  * the edge contacts' lists and room for their slots in c->delta and c->corner_entry; false when
  * out of memory (c is then freed by its owner as usual). */
-bool piola_contact_edges_build(piola_solver_contacts *c, double thickness);
+bool piola_contact_edges_build(piola_solver_contacts *c);
+/* The near windows (cluster_near, cluster_near_mask) of clusters [a0, a1), the clusters of one
+ * body (after piola_contact_edges_build): of the clusters within PIOLA_NEAR_WINDOW - 1 of each in
+ * the solver's order (its spatial neighbourhood), those whose edges its own never meet (every
+ * pair shares a vertex, lies in an end's near window or within the self-contact bound in the
+ * rest shape), in the window of PIOLA_NEAR_WINDOW consecutive clusters that holds the most. */
+void piola_cluster_near_windows(piola_solver_contacts *c, int32_t a0, int32_t a1, double thickness);
 void piola_contact_edges_free(piola_solver_contacts *c);
 /* The CPU reference's edge stages: each edge's contacts (after the vertex-triangle narrow phase,
  * whose grid and marks it reads); the members of the edge contacts counted into corner_start

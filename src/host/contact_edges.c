@@ -89,24 +89,12 @@ static bool clusters_never_meet(const piola_solver_contacts *c, int32_t a, int32
   return true;
 }
 
-/* Each cluster's near window (cluster_near, cluster_near_mask): of the clusters of its body within
- * PIOLA_NEAR_WINDOW - 1 of it in the solver's order (its spatial neighbourhood), those whose edges
- * its own never meet (clusters_never_meet), in the window of PIOLA_NEAR_WINDOW consecutive
- * clusters that holds the most of them. */
-static bool cluster_near_windows(piola_solver_contacts *c, double thickness) {
-  c->cluster_near =
-      malloc(sizeof *c->cluster_near * (size_t)(c->cluster_count > 0 ? c->cluster_count : 1));
-  c->cluster_near_mask =
-      malloc(sizeof *c->cluster_near_mask * (size_t)(c->cluster_count > 0 ? c->cluster_count : 1));
-  if (!c->cluster_near || !c->cluster_near_mask) {
-    return false;
-  }
-  for (int32_t a = 0; a < c->cluster_count; ++a) {
-    const int32_t body = c->triangle_body[c->cluster_first[a]];
+void piola_cluster_near_windows(piola_solver_contacts *c, int32_t a0, int32_t a1,
+                                double thickness) {
+  for (int32_t a = a0; a < a1; ++a) {
     int32_t near[2 * PIOLA_NEAR_WINDOW], n = 0;
     for (int32_t b = a - (PIOLA_NEAR_WINDOW - 1); b < a + PIOLA_NEAR_WINDOW; ++b) {
-      if (b >= 0 && b < c->cluster_count && c->triangle_body[c->cluster_first[b]] == body &&
-          c->cluster_edge_max[b] > c->cluster_edge_min[a] &&
+      if (b >= a0 && b < a1 && c->cluster_edge_max[b] > c->cluster_edge_min[a] &&
           clusters_never_meet(c, a, b, thickness)) {
         near[n++] = b;
       }
@@ -130,10 +118,9 @@ static bool cluster_near_windows(piola_solver_contacts *c, double thickness) {
     c->cluster_near[a] = first;
     c->cluster_near_mask[a] = mask;
   }
-  return true;
 }
 
-bool piola_contact_edges_build(piola_solver_contacts *c, double thickness) {
+bool piola_contact_edges_build(piola_solver_contacts *c) {
   const size_t nt = (size_t)(c->triangle_count > 0 ? c->triangle_count : 1);
   edge_side *sides = malloc(sizeof *sides * 3 * nt);
   c->edge = malloc(sizeof *c->edge * 4 * 3 * nt);
@@ -194,8 +181,11 @@ bool piola_contact_edges_build(piola_solver_contacts *c, double thickness) {
   c->triangle_owned = calloc(nt, sizeof *c->triangle_owned);
   c->cluster_edge_max = malloc(sizeof *c->cluster_edge_max * nc);
   c->cluster_edge_min = malloc(sizeof *c->cluster_edge_min * nc);
+  c->cluster_near = malloc(sizeof *c->cluster_near * nc);
+  c->cluster_near_mask = malloc(sizeof *c->cluster_near_mask * nc);
   c->edge_cluster = malloc(sizeof *c->edge_cluster * (size_t)(n > 0 ? n : 1));
-  if (!c->triangle_owned || !c->cluster_edge_max || !c->cluster_edge_min || !c->edge_cluster) {
+  if (!c->triangle_owned || !c->cluster_edge_max || !c->cluster_edge_min || !c->cluster_near ||
+      !c->cluster_near_mask || !c->edge_cluster) {
     return false;
   }
   for (int32_t i = 0; i < c->cluster_count; ++i) {
@@ -213,9 +203,6 @@ bool piola_contact_edges_build(piola_solver_contacts *c, double thickness) {
     }
     c->cluster_edge_max[i] = most;
     c->cluster_edge_min[i] = least;
-  }
-  if (!cluster_near_windows(c, thickness)) {
-    return false;
   }
   const size_t ne = (size_t)(n > 0 ? n : 1);
   c->cluster_pair_count = calloc(nc, sizeof *c->cluster_pair_count);
