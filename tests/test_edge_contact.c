@@ -395,14 +395,6 @@ void test_opencl_contact_edges_bar_across_cloth_edge(piola_test *t) {
 
 /* ---- The clusters' lists ------------------------------------------------------------------ */
 
-static int popcount_u64(uint64_t m) {
-  int n = 0;
-  for (; m != 0; m &= m - 1) {
-    ++n;
-  }
-  return n;
-}
-
 /* Whether the narrow phase skips the pair of edges e < f by the rules that do not depend on the
  * positions: a shared vertex, bodies that do not collide, or of one body self-collision off, f's
  * owner triangle in a near window of an end of e, or rest segments within the self-contact bound
@@ -611,7 +603,7 @@ void test_contact_edges_cluster_lists(piola_test *t) {
     }
     for (size_t i = 0; i < n; ++i) {
       differ += c->cluster_near[i] != kept_first[i] || c->cluster_near_mask[i] != kept_mask[i];
-      marks += popcount_u64(kept_mask[i]);
+      marks += piola_popcount64(kept_mask[i]);
     }
     CHECK_MSG(t, differ == 0 && marks > 0,
               "round %d: %lld of %zu kept cluster windows differ from fresh ones (%lld marks)",

@@ -98,14 +98,6 @@ static bool rest_near(const piola_solver_contacts *c, int32_t sv, int32_t t, dou
          0.99 * piola_contact_self_bound(c->vertex_reach[sv], thickness);
 }
 
-static int popcount64(uint64_t m) {
-  int n = 0;
-  for (; m != 0; m &= m - 1) {
-    n++;
-  }
-  return n;
-}
-
 /* The bits of window mask m (from triangle first) that fall in the window from `other`. */
 static uint64_t window_overlap(uint64_t m, int32_t first, int32_t other) {
   const int32_t shift = other - first;
@@ -195,13 +187,13 @@ static bool near_windows(piola_solver_contacts *c, int32_t sv0, int32_t sv1, int
     }
     int best = -1, second = -1, most = 0, gain = 0;
     for (int j = 0; j < n; ++j) {
-      if (popcount64(mask[j]) > most) {
-        most = popcount64(mask[j]);
+      if (piola_popcount64(mask[j]) > most) {
+        most = piola_popcount64(mask[j]);
         best = j;
       }
     }
     for (int j = 0; j < n && best >= 0; ++j) {
-      const int g = popcount64(mask[j] & ~window_overlap(mask[best], first[best], first[j]));
+      const int g = piola_popcount64(mask[j] & ~window_overlap(mask[best], first[best], first[j]));
       if (g > gain) {
         gain = g;
         second = j;

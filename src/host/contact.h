@@ -148,6 +148,15 @@ static inline piola_v3 piola_vertex_at(const double *xyz, int32_t i) {
   return piola_v3_make(xyz[3 * (size_t)i], xyz[3 * (size_t)i + 1], xyz[3 * (size_t)i + 2]);
 }
 
+/* The set bits of m (the near windows' masks). */
+static inline int piola_popcount64(uint64_t m) {
+  int n = 0;
+  for (; m != 0; m &= m - 1) {
+    n++;
+  }
+  return n;
+}
+
 /* Box i of an array of 6 doubles per box (lo, hi: c->triangle_box, c->cluster_box). */
 static inline piola_box piola_box_at(const double *boxes, int32_t i) {
   piola_box r;
