@@ -1,11 +1,12 @@
 #!/bin/sh
-# What the speed targets of issues 8, 9 and 10 need measured on a GPU, in one command (GPU time is
-# scarce), most needed first: the contact suite (bench/run_contact_suite.sh: funnel 10 s with its
-# checks, the cross-checks one step at a time (crosscheck --resync), funnel and grid timed with and
-# without contacts, the funnel cross-check), the cloth
-# scene's bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one Armadillo
-# alone (single-body latency), one 374400-tet box, those three again with --profile (device time per
-# kernel, device busy), the body-count scaling, and `piola validate`.
+# What the speed targets need measured on a GPU, in one command (GPU time is scarce), most needed
+# first: the contact suite (bench/run_contact_suite.sh: funnel 10 s with its checks, the
+# cross-checks one step at a time (crosscheck --resync), funnel and grid timed with and without
+# contacts, the funnel cross-check); vertex block descent's scenes (one, 100 and 10000
+# Armadillos, the cloth, the funnel) and the funnel with edge-edge contacts; the cloth scene's
+# bench (200 x 200 cells, elasticity and bending against the paper's Table 1), one Armadillo
+# alone (single-body latency), one 374400-tet box, those three again with --profile (device time
+# per kernel, device busy), the body-count scaling, and `piola validate`.
 # Writes logs and JSON to OUT; a failing command is recorded in OUT/failures.txt and the suite
 # goes on. Run it on the device with `. .device/gpu-env.sh` first (../shared/device/README.md).
 # With PIOLA_TEST_DIR set to a build folder of the tests, the OpenCL tests run there first, on
@@ -50,6 +51,23 @@ if [ -n "${PIOLA_TEST_DIR:-}" ]; then
 fi
 sh "$(dirname "$0")/run_contact_suite.sh" "$out/contact" "$mesh" "$@"
 cat "$out/contact/failures.txt" >> "$out/failures.txt"
+# Vertex block descent (issue 43's GPU targets: one Armadillo 0.1 ms, 100 0.25 ms, 10000 12 ms,
+# the cloth scene 0.3 ms, the funnel with contacts 1.5 ms), each beside XPBD where the suite does
+# not time XPBD elsewhere; then the funnel with edge-edge contacts (issue 41: at most 1.25x the
+# contact time of the funnel without them, bench_funnel_armadillo of the contact suite).
+run vbd_armadillo_one bench --mesh "$mesh" --bodies 1 --steps 200 --no-contacts --scheme vbd \
+  --json "$out/vbd_armadillo_one.json" "$@"
+run vbd_armadillo_100 bench --mesh "$mesh" --bodies 100 --steps 100 --no-contacts --scheme vbd \
+  --json "$out/vbd_armadillo_100.json" "$@"
+run xpbd_armadillo_100 bench --mesh "$mesh" --bodies 100 --steps 100 --no-contacts \
+  --json "$out/xpbd_armadillo_100.json" "$@"
+run vbd_cloth bench --scene cloth --steps 100 --scheme vbd --json "$out/vbd_cloth.json" "$@"
+run vbd_funnel bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_WARMUP:-600}" --steps 100 \
+  --scheme vbd --json "$out/vbd_funnel.json" "$@"
+run vbd_armadillo_10000 bench --mesh "$mesh" --bodies 10000 --steps 10 --no-contacts \
+  --scheme vbd --json "$out/vbd_armadillo_10000.json" "$@"
+run funnel_edges bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_WARMUP:-600}" --steps 100 \
+  --edge-contacts --json "$out/funnel_edges.json" "$@"
 run bench_cloth bench --scene cloth --steps 100 --json "$out/bench_cloth.json" "$@"
 run bench_armadillo_one bench --mesh "$mesh" --bodies 1 --steps 200 --no-contacts \
   --json "$out/bench_armadillo_one.json" "$@"
