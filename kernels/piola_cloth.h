@@ -704,4 +704,30 @@ PIOLA_FN piola_real piola_cloth_bend_vertex_block(const piola_cloth_bend_rest *r
   return u >= PIOLA_R(0.0) ? u : PIOLA_R(0.0);
 }
 
+/* The material damping of a triangle and of a stencil in their corner's block under vertex block
+ * descent, as piola_tet_damping_block() for a tet: one constraint each, gamma = damping / h
+ * (0 for the PBD form), motion[a] = x_a - x_a^n; adds to *grad (N) and *hess (N/m). */
+PIOLA_FN void piola_cloth_tri_damping_block(const piola_cloth_tri_material *mat, piola_m2 dm_inv,
+                                            piola_real area, piola_real gamma, piola_v3 x0,
+                                            piola_v3 x1, piola_v3 x2, const piola_v3 motion[3],
+                                            int corner, piola_v3 *grad, piola_m3 *hess) {
+  piola_v3 g[3];
+  const piola_real u = piola_cloth_tri_gradient(mat, dm_inv, area, x0, x1, x2, g);
+  const piola_real factor = piola_constraint_damping_factor(PIOLA_R(1.0) / mat->compliance, gamma,
+                                                            u, PIOLA_CLOTH_ENERGY_EPSILON * area);
+  piola_damping_add_block(factor, g, motion, 3, corner, grad, hess);
+}
+
+PIOLA_FN void piola_cloth_bend_damping_block(const piola_cloth_bend_material *mat,
+                                             const piola_cloth_bend_rest *rest, piola_real gamma,
+                                             piola_v3 x0, piola_v3 x1, piola_v3 x2, piola_v3 x3,
+                                             const piola_v3 motion[4], int corner, piola_v3 *grad,
+                                             piola_m3 *hess) {
+  piola_v3 g[4];
+  const piola_real u = piola_cloth_bend_gradient(rest, x0, x1, x2, x3, g);
+  const piola_real factor = piola_constraint_damping_factor(PIOLA_R(1.0) / mat->compliance, gamma,
+                                                            u, PIOLA_CLOTH_ENERGY_EPSILON);
+  piola_damping_add_block(factor, g, motion, 4, corner, grad, hess);
+}
+
 #endif /* PIOLA_CLOTH_H */

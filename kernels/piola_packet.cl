@@ -413,14 +413,14 @@ piola_vbd_tet_blocks(__global const float4 *x, __global const float4 *d, __globa
                      __global const float *tet_m, __global const float *tet_volume,
                      __global const int *tet_material, __constant piola_material_data *materials,
                      int stride, __global const int *entries, int first, int count,
-                     __global float4 *blocks) {
+                     __global float4 *blocks, float inv_h) {
   const int begin = (int)get_global_id(0) * PIOLA_L;
   if (begin >= count) {
     return;
   }
   const int n = min(PIOLA_L, count - begin);
   int material[PIOLA_L], corner[PIOLA_L];
-  float4 pos[4][PIOLA_L];
+  float4 pos[4][PIOLA_L], mot[4][PIOLA_L];
   float m[9][PIOLA_L], volume[PIOLA_L];
   int one_material = 1;
   for (int l = 0; l < PIOLA_L; ++l) {
@@ -431,6 +431,7 @@ piola_vbd_tet_blocks(__global const float4 *x, __global const float4 *d, __globa
     for (int k = 0; k < 4; ++k) {
       const float4 xv = x[c[k]], dv = d[c[k]];
       pos[k][l] = (float4)(xv.xyz + dv.xyz, xv.w);
+      mot[k][l] = (float4)(dv.xyz, 0.0f); /* the motion since the substep's start */
     }
     for (int k = 0; k < 9; ++k) {
       m[k][l] = tet_m[k * stride + t];
@@ -439,10 +440,11 @@ piola_vbd_tet_blocks(__global const float4 *x, __global const float4 *d, __globa
     material[l] = tet_material[t];
     one_material &= material[l] == material[0];
   }
-  piola_v3 p[4];
+  piola_v3 p[4], motion[4];
   for (int k = 0; k < 4; ++k) {
     piola_real unused;
     p[k] = piola_lanes_transpose(pos[k], &unused);
+    motion[k] = piola_lanes_transpose(mot[k], &unused);
   }
   piola_m3 dm_inv;
   for (int k = 0; k < 9; ++k) {
@@ -461,10 +463,19 @@ piola_vbd_tet_blocks(__global const float4 *x, __global const float4 *d, __globa
     piola_m3 he;
     piola_tet_vertex_block(&mat, dm_inv, volume_v, p[0], p[1], p[2], p[3], corner_v, &ge, &he);
     const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
-    piola_lanes_store3(piola_v3_scale(ge, stiffness), out);
+    piola_v3 gs = piola_v3_scale(ge, stiffness);
+    piola_m3 hs;
+    for (int k = 0; k < 9; ++k) {
+      hs.m[k] = stiffness * he.m[k];
+    }
+    if (mat.solver == PIOLA_TET_SOLVER_XPBD && PIOLA_ANY(mat.damping > PIOLA_R(0.0))) {
+      piola_tet_damping_block(&mat, dm_inv, volume_v, mat.damping * inv_h, p[0], p[1], p[2], p[3],
+                              motion, corner_v, &gs, &hs);
+    }
+    piola_lanes_store3(gs, out);
     piola_lanes_store(reach, out[3]);
     for (int k = 0; k < 9; ++k) {
-      piola_lanes_store(stiffness * he.m[k], out[4 + k]);
+      piola_lanes_store(hs.m[k], out[4 + k]);
     }
     for (int l = 0; l < n; ++l) {
       if (!(active & (1 << l))) {

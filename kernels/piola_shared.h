@@ -272,6 +272,40 @@ PIOLA_FN piola_m3 piola_m3_select(piola_mask m, piola_m3 a, piola_m3 b) {
   return b;
 }
 
+/* Material damping in a vertex's block (vertex block descent): XPBD's constraint damping as the
+ * forces its damped projection has at its fixed point (kernels/piola_tet.h's module comment; the
+ * multigrid scheme applies the same forces in its Newton step, src/host/newton.c). A constraint of
+ * energy U = k u with gradients g[0..n-1] of u at its corners adds the force d (d . (x - x^n)) with
+ * d = sqrt(k gamma / (2 u)) g, gamma = damping / h: with d held through the vertex's step, its
+ * block at `corner` gains factor (g . motion) g_corner in the gradient and factor g_corner
+ * g_corner^T in the Hessian, factor = k gamma / (2 u) (positive semidefinite), motion[a] =
+ * x_a - x_a^n the corners' motion since the substep's start. A constraint at or below its rest
+ * threshold `at_rest` has no direction and adds nothing (factor 0), as in the residual. */
+PIOLA_FN piola_real piola_constraint_damping_factor(piola_real k, piola_real gamma, piola_real u,
+                                                    piola_real at_rest) {
+  const piola_mask on = u > at_rest;
+  return on ? k * gamma / (PIOLA_R(2.0) * (on ? u : PIOLA_R(1.0))) : PIOLA_R(0.0);
+}
+
+PIOLA_FN void piola_damping_add_block(piola_real factor, const piola_v3 *g, const piola_v3 *motion,
+                                      int n, piola_mask corner, piola_v3 *grad, piola_m3 *hess) {
+  piola_real rate = PIOLA_R(0.0);
+  piola_v3 gc = g[0];
+  for (int a = 0; a < n; ++a) {
+    rate += piola_v3_dot(g[a], motion[a]);
+    gc = piola_v3_select(corner == a, g[a], gc);
+  }
+  *grad = piola_v3_add(*grad, piola_v3_scale(gc, factor * rate));
+  const piola_real c[3] = {gc.x, gc.y, gc.z};
+  PIOLA_UNROLL
+  for (int r = 0; r < 3; ++r) {
+    PIOLA_UNROLL
+    for (int q = 0; q < 3; ++q) {
+      hess->m[3 * r + q] += factor * c[r] * c[q];
+    }
+  }
+}
+
 /* Symmetric 3x3 stored as (xx, yy, zz, xy, xz, yz). */
 typedef struct piola_sym3 {
   piola_real xx, yy, zz, xy, xz, yz;

@@ -770,6 +770,29 @@ PIOLA_FN piola_real piola_tet_vertex_block(const piola_tet_material *mat, piola_
   return u;
 }
 
+/* A tet's material damping in vertex `corner`'s block (piola_damping_add_block, piola_shared.h):
+ * its constraints are those of its XPBD projection, the mu and the lambda terms of its energy for a
+ * split material, else the whole energy; gamma = damping / h (0 for the PBD form). Adds to *grad
+ * (N) and *hess (N/m). */
+PIOLA_FN void piola_tet_damping_block(const piola_tet_material *mat, piola_m3 dm_inv,
+                                      piola_real volume, piola_real gamma, piola_v3 x0, piola_v3 x1,
+                                      piola_v3 x2, piola_v3 x3, const piola_v3 motion[4],
+                                      piola_mask corner, piola_v3 *grad, piola_m3 *hess) {
+  const piola_real k = PIOLA_R(1.0) / mat->compliance;
+  for (int part = 0; part < (mat->split ? 2 : 1); ++part) {
+    piola_tet_material pm = *mat;
+    if (mat->split) {
+      pm.mu = part == 0 ? mat->mu : PIOLA_R(0.0);
+      pm.lambda = part == 0 ? PIOLA_R(0.0) : mat->lambda;
+    }
+    piola_v3 g[4];
+    const piola_real u = piola_tet_gradient(&pm, dm_inv, volume, x0, x1, x2, x3, g);
+    const piola_real factor =
+        piola_constraint_damping_factor(k, gamma, u, PIOLA_ENERGY_EPSILON * volume);
+    piola_damping_add_block(factor, g, motion, 4, corner, grad, hess);
+  }
+}
+
 #ifndef PIOLA_LANES /* the step of one vertex per work-item (piola_vbd.cl, vbd.c) */
 /* The trust region of a vertex's step: |dx| at most this fraction of the vertex's smallest
  * height over the opposite face of one of its tets (or edge of one of its triangles), 1 / |b|.

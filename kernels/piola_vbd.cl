@@ -5,7 +5,8 @@
  *
  * One work-item per vertex of the color: it gathers its elements from its list (start[i] ..
  * start[i + 1] of `elements`, in the order of the CPU reference), sums their gradient and
- * Hessian blocks (kernels/piola_tet.h) in that order, takes the Newton step and writes its own
+ * Hessian blocks (kernels/piola_tet.h), with the material damping's where a material has it
+ * (piola_tet_damping_block), in that order, takes the Newton step and writes its own
  * displacement only. On CPU devices the tets' blocks of a color are evaluated before, in SIMD
  * lanes (piola_vbd_tet_blocks, kernels/piola_packet.cl), and the vertex sums them from there. The
  * vertices of a color share no element, so no work-item reads what another writes: no atomics, and
@@ -75,7 +76,7 @@ PIOLA_KERNEL void piola_vbd_color(
     __constant piola_cloth_material_data *cloth_materials, __global const int *attach_start,
     __global const int *attach_vertex, __global const float4 *attach_targets, int attached,
     int first, int count, float inv_h2, __global const float4 *blocks,
-    __global const int *block_slot, int blocked) {
+    __global const int *block_slot, int blocked, float inv_h) {
   const int k = get_global_id(0);
   if (k >= count) {
     return;
@@ -114,10 +115,24 @@ PIOLA_KERNEL void piola_vbd_color(
       piola_tet_vertex_block(&mat, m, tet_volume[t], piola_position(x[q.x], d[q.x]),
                              piola_position(x[q.y], d[q.y]), piola_position(x[q.z], d[q.z]),
                              piola_position(x[q.w], d[q.w]), corner, &ge, &he);
+      /* the tet's block, then its sum: the order of piola_vbd_tet_blocks' lanes */
       const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
-      g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
+      piola_v3 gt = piola_v3_scale(ge, stiffness);
+      piola_m3 ht;
       for (int n = 0; n < 9; ++n) {
-        hs.m[n] += stiffness * he.m[n];
+        ht.m[n] = stiffness * he.m[n];
+      }
+      if (mat.solver == PIOLA_TET_SOLVER_XPBD && mat.damping > 0.0f) {
+        const piola_v3 motion[4] = {piola_v3_from4(d[q.x]), piola_v3_from4(d[q.y]),
+                                    piola_v3_from4(d[q.z]), piola_v3_from4(d[q.w])};
+        piola_tet_damping_block(&mat, m, tet_volume[t], mat.damping * inv_h,
+                                piola_position(x[q.x], d[q.x]), piola_position(x[q.y], d[q.y]),
+                                piola_position(x[q.z], d[q.z]), piola_position(x[q.w], d[q.w]),
+                                motion, corner, &gt, &ht);
+      }
+      g = piola_v3_add(g, gt);
+      for (int n = 0; n < 9; ++n) {
+        hs.m[n] += ht.m[n];
       }
     } else if (((e >> 2) & 3) == PIOLA_VBD_KIND_TRIANGLE) {
       const int4 q = tris[t];
@@ -138,6 +153,14 @@ PIOLA_KERNEL void piola_vbd_color(
       g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
       for (int n = 0; n < 9; ++n) {
         hs.m[n] += stiffness * he.m[n];
+      }
+      if (mat.solver == PIOLA_CLOTH_SOLVER_XPBD && mat.damping > 0.0f) {
+        const piola_v3 motion[3] = {piola_v3_from4(d[q.x]), piola_v3_from4(d[q.y]),
+                                    piola_v3_from4(d[q.z])};
+        piola_cloth_tri_damping_block(&mat, dm, tri_area[t], mat.damping * inv_h,
+                                      piola_position(x[q.x], d[q.x]),
+                                      piola_position(x[q.y], d[q.y]),
+                                      piola_position(x[q.z], d[q.z]), motion, corner, &g, &hs);
       }
     } else {
       const int4 q = bends[t];
@@ -161,6 +184,14 @@ PIOLA_KERNEL void piola_vbd_color(
       g = piola_v3_add(g, piola_v3_scale(ge, stiffness));
       for (int n = 0; n < 9; ++n) {
         hs.m[n] += stiffness * he.m[n];
+      }
+      if (mat.solver == PIOLA_CLOTH_SOLVER_XPBD && mat.damping > 0.0f) {
+        const piola_v3 motion[4] = {piola_v3_from4(d[q.x]), piola_v3_from4(d[q.y]),
+                                    piola_v3_from4(d[q.z]), piola_v3_from4(d[q.w])};
+        piola_cloth_bend_damping_block(
+            &mat, &rest, mat.damping * inv_h, piola_position(x[q.x], d[q.x]),
+            piola_position(x[q.y], d[q.y]), piola_position(x[q.z], d[q.z]),
+            piola_position(x[q.w], d[q.w]), motion, corner, &g, &hs);
       }
     }
   }

@@ -757,8 +757,7 @@ void test_multigrid_bitwise_repeatable(piola_test *t) {
 }
 
 /* A material's damping applies under the scheme (test_multigrid_material_damping): a tet body and
- * a cloth with it are added without a warning (vertex block descent warns,
- * vbd_material_damping_warns) and step. Where an OpenCL device exists, an OpenCL world and an auto
+ * a cloth with it are added without a warning and step. Where an OpenCL device exists, an OpenCL world and an auto
  * world take the scheme on the device (the global solve on the host), damped cloth and tets alike;
  * without one, opencl_test_ready() checks the fallback. */
 void test_multigrid_damping_accepted(piola_test *t) {

@@ -863,32 +863,3 @@ void test_vbd_plasticity(piola_test *t) {
   CHECK_MSG(t, fabs(twist[1] - twist[0]) < 0.05 * fabs(twist[0]), "VBD %.4f, XPBD %.4f rad",
             twist[1], twist[0]);
 }
-
-/* Material damping is not applied under VBD: adding a body or a cloth with it warns once, and
- * the body is added. */
-void test_vbd_material_damping_warns(piola_test *t) {
-  piola_test_log log;
-  piola_world_def def = piola_test_world_def(&log, NULL);
-  def.iteration_scheme = PIOLA_SCHEME_VBD;
-  piola_world *w = NULL;
-  REQUIRE_OK(t, piola_world_create(&def, &w));
-  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
-  piola_material mat = piola_default_material();
-  piola_body_id id;
-  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, NULL, &id));
-  CHECK(t, log.count[PIOLA_LOG_WARNING] == 0);
-  mat.damping = 0.005f;
-  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, (const float[3]){1.0f, 0.0f, 0.0f}, &id));
-  CHECK(t, log.count[PIOLA_LOG_WARNING] == 1 && strstr(log.last, "not applied") != NULL);
-  piola_tri_mesh grid;
-  REQUIRE_OK(t,
-             piola_mesh_make_grid((const int32_t[2]){2, 2}, (const float[2]){0.2f, 0.2f}, &grid));
-  piola_cloth_material cm = piola_default_cloth_material();
-  cm.damping = 0.005f;
-  REQUIRE_OK(t, piola_world_add_cloth(w, &grid, &cm, (const float[3]){3.0f, 0.0f, 0.0f}, &id));
-  CHECK(t, log.count[PIOLA_LOG_WARNING] == 2);
-  CHECK_STATUS(t, piola_world_step(w), PIOLA_OK);
-  piola_tri_mesh_free(&grid);
-  piola_mesh_free(&box);
-  piola_world_destroy(w);
-}

@@ -282,8 +282,9 @@ typedef struct piola_material {
    * frequency w loses its energy at the rate damping * w^2; rigid motion is not damped, nor is
    * the converged step's equilibrium moved. It slows the solve's convergence by 1 + damping / h
    * per projection (h the substep), so with few iterations bodies are softer. XPBD form only (the
-   * PBD form ignores it); not applied under PIOLA_SCHEME_VBD and PIOLA_SCHEME_MULTIGRID (adding the
-   * body warns). See docs/physics.md. */
+   * PBD form ignores it). Every iteration scheme applies it: vertex block descent and the
+   * multigrid scheme as the forces of XPBD's damped projection at its fixed point, so a converged
+   * step is the same under all three. See docs/physics.md and docs/solvers.md. */
   float damping;
   int32_t internal_cookie; /**< set by piola_default_material(); do not change */
 } piola_material;
@@ -310,8 +311,7 @@ typedef struct piola_cloth_material {
    * paper's form: the moduli cancel out, stiffness comes from dt and the iteration count). */
   piola_solver solver;
   /** Material damping of the membrane and bending energies, s (finite, >= 0; default 0:
-   * undamped), as piola_material.damping (not applied under PIOLA_SCHEME_VBD and
-   * PIOLA_SCHEME_MULTIGRID). */
+   * undamped), as piola_material.damping (every iteration scheme applies it). */
   float damping;
   int32_t internal_cookie; /**< set by piola_default_cloth_material(); do not change */
 } piola_cloth_material;

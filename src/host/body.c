@@ -607,13 +607,6 @@ piola_status piola_world_add_tet_body(piola_world *w, const piola_tet_mesh *mesh
               material->solver == PIOLA_SOLVER_PBD ? "the PBD form" : "PIOLA_SPLIT_NONE",
               (double)PIOLA_ONE_CONSTRAINT_MAX_NU);
   }
-  if (w->def.iteration_scheme == PIOLA_SCHEME_VBD && material->damping > 0.0f) {
-    piola_log(&w->def.logger, PIOLA_LOG_WARNING,
-              "piola_world_add_tet_body: the material's damping (%g s) is not applied under vertex "
-              "block descent "
-              "(docs/solvers.md); def.damping damps the velocities",
-              (double)material->damping);
-  }
   if (out != NULL) {
     *out = id;
   }

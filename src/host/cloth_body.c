@@ -367,13 +367,6 @@ piola_status piola_world_add_cloth(piola_world *w, const piola_tri_mesh *mesh,
               "piola_world_add_cloth: %d vertices belong to no triangle; they stay fixed",
               (int)build.unreferenced);
   }
-  if (w->def.iteration_scheme == PIOLA_SCHEME_VBD && material->damping > 0.0f) {
-    piola_log(&w->def.logger, PIOLA_LOG_WARNING,
-              "piola_world_add_cloth: the material's damping (%g s) is not applied under vertex "
-              "block descent "
-              "(docs/solvers.md); def.damping damps the velocities",
-              (double)material->damping);
-  }
   if (out != NULL) {
     *out = id;
   }

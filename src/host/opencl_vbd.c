@@ -158,7 +158,7 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
   }
   const int k = KERNEL_VBD_COLOR;
   cl_int stride = cl->tet_count;
-  cl_float inv_h2 = (cl_float)(1.0 / (h * h));
+  cl_float inv_h2 = (cl_float)(1.0 / (h * h)), inv_h = (cl_float)(1.0 / h);
   /* CPU devices: the tets' parts of each color's blocks evaluated in SIMD lanes first */
   cl_int blocked = cl->vbd_tet_first != NULL;
   if (s == PIOLA_OK) {
@@ -199,6 +199,7 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
     SET_ARG(k, 28, blocks);
     SET_ARG(k, 29, block_slot);
     SET_ARG(k, 30, blocked);
+    SET_ARG(k, 31, inv_h);
   }
   const int kb = KERNEL_VBD_TET_BLOCKS;
   if (s == PIOLA_OK && blocked) {
@@ -212,6 +213,7 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
     SET_ARG(kb, 7, stride);
     SET_ARG(kb, 8, b[BUF_VBD_TET_ENTRIES]);
     SET_ARG(kb, 11, b[BUF_VBD_BLOCKS]);
+    SET_ARG(kb, 12, inv_h);
   }
   for (int32_t c = 0; c < w->vbd.color_count && s == PIOLA_OK; ++c) {
     if (blocked && cl->vbd_tet_count[c] > 0) {

@@ -97,8 +97,6 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
                              const double *tet_m, double *grad) {
   const piola_solver_tets *s = &w->solver;
   const double h = (double)w->def.dt / w->def.substeps;
-  /* vertex block descent does not apply the material damping (docs/solvers.md) */
-  const double damped = w->def.iteration_scheme == PIOLA_SCHEME_VBD ? 0.0 : 1.0;
   for (int32_t t = 0; t < s->tet_count; ++t) {
     const int32_t *q = s->tet_vertices + 4 * (size_t)t;
     const piola_material_entry *e = &w->materials[s->tet_material[t]];
@@ -110,7 +108,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
     piola_tet_gradient(&e->constants, m, s->tet_volume[t], x0, x1, x2, x3, g);
     const double youngs = (double)e->def.youngs_modulus;
     add_scaled(youngs, g, q, 0, 4, grad);
-    const double gamma = damped * (double)e->def.damping / h;
+    const double gamma = (double)e->def.damping / h;
     if (gamma > 0.0) {
       const piola_v3 corners[4] = {x0, x1, x2, x3};
       piola_v3 d[8];
@@ -126,7 +124,7 @@ static void elastic_gradient(const piola_world *w, const double *x, const double
     }
     const piola_cloth_material_entry *e = &w->cloth_materials[b->cloth_material];
     const int32_t o = b->vertex_offset;
-    const double k_tri = 1.0 / e->tri.compliance, gamma = damped * (double)e->def.damping / h;
+    const double k_tri = 1.0 / e->tri.compliance, gamma = (double)e->def.damping / h;
     for (int32_t t = 0; t < b->tri_count; ++t) {
       const int32_t *q = b->tris + 3 * (size_t)t;
       piola_m2 dm;

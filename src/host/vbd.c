@@ -12,10 +12,13 @@
  * coloring of coloring.c), so a color's steps are independent: they run in parallel, in any
  * order, with the same result. The energies and their parameters are the XPBD scheme's (U =
  * V Psi(F), E = 1 / compliance), so a converged step of either scheme is the same implicit
- * Euler step. Soft attachments are energies in their vertices' blocks and hard ones hold their
- * vertices on their targets (kernels/piola_attach.h). Colliders and body contacts run as the XPBD
- * step runs them, projected after each iteration (world.c); a vertex a collider pushed steps on
- * its surface (piola_vbd_supported_step). A step is at most PIOLA_VBD_MAX_STEP of the vertex's
+ * Euler step. Material damping adds the forces of XPBD's damped projection at its fixed point to
+ * each element's block (piola_tet_damping_block; the multigrid scheme's Newton step has the same
+ * forces), so that a converged step is the damped XPBD step too. Soft attachments are energies
+ * in their vertices' blocks and hard ones hold their vertices on their targets
+ * (kernels/piola_attach.h). Colliders and body contacts run as the XPBD step runs them,
+ * projected after each iteration (world.c); a vertex a collider pushed steps on its surface
+ * (piola_vbd_supported_step). A step is at most PIOLA_VBD_MAX_STEP of the vertex's
  * smallest element height. The initial guess is the paper's adaptive initialization, from the
  * velocity of the last substep. The velocities come from the positions as in XPBD.
  *
@@ -144,15 +147,35 @@ piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tet
 
 /* ---- The CPU reference's stage ----------------------------------------------------------- */
 
-static void add_block(piola_v3 *g, piola_m3 *hs, double k, piola_v3 ge, piola_m3 he) {
-  *g = piola_v3_add(*g, piola_v3_scale(ge, k));
+/* An element's block in absolute units: its parts ge, he (units of its stiffness) times k, to
+ * which the material damping's part is added before the vertex sums the block (the order of the
+ * OpenCL kernels, whose CPU devices evaluate the tets' blocks apart). */
+static void element_block(double k, piola_v3 *ge, piola_m3 *he) {
+  *ge = piola_v3_scale(*ge, k);
   for (int i = 0; i < 9; ++i) {
-    hs->m[i] += k * he.m[i];
+    he->m[i] = k * he->m[i];
   }
 }
 
-/* One vertex's Newton step on its block (see the module comment), in place in w->p. */
-static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
+static void add_block(piola_v3 *g, piola_m3 *hs, piola_v3 ge, piola_m3 he) {
+  *g = piola_v3_add(*g, ge);
+  for (int i = 0; i < 9; ++i) {
+    hs->m[i] += he.m[i];
+  }
+}
+
+/* The motion of element corners q[0..n-1] since the substep's start (x^n: w->x), for the
+ * material damping. */
+static void corner_motion(const piola_world *w, const int32_t *q, int n, piola_v3 *motion) {
+  for (int a = 0; a < n; ++a) {
+    motion[a] = piola_v3_sub(piola_vertex_at(w->p, q[a]), piola_vertex_at(w->x, q[a]));
+  }
+}
+
+/* One vertex's Newton step on its block (see the module comment), in place in w->p; h the
+ * substep (s). */
+static void solve_vertex(piola_world *w, int32_t i, double h) {
+  const double inv_h2 = 1.0 / (h * h);
   if (!(w->w[i] > 0.0)) {
     return; /* pinned */
   }
@@ -177,7 +200,16 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
                              piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
                              piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), corner, &ge,
                              &he);
-      add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
+      element_block(1.0 / mat->compliance, &ge, &he);
+      if (mat->solver == PIOLA_TET_SOLVER_XPBD && mat->damping > 0.0) {
+        piola_v3 motion[4];
+        corner_motion(w, q, 4, motion);
+        piola_tet_damping_block(mat, piola_m3_at(st->tet_m, t), st->tet_volume[t], mat->damping / h,
+                                piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                                piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]), motion,
+                                corner, &ge, &he);
+      }
+      add_block(&g, &hs, ge, he);
     } else if (PIOLA_VBD_KIND(e) == PIOLA_VBD_TRIANGLE) {
       const int32_t *q = sc->tri_vertices + 4 * (size_t)t;
       const piola_cloth_tri_material *mat = &w->cloth_materials[q[3]].tri;
@@ -187,7 +219,15 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
       piola_cloth_tri_vertex_block(mat, dm, sc->tri_area[t], piola_vertex_at(w->p, q[0]),
                                    piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]), corner,
                                    &ge, &he);
-      add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
+      element_block(1.0 / mat->compliance, &ge, &he);
+      if (mat->solver == PIOLA_CLOTH_SOLVER_XPBD && mat->damping > 0.0) {
+        piola_v3 motion[3];
+        corner_motion(w, q, 3, motion);
+        piola_cloth_tri_damping_block(mat, dm, sc->tri_area[t], mat->damping / h,
+                                      piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
+                                      piola_vertex_at(w->p, q[2]), motion, corner, &ge, &he);
+      }
+      add_block(&g, &hs, ge, he);
     } else {
       const int32_t *q = sc->bend_vertices + 4 * (size_t)t;
       const piola_cloth_bend_material *mat = &w->cloth_materials[sc->bend_material[t]].bend;
@@ -196,7 +236,15 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
       piola_cloth_bend_vertex_block(&rest, piola_vertex_at(w->p, q[0]), piola_vertex_at(w->p, q[1]),
                                     piola_vertex_at(w->p, q[2]), piola_vertex_at(w->p, q[3]),
                                     corner, &ge, &he);
-      add_block(&g, &hs, 1.0 / mat->compliance, ge, he);
+      element_block(1.0 / mat->compliance, &ge, &he);
+      if (mat->solver == PIOLA_CLOTH_SOLVER_XPBD && mat->damping > 0.0) {
+        piola_v3 motion[4];
+        corner_motion(w, q, 4, motion);
+        piola_cloth_bend_damping_block(mat, &rest, mat->damping / h, piola_vertex_at(w->p, q[0]),
+                                       piola_vertex_at(w->p, q[1]), piola_vertex_at(w->p, q[2]),
+                                       piola_vertex_at(w->p, q[3]), motion, corner, &ge, &he);
+      }
+      add_block(&g, &hs, ge, he);
     }
   }
   /* Its attachments (w->attach is sorted by vertex): soft ones as energy, a hard one holds it. */
@@ -233,7 +281,7 @@ static void solve_vertex(piola_world *w, int32_t i, double inv_h2) {
 typedef struct vbd_job {
   piola_world *w;
   int32_t first;
-  double inv_h2;
+  double h;
 } vbd_job;
 
 static void solve_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
@@ -241,7 +289,7 @@ static void solve_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   const vbd_job *job = ctx;
   const int32_t *vertices = job->w->vbd.vertices + job->first;
   for (int32_t k = begin; k < end; ++k) {
-    solve_vertex(job->w, vertices[k], job->inv_h2);
+    solve_vertex(job->w, vertices[k], job->h);
   }
 }
 
@@ -289,9 +337,8 @@ void piola_cpu_solve_vertices(piola_world *w, double h) {
   if (w->iteration == 0) {
     begin_substep(w, h);
   }
-  const double inv_h2 = 1.0 / (h * h);
   for (int32_t c = 0; c < v->color_count; ++c) {
-    vbd_job job = {.w = w, .first = v->color_first[c], .inv_h2 = inv_h2};
+    vbd_job job = {.w = w, .first = v->color_first[c], .h = h};
     piola_pool_for(w->pool, v->color_size[c], VBD_GRAIN, solve_chunk, &job);
   }
 }
