@@ -609,9 +609,10 @@ void test_opencl_vbd_material_damping(piola_test *t) {
   }
   const piola_iteration_scheme vbd = PIOLA_SCHEME_VBD;
   double start = 0.0;
-  const double ref = stretched_box_energy(t, PIOLA_BACKEND_CPU_REFERENCE, vbd, 5, 2e-2f, 100,
-                                          &start, NULL);
-  const double ocl = stretched_box_energy(t, PIOLA_BACKEND_OPENCL, vbd, 5, 2e-2f, 100, &start, NULL);
+  const double ref =
+      stretched_box_energy(t, PIOLA_BACKEND_CPU_REFERENCE, vbd, 5, 2e-2f, 100, &start, NULL);
+  const double ocl =
+      stretched_box_energy(t, PIOLA_BACKEND_OPENCL, vbd, 5, 2e-2f, 100, &start, NULL);
   const double ocl_free =
       stretched_box_energy(t, PIOLA_BACKEND_OPENCL, vbd, 5, 0.0f, 100, &start, NULL);
   const int32_t n = 81;
