@@ -528,6 +528,18 @@ PIOLA_FN piola_flags piola_tet_correction(const piola_tet_material *mat, piola_m
   return flags | (work ? PIOLA_TET_WORKED : 0);
 }
 
+/* The material of constraint `part` of a tet's XPBD projection: with mat->split, part 0 is the
+ * mu term of its energy and part 1 the lambda term (piola_tet_solve, piola_tet_damping_block and
+ * the host's damping directions count them alike); without, the whole energy (part 0 only). */
+PIOLA_FN piola_tet_material piola_tet_constraint_material(const piola_tet_material *mat, int part) {
+  piola_tet_material m = *mat;
+  if (mat->split) {
+    m.mu = part == 0 ? mat->mu : PIOLA_R(0.0);
+    m.lambda = part == 0 ? PIOLA_R(0.0) : mat->lambda;
+  }
+  return m;
+}
+
 /* The projection of a tet as the solver runs it: one constraint of the whole energy, or, for
  * XPBD with mat->split, two constraints, the mu and the lambda terms of the energy (each
  * C_k = sqrt(2 U_k / E), compliance 1 / E, so the potential is still U = U_mu + U_lambda),
@@ -550,8 +562,7 @@ PIOLA_FN piola_flags piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_
     return piola_tet_correction(mat, dm_inv, volume, alpha_tilde, gamma, x0, x1, x2, x3, motion, w0,
                                 w1, w2, w3, support, 0, &lambda[0], dx);
   }
-  piola_tet_material part = *mat;
-  part.lambda = PIOLA_R(0.0);
+  piola_tet_material part = piola_tet_constraint_material(mat, 0);
   piola_flags flags = piola_tet_correction(&part, dm_inv, volume, alpha_tilde, gamma, x0, x1, x2,
                                            x3, motion, w0, w1, w2, w3, support, 0, &lambda[0], dx);
   piola_v3 dl[4];
@@ -563,8 +574,7 @@ PIOLA_FN piola_flags piola_tet_solve(const piola_tet_material *mat, piola_m3 dm_
       moved[k] = piola_v3_add(motion[k], dx[k]);
     }
   }
-  part.lambda = mat->lambda;
-  part.mu = PIOLA_R(0.0);
+  part = piola_tet_constraint_material(mat, 1);
   flags |= piola_tet_correction(&part, dm_inv, volume, alpha_tilde, gamma, piola_v3_add(x0, dx[0]),
                                 piola_v3_add(x1, dx[1]), piola_v3_add(x2, dx[2]),
                                 piola_v3_add(x3, dx[3]), motion ? moved : 0, w0, w1, w2, w3,
@@ -780,11 +790,7 @@ PIOLA_FN void piola_tet_damping_block(const piola_tet_material *mat, piola_m3 dm
                                       piola_mask corner, piola_v3 *grad, piola_m3 *hess) {
   const piola_real k = PIOLA_R(1.0) / mat->compliance;
   for (int part = 0; part < (mat->split ? 2 : 1); ++part) {
-    piola_tet_material pm = *mat;
-    if (mat->split) {
-      pm.mu = part == 0 ? mat->mu : PIOLA_R(0.0);
-      pm.lambda = part == 0 ? PIOLA_R(0.0) : mat->lambda;
-    }
+    const piola_tet_material pm = piola_tet_constraint_material(mat, part);
     piola_v3 g[4];
     const piola_real u = piola_tet_gradient(&pm, dm_inv, volume, x0, x1, x2, x3, g);
     const piola_real factor =

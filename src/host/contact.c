@@ -677,15 +677,20 @@ static void test_pair(const piola_world *w, int32_t sv, int32_t t, double *keys,
   }
 }
 
-/* The narrow phase's surface vertices [begin, end) (a chunk of piola_pool_for): each one's
- * nearest triangles into its own slots; the kept and dropped counts into the chunk's totals. */
-typedef struct narrow_job {
-  piola_world *w;
-  int32_t kept[PIOLA_MAX_CPU_THREADS], dropped[PIOLA_MAX_CPU_THREADS];
-} narrow_job;
+void piola_narrow_pass(piola_world *w, int32_t count, piola_range_fn *range, int32_t *kept,
+                       int32_t *dropped) {
+  piola_narrow_job job = {.w = w};
+  piola_pool_for(w->pool, count, 64, range, &job);
+  for (int32_t k = 0; k < piola_pool_threads(w->pool); ++k) {
+    *kept += job.kept[k];
+    *dropped += job.dropped[k];
+  }
+}
 
+/* The narrow phase's surface vertices [begin, end) (a chunk of piola_narrow_pass): each one's
+ * nearest triangles into its own slots; the kept and dropped counts into the chunk's totals. */
 static void narrow_range(void *ctx, int32_t chunk, int32_t sv_begin, int32_t sv_end) {
-  narrow_job *job = ctx;
+  piola_narrow_job *job = ctx;
   piola_world *w = job->w;
   piola_solver_contacts *c = &w->contacts;
   const double thickness = (double)w->def.contact_thickness;
@@ -761,14 +766,9 @@ void piola_cpu_narrow_phase(piola_world *w) {
   swap = c->contact_triangle;
   c->contact_triangle = c->previous_triangle;
   c->previous_triangle = swap;
-  narrow_job job = {.w = w};
-  piola_pool_for(w->pool, c->vertex_count, 64, narrow_range, &job);
   c->total = 0;
   c->overflow = 0;
-  for (int32_t k = 0; k < piola_pool_threads(w->pool); ++k) {
-    c->total += job.kept[k];
-    c->overflow += job.dropped[k];
-  }
+  piola_narrow_pass(w, c->vertex_count, narrow_range, &c->total, &c->overflow);
   piola_cpu_edge_narrow_phase(w);
   /* Per surface vertex, the slots that name it as a triangle corner, ascending. */
   memset(c->corner_start, 0, sizeof *c->corner_start * ((size_t)c->vertex_count + 1));

@@ -7,6 +7,7 @@
 #include "piola/piola.h"
 
 #include "piola_contact.h"
+#include "thread_pool.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -139,6 +140,15 @@ void piola_contacts_mark(const piola_solver_contacts *c, const int32_t *count,
                          const int32_t *triangle, const int32_t *edge_count,
                          const int32_t *edge_entry, uint8_t *mark);
 /* The CPU reference's contact stages (host doubles). */
+/* A narrow phase's pass on the world's threads (CPU reference): `range`, a piola_pool_for() body
+ * over `count` items whose context is a piola_narrow_job, records each chunk's kept and dropped
+ * pairs; their sums go to *kept and *dropped. */
+typedef struct piola_narrow_job {
+  piola_world *w;
+  int32_t kept[PIOLA_MAX_CPU_THREADS], dropped[PIOLA_MAX_CPU_THREADS];
+} piola_narrow_job;
+void piola_narrow_pass(piola_world *w, int32_t count, piola_range_fn *range, int32_t *kept,
+                       int32_t *dropped);
 void piola_cpu_broad_phase(piola_world *w);
 void piola_cpu_narrow_phase(piola_world *w);
 void piola_cpu_contact(piola_world *w);

@@ -431,15 +431,10 @@ static void cluster_pairs_range(void *ctx, int32_t chunk, int32_t begin, int32_t
   }
 }
 
-typedef struct edge_narrow_job {
-  piola_world *w;
-  int32_t kept[PIOLA_MAX_CPU_THREADS], dropped[PIOLA_MAX_CPU_THREADS];
-} edge_narrow_job;
-
-/* The contacts of edges [begin, end): each tests the clusters its cluster listed (or walks the
- * grid where the list overflowed) and keeps its nearest. */
+/* The contacts of edges [begin, end) (a chunk of piola_narrow_pass): each tests the clusters its
+ * cluster listed (or walks the grid where the list overflowed) and keeps its nearest. */
 static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
-  edge_narrow_job *job = ctx;
+  piola_narrow_job *job = ctx;
   piola_world *w = job->w;
   piola_solver_contacts *c = &w->contacts;
   int32_t total = 0, overflow = 0;
@@ -487,12 +482,7 @@ void piola_cpu_edge_narrow_phase(piola_world *w) {
     return;
   }
   piola_pool_for(w->pool, c->cluster_count, 16, cluster_pairs_range, w);
-  edge_narrow_job job = {.w = w};
-  piola_pool_for(w->pool, c->edge_count, 64, edge_narrow_range, &job);
-  for (int32_t k = 0; k < piola_pool_threads(w->pool); ++k) {
-    c->edge_total += job.kept[k];
-    c->edge_overflow += job.dropped[k];
-  }
+  piola_narrow_pass(w, c->edge_count, edge_narrow_range, &c->edge_total, &c->edge_overflow);
 }
 
 /* The four members (surface vertices) of edge contact slot `slot` of edge e: e's ends, then the

@@ -46,7 +46,7 @@ static void add_scaled(double k, const piola_v3 *g, const int32_t *q, int32_t of
 }
 
 double piola_damping_scale(double k, double gamma, double u, double at_rest) {
-  return gamma > 0.0 && u > at_rest ? sqrt(k * gamma / (2.0 * u)) : 0.0;
+  return sqrt(piola_constraint_damping_factor(k, gamma, u, at_rest));
 }
 
 void piola_tet_damping_directions(const piola_tet_material *mat, piola_m3 m, double volume,
@@ -55,11 +55,7 @@ void piola_tet_damping_directions(const piola_tet_material *mat, piola_m3 m, dou
     d[j] = piola_v3_make(0.0, 0.0, 0.0);
   }
   for (int part = 0; part < (mat->split ? 2 : 1); ++part) {
-    piola_tet_material pm = *mat;
-    if (mat->split) {
-      pm.mu = part == 0 ? mat->mu : 0.0;
-      pm.lambda = part == 0 ? 0.0 : mat->lambda;
-    }
+    const piola_tet_material pm = piola_tet_constraint_material(mat, part);
     piola_v3 g[4];
     const double u = piola_tet_gradient(&pm, m, volume, x[0], x[1], x[2], x[3], g);
     const double scale = piola_damping_scale(k, gamma, u, PIOLA_ENERGY_EPSILON * volume);

@@ -28,7 +28,8 @@ piola_status piola_world_residual(const piola_world *w, const double *x, const d
 /* The material damping of XPBD's damped projection (kernels/piola_tet.h, Macklin et al. 2016,
  * Eq. 26) at its fixed point, for a constraint of energy U = k u with gradients g of u: the force
  * k gamma G g / (2 u), G = g . (x - x^n), gamma = damping / h, is d (d . (x - x^n)) with
- * d = sqrt(k gamma / (2 u)) g. piola_damping_scale() is that factor, 0 at or below `at_rest`,
+ * d = sqrt(k gamma / (2 u)) g. piola_damping_scale() is that factor (the square root of
+ * piola_constraint_damping_factor, kernels/piola_shared.h), 0 at or below `at_rest`,
  * the energy the projection takes for rest (it does not project there; g / sqrt(u) of rounding
  * alone would be unbounded). */
 double piola_damping_scale(double k, double gamma, double u, double at_rest);
