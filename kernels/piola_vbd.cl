@@ -229,3 +229,26 @@ PIOLA_KERNEL void piola_vbd_color(
     d[i] = piola_displace(di, dx);
   }
 }
+
+/* The Chebyshev pass after iteration k of a substep (piola_world_def.vbd_chebyshev_rho; Wang
+ * 2015, "A Chebyshev Semi-Iterative Approach for Accelerating Projective and Position-based
+ * Dynamics"; src/host/vbd.c): `older` holds each vertex's displacement of iteration k - 2; with
+ * `blend` the displacement is extrapolated from it, older + omega (d - older); with `keep` it is
+ * kept there for iteration k + 2. d.w (the support's withheld motion) is left as it is. */
+PIOLA_KERNEL void piola_vbd_accelerate(__global const float4 *x, __global float4 *d,
+                                       __global float4 *older, float omega, int blend, int keep,
+                                       int count) {
+  const int i = get_global_id(0);
+  if (i >= count || !(x[i].w > 0.0f)) {
+    return;
+  }
+  float4 di = d[i];
+  if (blend) {
+    const float4 o = older[i];
+    di.xyz = o.xyz + omega * (di.xyz - o.xyz);
+    d[i] = di;
+  }
+  if (keep) {
+    older[i] = di;
+  }
+}

@@ -28,8 +28,9 @@ class World:
     """A simulation world (piola_world). Keyword arguments are piola_world_def's fields:
     backend ("auto", "cpu", "opencl"), device (piola_world_def.device_spec: "P:D", "gpu",
     "cpu" or a name substring), gravity, dt, substeps, iterations, damping, iteration_scheme
-    ("gauss_seidel", "jacobi", "vbd", "multigrid"), max_colors, jacobi_omega, profile, fast_math,
-    work_group_size, schedule ("auto", "stages", "bodies"), simd_lanes, contacts,
+    ("gauss_seidel", "jacobi", "vbd", "multigrid"), max_colors, jacobi_omega,
+    vbd_chebyshev_rho, profile, fast_math, work_group_size, schedule ("auto", "stages",
+    "bodies"), simd_lanes, contacts,
     edge_contacts, contact_thickness, contact_friction, cpu_threads; unset ones take
     piola_default_world_def()'s values, and all are readable as attributes (`iterations` and
     `gravity` are also writable). The library's messages go to the "piola" logger. A context

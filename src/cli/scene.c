@@ -44,6 +44,7 @@ scene_options scene_default_options(void) {
   o.contact_friction = -1.0f;
   o.scheme = PIOLA_SCHEME_GAUSS_SEIDEL;
   o.jacobi_omega = 1.0f;
+  o.vbd_chebyshev_rho = 0.0f;
   o.cloth_cells = 200;
   return o;
 }
@@ -162,6 +163,8 @@ void scene_print_help(void) {
          "  --max-colors N      at most N Gauss-Seidel colors; the other tets are solved in one\n"
          "                      Jacobi pass per iteration (default 0: as many as needed)\n"
          "  --omega W           over-relaxation of Jacobi passes, in (0, 2) (default 1)\n"
+         "  --vbd-rho R         --scheme vbd: Chebyshev acceleration of the iterations,\n"
+         "                      the spectral radius estimate in [0, 1) (default 0: off)\n"
          "  --work-group N      OpenCL work-group size (default: per device)\n"
          "  --schedule S        OpenCL launches: auto (default), stages (one per color per\n"
          "                      iteration) or bodies (one per substep, a work-group per body)\n"
@@ -286,6 +289,8 @@ int scene_parse_option(scene_options *o, int argc, char **argv, int *i) {
     ok = parse_int(a, v, 0, &o->max_colors);
   } else if (strcmp(a, "--omega") == 0) {
     ok = parse_float(a, v, &o->jacobi_omega);
+  } else if (strcmp(a, "--vbd-rho") == 0) {
+    ok = parse_float(a, v, &o->vbd_chebyshev_rho);
   } else if (strcmp(a, "--schedule") == 0) {
     static const char *const names[] = {"auto", "stages", "bodies"};
     int k = choose(a, v, names, 3);
@@ -796,6 +801,7 @@ piola_status scene_build(const scene_options *o, piola_backend backend_override,
   def.iteration_scheme = o->scheme;
   def.max_colors = o->max_colors;
   def.jacobi_omega = o->jacobi_omega;
+  def.vbd_chebyshev_rho = o->vbd_chebyshev_rho;
   def.profile = o->profile;
   def.contacts = o->contacts;
   def.edge_contacts = o->edge_contacts;

@@ -51,6 +51,7 @@ typedef struct scene_options {
   piola_iteration_scheme scheme; /* default Gauss-Seidel */
   int32_t max_colors;            /* 0 = as many as the coloring needs */
   float jacobi_omega;            /* default 1 */
+  float vbd_chebyshev_rho;       /* default 0 */
   int32_t work_group_size;       /* OpenCL; 0 = per device */
   piola_schedule schedule;       /* OpenCL launch schedule; default AUTO */
   int32_t simd_lanes;            /* OpenCL tets per work-item per stage; 0 = per device */

@@ -137,6 +137,7 @@ piola_world_def piola_default_world_def(void) {
   d.contact_thickness = 0.01f;
   d.contact_friction = 0.5f;
   d.jacobi_omega = 1.0f;
+  d.vbd_chebyshev_rho = 0.0f;
   d.profile = false;
   d.fast_math = false;
   d.work_group_size = 0;

@@ -61,6 +61,7 @@ enum {
   KERNEL_COLLIDE_SHAPES,
   KERNEL_VBD_BEGIN, /* vertex block descent (piola_vbd.cl) */
   KERNEL_VBD_COLOR,
+  KERNEL_VBD_ACCELERATE,
   KERNEL_SOLVE_PACKETS, /* these three from the packet program (piola_packet.cl), where built */
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_VBD_TET_BLOCKS,
@@ -170,6 +171,10 @@ enum {
   BUF_VBD_START,    /* per vertex: its first element entry (vertex_count + 1) */
   BUF_VBD_ELEMENTS, /* the element entries */
   BUF_VBD_V_LAST,   /* per vertex: the velocity at the start of the last substep (float4) */
+  /* with def.vbd_chebyshev_rho > 0: per vertex, the displacements of the iterations two back,
+   * by the iteration's parity (float4) */
+  BUF_VBD_CHEBYSHEV0,
+  BUF_VBD_CHEBYSHEV1,
   /* with the packet program (CPU devices): the tets' entries of the colors, color after color,
    * each color's by tet; per element entry, its place among its color's tet entries; the blocks
    * of the color in flight */

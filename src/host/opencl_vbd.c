@@ -7,7 +7,8 @@
  * scalars there, and its tets vary in number from vertex to vertex. The two launches of a color
  * are one dependent pass of the algorithm. The lists (vertices by color, each vertex's element
  * entries, the colors' tet entries) are uploaded with the rest of the state; the tet data is the
- * XPBD scheme's own buffers. */
+ * XPBD scheme's own buffers. With def.vbd_chebyshev_rho > 0 an iteration ends with one more
+ * launch over every vertex (piola_vbd_accelerate), the Chebyshev pass of the reference's. */
 #include "opencl_internal.h"
 
 #include <math.h>
@@ -100,9 +101,12 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   } sizes[] = {{BUF_VBD_VERTICES, 4 * (size_t)v->vertex_count},
                {BUF_VBD_START, 4 * (nv + 1)},
                {BUF_VBD_ELEMENTS, 4 * (size_t)v->element_count},
-               {BUF_VBD_V_LAST, 16 * nv}};
+               {BUF_VBD_V_LAST, 16 * nv},
+               {BUF_VBD_CHEBYSHEV0, 16 * nv},
+               {BUF_VBD_CHEBYSHEV1, 16 * nv}};
+  const size_t count = sizeof sizes / sizeof sizes[0] - (w->def.vbd_chebyshev_rho > 0.0f ? 0 : 2);
   piola_status s = PIOLA_OK;
-  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && s == PIOLA_OK; ++i) {
+  for (size_t i = 0; i < count && s == PIOLA_OK; ++i) {
     s = piola_ocl_ensure_buffer(w, sizes[i].b, sizes[i].bytes, CL_MEM_READ_WRITE);
   }
   if (s == PIOLA_OK) {
@@ -147,6 +151,30 @@ static piola_status begin_substep(piola_world *w, double h) {
     cl->vbd_have_last = true;
   }
   return s;
+}
+
+/* The Chebyshev pass after the iteration's colors (piola_vbd_accelerate; vbd.c's accelerate):
+ * omega from the host in double, as the reference's. */
+static piola_status accelerate(piola_world *w) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  const int32_t it = w->iteration + 1;
+  bool blend, keep;
+  if (!piola_vbd_chebyshev_pass(w, it, &blend, &keep)) {
+    return PIOLA_OK;
+  }
+  w->vbd.chebyshev_omega = piola_vbd_chebyshev_omega(w, it, w->vbd.chebyshev_omega);
+  const int k = KERNEL_VBD_ACCELERATE;
+  cl_float omega = (cl_float)w->vbd.chebyshev_omega;
+  cl_int blend_arg = blend, keep_arg = keep, nv = cl->vertex_count;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_D]);
+  SET_ARG(k, 2, b[it % 2 == 0 ? BUF_VBD_CHEBYSHEV0 : BUF_VBD_CHEBYSHEV1]);
+  SET_ARG(k, 3, omega);
+  SET_ARG(k, 4, blend_arg);
+  SET_ARG(k, 5, keep_arg);
+  SET_ARG(k, 6, nv);
+  return piola_ocl_enqueue(w, k, nv, PIOLA_STAGE_SOLVE_VERTICES);
 }
 
 piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
@@ -229,5 +257,5 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
       s = piola_ocl_enqueue(w, k, count, PIOLA_STAGE_SOLVE_VERTICES);
     }
   }
-  return s;
+  return s == PIOLA_OK ? accelerate(w) : s;
 }

@@ -20,7 +20,11 @@
  * projected after each iteration (world.c); a vertex a collider pushed steps on its surface
  * (piola_vbd_supported_step). A step is at most PIOLA_VBD_MAX_STEP of the vertex's
  * smallest element height. The initial guess is the paper's adaptive initialization, from the
- * velocity of the last substep. The velocities come from the positions as in XPBD.
+ * velocity of the last substep. The velocities come from the positions as in XPBD. With
+ * def.vbd_chebyshev_rho > 0 each iteration from the third on ends with the Chebyshev
+ * extrapolation of the positions from those two iterations before (Wang 2015, "A Chebyshev
+ * Semi-Iterative Approach for Accelerating Projective and Position-based Dynamics", Sec. 4; the
+ * paper's Sec. 3.7), before the contacts and colliders are projected.
  *
  * This file holds the vertex lists of the solver arrays and the CPU reference's stage. A
  * vertex sums its elements in the fixed order of its list, so the result is bitwise repeatable
@@ -43,6 +47,8 @@ void piola_solver_vbd_free(piola_solver_vbd *v) {
   free(v->element_start);
   free(v->elements);
   free(v->v_last);
+  free(v->chebyshev[0]);
+  free(v->chebyshev[1]);
   memset(v, 0, sizeof *v);
 }
 
@@ -78,9 +84,13 @@ piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tet
   v.elements = malloc(sizeof(int32_t) * (size_t)(elements > 0 ? elements : 1));
   v.v_last = malloc(sizeof(double) * 3 * (nv > 0 ? nv : 1));
   v.adaptive_init = true;
+  const bool accelerated = w->def.vbd_chebyshev_rho > 0.0f;
+  for (int k = 0; k < 2 && accelerated; ++k) {
+    v.chebyshev[k] = malloc(sizeof(double) * 3 * (nv > 0 ? nv : 1));
+  }
   int32_t *fill = malloc(sizeof(int32_t) * (nv > 0 ? nv : 1));
   if (!v.color_first || !v.color_size || !v.vertices || !v.element_start || !v.elements ||
-      !v.v_last || !fill) {
+      !v.v_last || !fill || (accelerated && (!v.chebyshev[0] || !v.chebyshev[1]))) {
     free(fill);
     piola_solver_vbd_free(&v);
     return PIOLA_ERROR_OUT_OF_MEMORY;
@@ -332,6 +342,46 @@ static void begin_substep(piola_world *w, double h) {
   v->have_last = true;
 }
 
+double piola_vbd_chebyshev_omega(const piola_world *w, int32_t k, double last) {
+  const double rho = (double)w->def.vbd_chebyshev_rho;
+  if (k < 3) {
+    return 1.0;
+  }
+  return k == 3 ? 2.0 / (2.0 - rho * rho) : 4.0 / (4.0 - rho * rho * last);
+}
+
+bool piola_vbd_chebyshev_pass(const piola_world *w, int32_t k, bool *blend, bool *keep) {
+  *blend = k >= 3;
+  *keep = k <= w->def.iterations - 2;
+  return w->def.vbd_chebyshev_rho > 0.0f && w->def.iterations >= 3 && (*blend || *keep);
+}
+
+/* The Chebyshev pass after iteration k (1-based) of the colors: chebyshev[k % 2] holds
+ * x_{k-2} and receives x_k. A pinned vertex never moves; a hard-attached one is on its target
+ * from the first iteration on, where the extrapolation leaves it (x_{k-2} = x_k). */
+static void accelerate(piola_world *w) {
+  piola_solver_vbd *v = &w->vbd;
+  const int32_t k = w->iteration + 1;
+  bool blend, keep;
+  if (!piola_vbd_chebyshev_pass(w, k, &blend, &keep)) {
+    return;
+  }
+  v->chebyshev_omega = piola_vbd_chebyshev_omega(w, k, v->chebyshev_omega);
+  const double omega = v->chebyshev_omega;
+  double *older = v->chebyshev[k % 2];
+  for (size_t i = 0; i < 3 * (size_t)w->vertex_count; ++i) {
+    if (!(w->w[i / 3] > 0.0)) {
+      continue;
+    }
+    if (blend) {
+      w->p[i] = older[i] + omega * (w->p[i] - older[i]);
+    }
+    if (keep) {
+      older[i] = w->p[i];
+    }
+  }
+}
+
 void piola_cpu_solve_vertices(piola_world *w, double h) {
   piola_solver_vbd *v = &w->vbd;
   if (w->iteration == 0) {
@@ -341,4 +391,5 @@ void piola_cpu_solve_vertices(piola_world *w, double h) {
     vbd_job job = {.w = w, .first = v->color_first[c], .h = h};
     piola_pool_for(w->pool, v->color_size[c], VBD_GRAIN, solve_chunk, &job);
   }
+  accelerate(w);
 }

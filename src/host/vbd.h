@@ -41,6 +41,10 @@ typedef struct piola_solver_vbd {
   bool have_last;
   /* The initial guess: true (the default), the paper's adaptive one (Sec. 3.7); false, y. */
   bool adaptive_init;
+  /* CPU reference, with def.vbd_chebyshev_rho > 0: 3 per world vertex each, the positions of
+   * the iterations two back (m), by the iteration's parity; omega of the last iteration. */
+  double *chebyshev[2];
+  double chebyshev_omega;
 } piola_solver_vbd;
 
 void piola_solver_vbd_free(piola_solver_vbd *v);
@@ -49,6 +53,14 @@ void piola_solver_vbd_free(piola_solver_vbd *v);
  * *out (all or nothing; empty unless the scheme is PIOLA_SCHEME_VBD). */
 piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tets *st,
                                     const piola_solver_cloth *sc, piola_solver_vbd *out);
+
+/* Chebyshev acceleration (def.vbd_chebyshev_rho): omega of iteration k (1-based) of a substep,
+ * from the last iteration's `last` (1 before the third iteration). */
+double piola_vbd_chebyshev_omega(const piola_world *w, int32_t k, double last);
+
+/* Whether iteration k (1-based) ends with a Chebyshev pass: *blend, it extrapolates the
+ * positions (k >= 3); *keep, it keeps them for iteration k + 2. */
+bool piola_vbd_chebyshev_pass(const piola_world *w, int32_t k, bool *blend, bool *keep);
 
 /* The CPU reference's SOLVE_VERTICES stage: one iteration of vertex block descent. */
 void piola_cpu_solve_vertices(piola_world *w, double h);

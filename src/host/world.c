@@ -79,6 +79,10 @@ static piola_status check_world_def(const piola_world_def *def, char *reason, si
              (int)def->schedule);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
+  if (!(def->vbd_chebyshev_rho >= 0.0f && def->vbd_chebyshev_rho < 1.0f)) {
+    snprintf(reason, n, "need vbd_chebyshev_rho in [0, 1) (%g)", (double)def->vbd_chebyshev_rho);
+    return isfinite(def->vbd_chebyshev_rho) ? PIOLA_ERROR_INVALID_ARGUMENT : PIOLA_ERROR_NON_FINITE;
+  }
   if (!isfinite(def->contact_thickness) || !isfinite(def->contact_friction)) {
     snprintf(reason, n, "contact_thickness and contact_friction must be finite");
     return PIOLA_ERROR_NON_FINITE;
@@ -466,9 +470,14 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
                                   : tets + st->cloth_color_count;
   const int64_t iteration =
       solve + (contacts ? 2 : 0) + (attachments && !vbd) + (w->collider_count > 0);
+  int64_t accelerated = 0; /* VBD's Chebyshev passes */
+  for (int32_t k = 1; k <= w->def.iterations && w->def.iteration_scheme == PIOLA_SCHEME_VBD; ++k) {
+    bool blend, keep;
+    accelerated += piola_vbd_chebyshev_pass(w, k, &blend, &keep);
+  }
   const int64_t substep =
       1 + (contacts ? 2 : 0) + (multigrid ? levels + (w->collider_count > 0) : 0) +
-      (int64_t)w->def.iterations * iteration +
+      (int64_t)w->def.iterations * iteration + accelerated +
       (contacts && !vbd ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments
                         : 0) +
       1 + plastic;
