@@ -61,6 +61,8 @@ run vbd_armadillo_100 bench --mesh "$mesh" --bodies 100 --steps 100 --no-contact
   --json "$out/vbd_armadillo_100.json" "$@"
 run xpbd_armadillo_100 bench --mesh "$mesh" --bodies 100 --steps 100 --no-contacts \
   --json "$out/xpbd_armadillo_100.json" "$@"
+run vbd_armadillo_100_cheb3 bench --mesh "$mesh" --bodies 100 --steps 100 --scheme vbd \
+  --vbd-rho 0.85 --iterations 3 --json "$out/vbd_armadillo_100_cheb3.json" "$@"
 run vbd_cloth bench --scene cloth --steps 100 --scheme vbd --json "$out/vbd_cloth.json" "$@"
 run vbd_funnel bench --scene funnel --mesh "$mesh" --warmup "${FUNNEL_WARMUP:-600}" --steps 100 \
   --scheme vbd --json "$out/vbd_funnel.json" "$@"
