@@ -21,7 +21,7 @@
  *
  *   piola_stack_drift [--backend cpu|opencl] [--scheme gauss-seidel|vbd|multigrid]
  *                     [--youngs PA] [--iterations N] [--substeps N]
- *                     [--drop M] [--damping 1/S] [--material-damping S]
+ *                     [--drop M] [--damping 1/S] [--material-damping S] [--vbd-rho R]
  *                     [--offsets A,B,...] [--ledge] [--pyramid] [--slope]
  *                     [--frictions A,B,...]
  *                     [--check]
@@ -30,7 +30,8 @@
  * instead: the same landing without the lower body's elasticity or the body contacts.
  *
  * --damping is the world's velocity damping (1/s), --material-damping the boxes' material
- * damping (piola_material.damping, s).
+ * damping (piola_material.damping, s), --vbd-rho vertex block descent's Chebyshev acceleration
+ * (piola_world_def.vbd_chebyshev_rho).
  */
 #include "piola/piola.h"
 
@@ -42,7 +43,7 @@
 typedef struct options {
   piola_backend backend;
   piola_iteration_scheme scheme;
-  float youngs, drop, damping, material_damping;
+  float youngs, drop, damping, material_damping, vbd_rho;
   int32_t iterations, substeps;
   float offsets[16];
   int offset_count;
@@ -82,6 +83,7 @@ static piola_world_def stack_def(const options *o, float mu) {
   def.substeps = o->substeps;
   def.iterations = o->iterations;
   def.damping = o->damping;
+  def.vbd_chebyshev_rho = o->vbd_rho;
   def.contact_friction = mu;
   return def;
 }
@@ -196,6 +198,7 @@ static int parse(int argc, char **argv, options *o) {
   o->drop = 0.15f;
   o->damping = 0.0f;
   o->material_damping = 0.0f;
+  o->vbd_rho = 0.0f;
   o->iterations = 5;
   o->substeps = 2;
   o->offset_count = 0;
@@ -233,6 +236,8 @@ static int parse(int argc, char **argv, options *o) {
       o->damping = (float)atof(v);
     } else if (strcmp(a, "--material-damping") == 0) {
       o->material_damping = (float)atof(v);
+    } else if (strcmp(a, "--vbd-rho") == 0) {
+      o->vbd_rho = (float)atof(v);
     } else if (strcmp(a, "--iterations") == 0) {
       o->iterations = atoi(v);
     } else if (strcmp(a, "--substeps") == 0) {
