@@ -65,6 +65,11 @@ int validate_exp_convergence(const validate_options *o, validate_report *r) {
   const int series = validate_series_new(r, X, "energy", 4, columns);
   double *e = malloc(sizeof *e * (size_t)(kmax + 1));
   double vbd_left = NAN; /* E(kmax)/E(0) of unaccelerated vertex block descent */
+  /* Side by side (XPBD Gauss-Seidel, VBD, accelerated VBD): E(k)/E(0) and the step's wall time
+   * (ms) for each k. */
+  enum { SIDE_XPBD, SIDE_VBD, SIDE_CHEBYSHEV, SIDES };
+  double side_e[SIDES][51], side_ms[SIDES][51];
+  bool side_done[SIDES] = {false, false, false};
   if (e == NULL) {
     return validate_report_error(r, X, "memory", PIOLA_ERROR_OUT_OF_MEMORY);
   }
@@ -99,6 +104,11 @@ int validate_exp_convergence(const validate_options *o, validate_report *r) {
       free(e);
       return validate_report_error(r, X, "world", st);
     }
+    const int side = va->scheme == PIOLA_SCHEME_VBD ? (va->rho > 0.0f ? SIDE_CHEBYSHEV : SIDE_VBD)
+                     : va->scheme == PIOLA_SCHEME_GAUSS_SEIDEL && va->solver == PIOLA_SOLVER_XPBD &&
+                             va->max_colors == 0
+                         ? SIDE_XPBD
+                         : -1;
     float *start = malloc(sizeof *start * 3 * (size_t)s.n);
     float *zero = calloc(3 * (size_t)s.n, sizeof *zero);
     st = start == NULL || zero == NULL ? PIOLA_ERROR_OUT_OF_MEMORY : PIOLA_OK;
@@ -126,7 +136,14 @@ int validate_exp_convergence(const validate_options *o, validate_report *r) {
         e[k] = stats.elastic_energy;
         double row[4] = {(double)k, e[k], e[k] / e[0], (double)stats.inverted_tets};
         validate_series_add(r, series, va->label, row);
+        if (side >= 0 && k <= 50) {
+          side_e[side][k] = e[k] / e[0];
+          side_ms[side][k] = k > 0 ? stats.last_step_ms : 0.0;
+        }
       }
+    }
+    if (side >= 0 && st == PIOLA_OK) {
+      side_done[side] = true;
     }
     free(start);
     free(zero);
@@ -215,6 +232,33 @@ int validate_exp_convergence(const validate_options *o, validate_report *r) {
     }
   }
   free(e);
+  if (side_done[SIDE_XPBD] && side_done[SIDE_VBD] && side_done[SIDE_CHEBYSHEV]) {
+    /* The schemes side by side: energy left after 5 and kmax sweeps, and after the wall time
+     * XPBD takes for kmax sweeps (each scheme's largest k whose step took no longer). */
+    char check[96], note[256];
+    const int32_t at[2] = {5, kmax};
+    for (int i = 0; i < 2; ++i) {
+      snprintf(check, sizeof check, "side by side: E(%d)/E(0), vbd", (int)at[i]);
+      snprintf(note, sizeof note, "xpbd %.4g, vbd %.4g, vbd chebyshev 0.85 %.4g",
+               side_e[SIDE_XPBD][at[i]], side_e[SIDE_VBD][at[i]], side_e[SIDE_CHEBYSHEV][at[i]]);
+      validate_report_info(r, X, check, "", side_e[SIDE_VBD][at[i]], note);
+    }
+    const double budget = side_ms[SIDE_XPBD][kmax];
+    int32_t k_of[SIDES] = {kmax, 0, 0};
+    for (int sd = SIDE_VBD; sd < SIDES; ++sd) {
+      for (int32_t k = 1; k <= kmax; ++k) {
+        k_of[sd] = side_ms[sd][k] <= budget ? k : k_of[sd];
+      }
+    }
+    snprintf(check, sizeof check, "side by side: E/E(0) in xpbd's time for %d sweeps, vbd",
+             (int)kmax);
+    snprintf(note, sizeof note,
+             "%.4g ms: xpbd %.4g (%d sweeps), vbd %.4g (%d), vbd chebyshev 0.85 %.4g (%d)", budget,
+             side_e[SIDE_XPBD][kmax], (int)kmax, side_e[SIDE_VBD][k_of[SIDE_VBD]],
+             (int)k_of[SIDE_VBD], side_e[SIDE_CHEBYSHEV][k_of[SIDE_CHEBYSHEV]],
+             (int)k_of[SIDE_CHEBYSHEV]);
+    validate_report_info(r, X, check, "", side_e[SIDE_VBD][k_of[SIDE_VBD]], note);
+  }
   return convergence_resolution(o, r);
 }
 
