@@ -63,25 +63,27 @@ PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float
   v_last[i] = vt;
 }
 
-/* One vertex color: vertices[first .. first + count), each one Newton step on its block; y0 is
- * PREDICT's d0 (y - x). */
-PIOLA_KERNEL void piola_vbd_color(
-    __global const float4 *x, __global float4 *d, __global const float4 *y0,
-    __global const int4 *tets, __global const float *tet_m, __global const float *tet_volume,
-    __global const int *tet_material, __constant piola_material_data *materials, int stride,
-    __global const int *vertices, __global const int *start, __global const int *elements,
-    __global const float4 *support, __global const int4 *tris, __global const float4 *tri_dm,
-    __global const float *tri_area, __global const int4 *bends, __global const float4 *bend_k,
-    __global const float2 *bend_q, __global const int *bend_material,
-    __constant piola_cloth_material_data *cloth_materials, __global const int *attach_start,
-    __global const int *attach_vertex, __global const float4 *attach_targets, int attached,
-    int first, int count, float inv_h2, __global const float4 *blocks,
-    __global const int *block_slot, int blocked, float inv_h) {
-  const int k = get_global_id(0);
-  if (k >= count) {
-    return;
-  }
-  const int i = vertices[first + k];
+/* The arguments of a vertex's Newton step, shared by the kernels below (see piola_vbd_color). */
+#define PIOLA_VBD_STEP_PARAMS                                                                      \
+  __global const float4 *x, __global float4 *d, __global const float4 *y0,                         \
+      __global const int4 *tets, __global const float *tet_m, __global const float *tet_volume,    \
+      __global const int *tet_material, __constant piola_material_data *materials, int stride,     \
+      __global const int *vertices, __global const int *start, __global const int *elements,       \
+      __global const float4 *support, __global const int4 *tris, __global const float4 *tri_dm,    \
+      __global const float *tri_area, __global const int4 *bends, __global const float4 *bend_k,   \
+      __global const float2 *bend_q, __global const int *bend_material,                            \
+      __constant piola_cloth_material_data *cloth_materials, __global const int *attach_start,     \
+      __global const int *attach_vertex, __global const float4 *attach_targets, int attached
+#define PIOLA_VBD_STEP_ARGS                                                                        \
+  x, d, y0, tets, tet_m, tet_volume, tet_material, materials, stride, vertices, start, elements,   \
+      support, tris, tri_dm, tri_area, bends, bend_k, bend_q, bend_material, cloth_materials,      \
+      attach_start, attach_vertex, attach_targets, attached
+
+/* Vertex i's Newton step on its block, in place in d; y0 is PREDICT's d0 (y - x). With
+ * `blocked` its tets' parts come from `blocks` (piola_vbd_tet_blocks, CPU devices). */
+PIOLA_FN void piola_vbd_step_vertex(PIOLA_VBD_STEP_PARAMS, int i, float inv_h2, float inv_h,
+                                    __global const float4 *blocks, __global const int *block_slot,
+                                    int blocked) {
   const float4 xi = x[i];
   if (!(xi.w > 0.0f)) {
     return;
@@ -230,16 +232,22 @@ PIOLA_KERNEL void piola_vbd_color(
   }
 }
 
-/* The Chebyshev pass after iteration k of a substep (piola_world_def.vbd_chebyshev_rho; Wang
- * 2015, "A Chebyshev Semi-Iterative Approach for Accelerating Projective and Position-based
- * Dynamics"; src/host/vbd.c): `older` holds each vertex's displacement of iteration k - 2; with
- * `blend` the displacement is extrapolated from it, older + omega (d - older); with `keep` it is
- * kept there for iteration k + 2. d.w (the support's withheld motion) is left as it is. */
-PIOLA_KERNEL void piola_vbd_accelerate(__global const float4 *x, __global float4 *d,
-                                       __global float4 *older, float omega, int blend, int keep,
-                                       int count) {
-  const int i = get_global_id(0);
-  if (i >= count || !(x[i].w > 0.0f)) {
+/* One vertex color: vertices[first .. first + count), each one Newton step on its block. */
+PIOLA_KERNEL void piola_vbd_color(PIOLA_VBD_STEP_PARAMS, int first, int count, float inv_h2,
+                                  __global const float4 *blocks, __global const int *block_slot,
+                                  int blocked, float inv_h) {
+  const int k = get_global_id(0);
+  if (k < count) {
+    piola_vbd_step_vertex(PIOLA_VBD_STEP_ARGS, vertices[first + k], inv_h2, inv_h, blocks,
+                          block_slot, blocked);
+  }
+}
+
+/* Vertex i's part of the Chebyshev pass (piola_vbd_accelerate). */
+PIOLA_FN void piola_vbd_chebyshev_vertex(__global const float4 *x, __global float4 *d,
+                                         __global float4 *older, float omega, int blend, int keep,
+                                         int i) {
+  if (!(x[i].w > 0.0f)) {
     return;
   }
   float4 di = d[i];
@@ -250,5 +258,45 @@ PIOLA_KERNEL void piola_vbd_accelerate(__global const float4 *x, __global float4
   }
   if (keep) {
     older[i] = di;
+  }
+}
+
+/* One iteration of every body, a work-group per body (the per-body schedule): the group walks
+ * its body's colors, the work-items taking the color's vertices in turn, with a barrier between
+ * colors (bodies share no vertex and their colors are independent of the other bodies'), then,
+ * with `accelerate`, the body's part of the Chebyshev pass. body_colors holds per body
+ * colors + 1 pairs: its vertices (first, count), then per color its range of `vertices` (first,
+ * count). The same steps in the same order per vertex as piola_vbd_color, so the same result. */
+PIOLA_KERNEL void piola_vbd_bodies(PIOLA_VBD_STEP_PARAMS, __global const int2 *body_colors,
+                                   int colors, float inv_h2, float inv_h, int accelerate,
+                                   __global float4 *older, float omega, int blend, int keep) {
+  const int body = get_group_id(0), lid = get_local_id(0), size = get_local_size(0);
+  __global const int2 *bc = body_colors + body * (colors + 1);
+  for (int c = 0; c < colors; ++c) {
+    const int2 r = bc[1 + c];
+    for (int j = lid; j < r.y; j += size) {
+      piola_vbd_step_vertex(PIOLA_VBD_STEP_ARGS, vertices[r.x + j], inv_h2, inv_h, 0, 0, 0);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+  }
+  if (accelerate) {
+    const int2 v = bc[0];
+    for (int i = v.x + lid; i < v.x + v.y; i += size) {
+      piola_vbd_chebyshev_vertex(x, d, older, omega, blend, keep, i);
+    }
+  }
+}
+
+/* The Chebyshev pass after iteration k of a substep (piola_world_def.vbd_chebyshev_rho; Wang
+ * 2015, "A Chebyshev Semi-Iterative Approach for Accelerating Projective and Position-based
+ * Dynamics"; src/host/vbd.c): `older` holds each vertex's displacement of iteration k - 2; with
+ * `blend` the displacement is extrapolated from it, older + omega (d - older); with `keep` it is
+ * kept there for iteration k + 2. d.w (the support's withheld motion) is left as it is. */
+PIOLA_KERNEL void piola_vbd_accelerate(__global const float4 *x, __global float4 *d,
+                                       __global float4 *older, float omega, int blend, int keep,
+                                       int count) {
+  const int i = get_global_id(0);
+  if (i < count) {
+    piola_vbd_chebyshev_vertex(x, d, older, omega, blend, keep, i);
   }
 }

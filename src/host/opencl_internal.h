@@ -62,6 +62,7 @@ enum {
   KERNEL_VBD_BEGIN, /* vertex block descent (piola_vbd.cl) */
   KERNEL_VBD_COLOR,
   KERNEL_VBD_ACCELERATE,
+  KERNEL_VBD_BODIES,
   KERNEL_SOLVE_PACKETS, /* these three from the packet program (piola_packet.cl), where built */
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_VBD_TET_BLOCKS,
@@ -175,6 +176,9 @@ enum {
    * by the iteration's parity (float4) */
   BUF_VBD_CHEBYSHEV0,
   BUF_VBD_CHEBYSHEV1,
+  /* per body (in the lists' order), colors + 1 int2: its vertices (first, count), then per color
+   * its range of BUF_VBD_VERTICES (the per-body schedule, piola_vbd_bodies) */
+  BUF_VBD_BODY_COLORS,
   /* with the packet program (CPU devices): the tets' entries of the colors, color after color,
    * each color's by tet; per element entry, its place among its color's tet entries; the blocks
    * of the color in flight */
@@ -233,6 +237,8 @@ struct piola_opencl {
   /* per vertex color, its first entry and count in BUF_VBD_TET_ENTRIES (color_count each, with
    * the packet program under PIOLA_SCHEME_VBD; else NULL) */
   int32_t *vbd_tet_first, *vbd_tet_count;
+  /* the bodies of BUF_VBD_BODY_COLORS and the most vertices one of them has */
+  int32_t vbd_body_count, vbd_max_body_vertices;
   /* The multigrid scheme's SOLVE_GLOBAL on the host (opencl_newton.c; NULL under the other
    * schemes): x of the substep and the positions p the solve works on (3 doubles per vertex
    * each), the staging of the transfers (2 float4 per vertex), the tets' M with the plastic

@@ -87,6 +87,58 @@ static piola_status upload_tet_entries(piola_world *w) {
   return PIOLA_OK;
 }
 
+/* The per-body table of piola_vbd_bodies: per body with vertex colors (in slot order, the
+ * lists' order, vbd.c), colors + 1 pairs: (first vertex, vertex count), then per color the body's
+ * range of the color-ordered vertex list. */
+static piola_status upload_body_colors(piola_world *w) {
+  piola_opencl *cl = piola_ocl(w);
+  const piola_solver_vbd *v = &w->vbd;
+  const int32_t colors = v->color_count;
+  int32_t bodies = 0, largest = 0;
+  for (int32_t i = 0; i < w->body_ids.count; ++i) {
+    if (piola_id_pool_alive(&w->body_ids, i) && w->bodies[i].vertex_colors != NULL) {
+      ++bodies;
+      largest = w->bodies[i].vertex_count > largest ? w->bodies[i].vertex_count : largest;
+    }
+  }
+  const size_t pairs = (size_t)(bodies > 0 ? bodies : 1) * (size_t)(colors + 1);
+  cl_int2 *table = calloc(pairs, sizeof *table);
+  if (table == NULL) {
+    return PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  /* a color's bodies follow one another in slot order: each body's range starts where the one
+   * before it in that color ends */
+  int32_t b = 0;
+  for (int32_t i = 0; i < w->body_ids.count; ++i) {
+    const piola_body *body = &w->bodies[i];
+    if (!piola_id_pool_alive(&w->body_ids, i) || body->vertex_colors == NULL) {
+      continue;
+    }
+    cl_int2 *row = table + (size_t)b * (size_t)(colors + 1);
+    row[0].s[0] = body->vertex_offset;
+    row[0].s[1] = body->vertex_count;
+    for (int32_t k = 0; k < body->vertex_count; ++k) {
+      row[1 + body->vertex_colors[k]].s[1]++;
+    }
+    for (int32_t c = 0; c < colors; ++c) {
+      const cl_int2 *before = b > 0 ? table + (size_t)(b - 1) * (size_t)(colors + 1) + 1 + c : NULL;
+      row[1 + c].s[0] = before != NULL ? before->s[0] + before->s[1] : v->color_first[c];
+    }
+    ++b;
+  }
+  piola_status s =
+      piola_ocl_ensure_buffer(w, BUF_VBD_BODY_COLORS, sizeof *table * pairs, CL_MEM_READ_ONLY);
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_BODY_COLORS, 0, sizeof *table * pairs, table);
+  }
+  free(table);
+  if (s == PIOLA_OK) {
+    cl->vbd_body_count = bodies;
+    cl->vbd_max_body_vertices = largest;
+  }
+  return s;
+}
+
 piola_status piola_ocl_upload_vbd(piola_world *w) {
   piola_opencl *cl = piola_ocl(w);
   cl->vbd_have_last = false;
@@ -121,7 +173,25 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   if (s == PIOLA_OK && cl->kernels[KERNEL_VBD_TET_BLOCKS] != NULL) {
     s = upload_tet_entries(w);
   }
+  if (s == PIOLA_OK) {
+    s = upload_body_colors(w);
+  }
   return s;
+}
+
+/* Bodies of at most this many vertices run an iteration a work-group each under
+ * PIOLA_SCHEDULE_AUTO (about 7 colors of a few hundred vertices for a work-group to walk). */
+#define PIOLA_VBD_BODY_MAX_VERTICES 4096
+
+/* Whether the iterations run per body (piola_vbd_bodies): PIOLA_SCHEDULE_BODIES, or AUTO where
+ * the tets are not packed into SIMD lanes (GPUs), profiling is off and every body is small. */
+static bool per_body(const piola_world *w) {
+  const piola_opencl *cl = piola_ocl(w);
+  const piola_schedule s = w->def.schedule;
+  return cl->vbd_body_count > 0 &&
+         (s == PIOLA_SCHEDULE_BODIES ||
+          (s == PIOLA_SCHEDULE_AUTO && !w->def.profile && cl->lanes == 1 &&
+           cl->vbd_max_body_vertices <= PIOLA_VBD_BODY_MAX_VERTICES));
 }
 
 /* The start of a substep's iterations (piola_vbd_begin): the initial guess; the inertia target
@@ -177,6 +247,79 @@ static piola_status accelerate(piola_world *w) {
   return piola_ocl_enqueue(w, k, nv, PIOLA_STAGE_SOLVE_VERTICES);
 }
 
+/* Arguments 0 to 24 of piola_vbd_color and piola_vbd_bodies (PIOLA_VBD_STEP_PARAMS). */
+static piola_status set_step_args(piola_world *w, int k) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  cl_int stride = cl->tet_count;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_D]);
+  SET_ARG(k, 2, b[BUF_D0]);
+  SET_ARG(k, 3, b[BUF_TETS]);
+  SET_ARG(k, 4, b[BUF_TET_M]);
+  SET_ARG(k, 5, b[BUF_TET_VOLUME]);
+  SET_ARG(k, 6, b[BUF_TET_MATERIAL]);
+  SET_ARG(k, 7, b[BUF_MATERIALS]);
+  SET_ARG(k, 8, stride);
+  SET_ARG(k, 9, b[BUF_VBD_VERTICES]);
+  SET_ARG(k, 10, b[BUF_VBD_START]);
+  SET_ARG(k, 11, b[BUF_VBD_ELEMENTS]);
+  SET_ARG(k, 12, b[BUF_SUPPORT]);
+  SET_ARG(k, 13, b[BUF_CLOTH_TRIS]);
+  SET_ARG(k, 14, b[BUF_CLOTH_TRI_DM]);
+  SET_ARG(k, 15, b[BUF_CLOTH_TRI_AREA]);
+  SET_ARG(k, 16, b[BUF_CLOTH_BENDS]);
+  SET_ARG(k, 17, b[BUF_CLOTH_BEND_K]);
+  SET_ARG(k, 18, b[BUF_CLOTH_BEND_Q]);
+  SET_ARG(k, 19, b[BUF_CLOTH_BEND_MATERIAL]);
+  SET_ARG(k, 20, b[BUF_CLOTH_MATERIALS]);
+  /* the attachments' buffers (opencl_extras.c), or any buffer where there are none */
+  const piola_solver_attachments *a = &w->attach;
+  cl_int attached = a->count > 0 ? a->vertex_count : 0;
+  cl_mem start = attached > 0 ? (cl_mem)a->device[0] : b[BUF_VBD_START];
+  cl_mem vertex = attached > 0 ? (cl_mem)a->device[1] : b[BUF_VBD_START];
+  cl_mem targets = attached > 0 ? (cl_mem)a->device[2] : b[BUF_D0];
+  SET_ARG(k, 21, start);
+  SET_ARG(k, 22, vertex);
+  SET_ARG(k, 23, targets);
+  SET_ARG(k, 24, attached);
+  return PIOLA_OK;
+}
+
+/* One iteration per body (piola_vbd_bodies): one launch, a work-group per body, the Chebyshev
+ * pass folded in. */
+static piola_status solve_bodies(piola_world *w, double h) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  const int k = KERNEL_VBD_BODIES;
+  piola_status s = set_step_args(w, k);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  const int32_t it = w->iteration + 1;
+  bool blend = false, keep = false;
+  cl_int accelerate = piola_vbd_chebyshev_pass(w, it, &blend, &keep);
+  if (accelerate) {
+    w->vbd.chebyshev_omega = piola_vbd_chebyshev_omega(w, it, w->vbd.chebyshev_omega);
+  }
+  cl_int colors = w->vbd.color_count, blend_arg = blend, keep_arg = keep;
+  cl_float inv_h2 = (cl_float)(1.0 / (h * h)), inv_h = (cl_float)(1.0 / h);
+  cl_float omega = (cl_float)w->vbd.chebyshev_omega;
+  cl_mem older = !accelerate   ? b[BUF_D0]
+                 : it % 2 == 0 ? b[BUF_VBD_CHEBYSHEV0]
+                               : b[BUF_VBD_CHEBYSHEV1];
+  SET_ARG(k, 25, b[BUF_VBD_BODY_COLORS]);
+  SET_ARG(k, 26, colors);
+  SET_ARG(k, 27, inv_h2);
+  SET_ARG(k, 28, inv_h);
+  SET_ARG(k, 29, accelerate);
+  SET_ARG(k, 30, older);
+  SET_ARG(k, 31, omega);
+  SET_ARG(k, 32, blend_arg);
+  SET_ARG(k, 33, keep_arg);
+  return piola_ocl_enqueue(w, k, cl->vbd_body_count * (int32_t)cl->wg, PIOLA_STAGE_SOLVE_VERTICES);
+}
+
 piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
   piola_opencl *cl = piola_ocl(w);
   cl_mem *b = cl->buffers;
@@ -184,43 +327,18 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
   if (w->iteration == 0) {
     s = begin_substep(w, h);
   }
+  if (s == PIOLA_OK && per_body(w)) {
+    return solve_bodies(w, h);
+  }
   const int k = KERNEL_VBD_COLOR;
   cl_int stride = cl->tet_count;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h)), inv_h = (cl_float)(1.0 / h);
   /* CPU devices: the tets' parts of each color's blocks evaluated in SIMD lanes first */
   cl_int blocked = cl->vbd_tet_first != NULL;
   if (s == PIOLA_OK) {
-    SET_ARG(k, 0, b[BUF_X]);
-    SET_ARG(k, 1, b[BUF_D]);
-    SET_ARG(k, 2, b[BUF_D0]);
-    SET_ARG(k, 3, b[BUF_TETS]);
-    SET_ARG(k, 4, b[BUF_TET_M]);
-    SET_ARG(k, 5, b[BUF_TET_VOLUME]);
-    SET_ARG(k, 6, b[BUF_TET_MATERIAL]);
-    SET_ARG(k, 7, b[BUF_MATERIALS]);
-    SET_ARG(k, 8, stride);
-    SET_ARG(k, 9, b[BUF_VBD_VERTICES]);
-    SET_ARG(k, 10, b[BUF_VBD_START]);
-    SET_ARG(k, 11, b[BUF_VBD_ELEMENTS]);
-    SET_ARG(k, 12, b[BUF_SUPPORT]);
-    SET_ARG(k, 13, b[BUF_CLOTH_TRIS]);
-    SET_ARG(k, 14, b[BUF_CLOTH_TRI_DM]);
-    SET_ARG(k, 15, b[BUF_CLOTH_TRI_AREA]);
-    SET_ARG(k, 16, b[BUF_CLOTH_BENDS]);
-    SET_ARG(k, 17, b[BUF_CLOTH_BEND_K]);
-    SET_ARG(k, 18, b[BUF_CLOTH_BEND_Q]);
-    SET_ARG(k, 19, b[BUF_CLOTH_BEND_MATERIAL]);
-    SET_ARG(k, 20, b[BUF_CLOTH_MATERIALS]);
-    /* the attachments' buffers (opencl_extras.c), or any buffer where there are none */
-    const piola_solver_attachments *a = &w->attach;
-    cl_int attached = a->count > 0 ? a->vertex_count : 0;
-    cl_mem start = attached > 0 ? (cl_mem)a->device[0] : b[BUF_VBD_START];
-    cl_mem vertex = attached > 0 ? (cl_mem)a->device[1] : b[BUF_VBD_START];
-    cl_mem targets = attached > 0 ? (cl_mem)a->device[2] : b[BUF_D0];
-    SET_ARG(k, 21, start);
-    SET_ARG(k, 22, vertex);
-    SET_ARG(k, 23, targets);
-    SET_ARG(k, 24, attached);
+    s = set_step_args(w, k);
+  }
+  if (s == PIOLA_OK) {
     SET_ARG(k, 27, inv_h2);
     cl_mem blocks = blocked ? b[BUF_VBD_BLOCKS] : b[BUF_D0];
     cl_mem block_slot = blocked ? b[BUF_VBD_BLOCK_SLOT] : b[BUF_VBD_START];
