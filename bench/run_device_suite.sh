@@ -59,6 +59,8 @@ run vbd_armadillo_one bench --mesh "$mesh" --bodies 1 --steps 200 --no-contacts 
   --json "$out/vbd_armadillo_one.json" "$@"
 run vbd_armadillo_100 bench --mesh "$mesh" --bodies 100 --steps 100 --no-contacts --scheme vbd \
   --json "$out/vbd_armadillo_100.json" "$@"
+run vbd_armadillo_100_stages bench --mesh "$mesh" --bodies 100 --steps 100 --no-contacts \
+  --scheme vbd --schedule stages --json "$out/vbd_armadillo_100_stages.json" "$@"
 run xpbd_armadillo_100 bench --mesh "$mesh" --bodies 100 --steps 100 --no-contacts \
   --json "$out/xpbd_armadillo_100.json" "$@"
 run vbd_armadillo_100_cheb3 bench --mesh "$mesh" --bodies 100 --steps 100 --scheme vbd \
