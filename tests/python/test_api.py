@@ -63,6 +63,20 @@ def test_world_settings_are_keywords_and_attributes():
         piola.World(timestep=0.01)
 
 
+def test_vbd_chebyshev_rho_is_a_setting():
+    with piola.World(backend="cpu", iteration_scheme="vbd", vbd_chebyshev_rho=0.85) as w:
+        assert abs(w.vbd_chebyshev_rho - 0.85) < 1e-7 and w.iteration_scheme == "vbd"
+        box = w.add_tet_body(piola.make_box((2, 2, 2), (0.2, 0.2, 0.2)), piola.Material())
+        w.add_plane()
+        w.step(10)
+        assert np.isfinite(box.positions).all()
+    with piola.World(backend="cpu") as w:
+        assert w.vbd_chebyshev_rho == 0.0
+    with pytest.raises(piola.InvalidArgumentError) as e:
+        piola.World(backend="cpu", vbd_chebyshev_rho=1.0)
+    assert "vbd_chebyshev_rho" in str(e.value)
+
+
 def test_world_create_failure_raises_the_logged_reason():
     with pytest.raises(piola.Error) as e:
         piola.World(backend="cpu", substeps=0)
