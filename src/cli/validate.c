@@ -570,6 +570,9 @@ int command_validate(int argc, char **argv) {
        "gauss-seidel (default), jacobi, vbd (vertex block descent) or\n"
        "multigrid (global Newton steps; on OpenCL solved on the host): the\n"
        "iteration scheme of the experiments ('convergence' compares them all)"},
+      {"--vbd-rho", CLI_FLOAT, &o.vbd_rho, 0, NULL, "R",
+       "--scheme vbd: Chebyshev acceleration of the iterations, in [0, 1)\n"
+       "(default 0: off; 'convergence' compares both)"},
       {"--threads", CLI_INT, &o.cpu_threads, 0, NULL, "N",
        "CPU reference, and OpenCL's host solve under multigrid: threads\n"
        "per step, the same result for any N (default 1; 0: one per core)"},

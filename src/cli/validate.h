@@ -23,6 +23,9 @@ typedef struct validate_options {
   /* The iteration scheme of every experiment's worlds (default Gauss-Seidel); 'convergence'
    * runs its own list of schemes, vertex block descent among them. */
   piola_iteration_scheme scheme;
+  /* piola_world_def.vbd_chebyshev_rho of every experiment's worlds (default 0); 'convergence'
+   * sets its own per scheme. */
+  float vbd_rho;
   /* cloth_cantilever's strip and step (0: the experiment's own, 16 rows, 200 substeps of 2
    * iterations; --quick 8 rows, 100 substeps): the finer strip's rows N (it runs N / 2 and N),
    * and the substeps and iterations per 10 ms step. */

@@ -28,6 +28,7 @@ piola_world_def validate_base_def(const validate_options *o, double dt, int32_t 
   def.iterations = iterations;
   def.cpu_threads = o->cpu_threads;
   def.iteration_scheme = o->scheme;
+  def.vbd_chebyshev_rho = o->vbd_rho;
   def.logger.fn = cli_log;
   def.logger.user_data = o->verbose ? &verbose_on : &verbose_off;
   return def;
