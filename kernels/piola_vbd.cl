@@ -79,6 +79,40 @@ PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float
       support, tris, tri_dm, tri_area, bends, bend_k, bend_q, bend_material, cloth_materials,      \
       attach_start, attach_vertex, attach_targets, attached
 
+/* Tet t's part of the block of its vertex `corner`, times the material's stiffness, with the
+ * material damping's where it has it: *gt, *ht; returns the trust region's 1 / |b| (1/m). What
+ * piola_vbd_tet_blocks' lanes write and a vertex sums. */
+PIOLA_FN piola_real piola_vbd_tet_part(__global const float4 *x, __global const float4 *d,
+                                       __global const int4 *tets, __global const float *tet_m,
+                                       __global const float *tet_volume,
+                                       __global const int *tet_material,
+                                       __constant piola_material_data *materials, int stride, int t,
+                                       int corner, float inv_h, piola_v3 *gt, piola_m3 *ht) {
+  const int4 q = tets[t];
+  const piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
+  const piola_m3 m = piola_load_m3(tet_m, t, stride);
+  const piola_real reach = PIOLA_R(1.0) / piola_v3_length(piola_tet_corner_row(m, corner));
+  piola_v3 ge;
+  piola_m3 he;
+  piola_tet_vertex_block(&mat, m, tet_volume[t], piola_position(x[q.x], d[q.x]),
+                         piola_position(x[q.y], d[q.y]), piola_position(x[q.z], d[q.z]),
+                         piola_position(x[q.w], d[q.w]), corner, &ge, &he);
+  const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
+  *gt = piola_v3_scale(ge, stiffness);
+  for (int n = 0; n < 9; ++n) {
+    ht->m[n] = stiffness * he.m[n];
+  }
+  if (mat.solver == PIOLA_TET_SOLVER_XPBD && mat.damping > 0.0f) {
+    const piola_v3 motion[4] = {piola_v3_from4(d[q.x]), piola_v3_from4(d[q.y]),
+                                piola_v3_from4(d[q.z]), piola_v3_from4(d[q.w])};
+    piola_tet_damping_block(&mat, m, tet_volume[t], mat.damping * inv_h,
+                            piola_position(x[q.x], d[q.x]), piola_position(x[q.y], d[q.y]),
+                            piola_position(x[q.z], d[q.z]), piola_position(x[q.w], d[q.w]), motion,
+                            corner, gt, ht);
+  }
+  return reach;
+}
+
 /* Vertex i's Newton step on its block, in place in d; y0 is PREDICT's d0 (y - x). With
  * `blocked` its tets' parts come from `blocks` (piola_vbd_tet_blocks, CPU devices). */
 PIOLA_FN void piola_vbd_step_vertex(PIOLA_VBD_STEP_PARAMS, int i, float inv_h2, float inv_h,
@@ -108,30 +142,11 @@ PIOLA_FN void piola_vbd_step_vertex(PIOLA_VBD_STEP_PARAMS, int i, float inv_h2, 
         hs.m[n] += he[n];
       }
     } else if (((e >> 2) & 3) == PIOLA_VBD_KIND_TET) {
-      const int4 q = tets[t];
-      const piola_tet_material mat = piola_tet_material_from_data(materials[tet_material[t]]);
-      const piola_m3 m = piola_load_m3(tet_m, t, stride);
-      reach = fmin(reach, PIOLA_R(1.0) / piola_v3_length(piola_tet_corner_row(m, corner)));
-      piola_v3 ge;
-      piola_m3 he;
-      piola_tet_vertex_block(&mat, m, tet_volume[t], piola_position(x[q.x], d[q.x]),
-                             piola_position(x[q.y], d[q.y]), piola_position(x[q.z], d[q.z]),
-                             piola_position(x[q.w], d[q.w]), corner, &ge, &he);
       /* the tet's block, then its sum: the order of piola_vbd_tet_blocks' lanes */
-      const piola_real stiffness = PIOLA_R(1.0) / mat.compliance;
-      piola_v3 gt = piola_v3_scale(ge, stiffness);
+      piola_v3 gt;
       piola_m3 ht;
-      for (int n = 0; n < 9; ++n) {
-        ht.m[n] = stiffness * he.m[n];
-      }
-      if (mat.solver == PIOLA_TET_SOLVER_XPBD && mat.damping > 0.0f) {
-        const piola_v3 motion[4] = {piola_v3_from4(d[q.x]), piola_v3_from4(d[q.y]),
-                                    piola_v3_from4(d[q.z]), piola_v3_from4(d[q.w])};
-        piola_tet_damping_block(&mat, m, tet_volume[t], mat.damping * inv_h,
-                                piola_position(x[q.x], d[q.x]), piola_position(x[q.y], d[q.y]),
-                                piola_position(x[q.z], d[q.z]), piola_position(x[q.w], d[q.w]),
-                                motion, corner, &gt, &ht);
-      }
+      reach = fmin(reach, piola_vbd_tet_part(x, d, tets, tet_m, tet_volume, tet_material, materials,
+                                             stride, t, corner, inv_h, &gt, &ht));
       g = piola_v3_add(g, gt);
       for (int n = 0; n < 9; ++n) {
         hs.m[n] += ht.m[n];
