@@ -277,20 +277,44 @@ PIOLA_FN void piola_vbd_chebyshev_vertex(__global const float4 *x, __global floa
 }
 
 /* One iteration of every body, a work-group per body (the per-body schedule): the group walks
- * its body's colors, the work-items taking the color's vertices in turn, with a barrier between
- * colors (bodies share no vertex and their colors are independent of the other bodies'), then,
- * with `accelerate`, the body's part of the Chebyshev pass. body_colors holds per body
- * colors + 1 pairs: its vertices (first, count), then per color its range of `vertices` (first,
- * count). The same steps in the same order per vertex as piola_vbd_color, so the same result. */
+ * its body's colors with barriers (bodies share no vertex and their colors are independent of
+ * the other bodies'). Per color, first the work-items share the color's (tet, corner) entries,
+ * one tet's part of a block each (piola_vbd_tet_part), written to the body's own region of
+ * `blocks` (the groups walk their colors out of step), so that a vertex's tets are evaluated by
+ * several work-items at once whatever their number; then each vertex of the color sums its
+ * blocks in its list's order (block_slot: per element entry, its block's slot; no atomics) and
+ * takes its step. Then, with `accelerate`, the body's part of the Chebyshev pass. body_colors
+ * holds per body 2 + 2 colors pairs: its vertices (first, count); its region's first slot; per
+ * color its range of `vertices`; per color its range of `tet_entries`. The same operations in the
+ * same order per vertex as piola_vbd_color: the same result. */
 PIOLA_KERNEL void piola_vbd_bodies(PIOLA_VBD_STEP_PARAMS, __global const int2 *body_colors,
                                    int colors, float inv_h2, float inv_h, int accelerate,
-                                   __global float4 *older, float omega, int blend, int keep) {
+                                   __global float4 *older, float omega, int blend, int keep,
+                                   __global const int *tet_entries, __global const int *block_slot,
+                                   __global float4 *blocks) {
   const int body = get_group_id(0), lid = get_local_id(0), size = get_local_size(0);
-  __global const int2 *bc = body_colors + body * (colors + 1);
+  __global const int2 *bc = body_colors + body * (2 + 2 * colors);
+  const int region = bc[1].x;
   for (int c = 0; c < colors; ++c) {
-    const int2 r = bc[1 + c];
+    const int2 te = bc[2 + colors + c];
+    for (int k = lid; k < te.y; k += size) {
+      const int e = tet_entries[te.x + k];
+      piola_v3 gt;
+      piola_m3 ht;
+      const piola_real reach =
+          piola_vbd_tet_part(x, d, tets, tet_m, tet_volume, tet_material, materials, stride, e >> 4,
+                             e & 3, inv_h, &gt, &ht);
+      __global float4 *b = blocks + 4 * (region + k);
+      b[0] = (float4)(gt.x, gt.y, gt.z, reach);
+      b[1] = (float4)(ht.m[0], ht.m[1], ht.m[2], ht.m[3]);
+      b[2] = (float4)(ht.m[4], ht.m[5], ht.m[6], ht.m[7]);
+      b[3] = (float4)(ht.m[8], 0.0f, 0.0f, 0.0f);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    const int2 r = bc[2 + c];
     for (int j = lid; j < r.y; j += size) {
-      piola_vbd_step_vertex(PIOLA_VBD_STEP_ARGS, vertices[r.x + j], inv_h2, inv_h, 0, 0, 0);
+      piola_vbd_step_vertex(PIOLA_VBD_STEP_ARGS, vertices[r.x + j], inv_h2, inv_h, blocks,
+                            block_slot, 1);
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
   }

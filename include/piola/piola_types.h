@@ -163,7 +163,8 @@ typedef enum piola_schedule {
    * (48 KiB on NVIDIA GPUs: 1536 vertices), the step runs per stage. Cloth bodies run per stage
    * beside it: with cloth in the world each iteration is a per-body launch for the tets, then
    * the cloth's colors. Under PIOLA_SCHEME_VBD each iteration is one launch, a work-group per
-   * body (tet or cloth) walking its vertex colors with barriers, its vertices in global memory
+   * body (tet or cloth) walking its vertex colors with barriers: per color its work-items share
+   * the tets' parts of the vertices' blocks, then each vertex sums its own in order and steps
    * (AUTO takes it where tets are not packed into SIMD lanes, profiling is off and every body
    * has at most 4096 vertices); the same result, bit for bit, as one launch per color. */
   PIOLA_SCHEDULE_BODIES = 2

@@ -176,15 +176,20 @@ enum {
    * by the iteration's parity (float4) */
   BUF_VBD_CHEBYSHEV0,
   BUF_VBD_CHEBYSHEV1,
-  /* per body (in the lists' order), colors + 1 int2: its vertices (first, count), then per color
-   * its range of BUF_VBD_VERTICES (the per-body schedule, piola_vbd_bodies) */
+  /* per body (in the lists' order), 2 + 2 colors int2: its vertices (first, count), its first
+   * slot in BUF_VBD_BODY_BLOCKS, per color its range of BUF_VBD_VERTICES, per color its range of
+   * BUF_VBD_TET_ENTRIES (the per-body schedule, piola_vbd_bodies) */
   BUF_VBD_BODY_COLORS,
-  /* with the packet program (CPU devices): the tets' entries of the colors, color after color,
-   * each color's by tet; per element entry, its place among its color's tet entries; the blocks
-   * of the color in flight */
+  /* the tets' entries of the colors (piola_vbd_tet_blocks on CPU devices, piola_vbd_bodies),
+   * color after color, each color's by body and within it by tet; per element entry, its place
+   * among its color's tet entries; the blocks of the color in flight */
   BUF_VBD_TET_ENTRIES,
   BUF_VBD_BLOCK_SLOT,
   BUF_VBD_BLOCKS,
+  /* the per-body schedule's: per element entry, the slot of its tet's block in its body's
+   * region; the regions (each as large as the body's largest color's tet entries) */
+  BUF_VBD_BODY_SLOT,
+  BUF_VBD_BODY_BLOCKS,
   BUF_COUNT
 };
 
@@ -234,8 +239,8 @@ struct piola_opencl {
   piola_faults *faults; /* the test hook (NULL in normal use) */
   bool lost;            /* the device is gone, or its state was left half advanced */
   bool vbd_have_last;   /* BUF_VBD_V_LAST holds the last substep's velocities */
-  /* per vertex color, its first entry and count in BUF_VBD_TET_ENTRIES (color_count each, with
-   * the packet program under PIOLA_SCHEME_VBD; else NULL) */
+  /* per vertex color, its first entry and count in BUF_VBD_TET_ENTRIES (color_count each, under
+   * PIOLA_SCHEME_VBD; else NULL) */
   int32_t *vbd_tet_first, *vbd_tet_count;
   /* the bodies of BUF_VBD_BODY_COLORS and the most vertices one of them has */
   int32_t vbd_body_count, vbd_max_body_vertices;

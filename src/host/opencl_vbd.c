@@ -14,26 +14,42 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* (body rank, entry, index in elements) by body rank, then entry. */
 static int compare_entries(const void *a, const void *b) {
-  const int32_t x = ((const int32_t *)a)[0], y = ((const int32_t *)b)[0];
-  return (x > y) - (x < y);
+  const int32_t *x = a, *y = b;
+  const int by_rank = (x[0] > y[0]) - (x[0] < y[0]);
+  return by_rank != 0 ? by_rank : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-/* With the packet program (CPU devices): the colors' tet entries for piola_vbd_tet_blocks, each
- * color's sorted by tet (so that the lanes read the tets' planes nearly in order), the place of
- * every element entry's tet among its color's (the slot of its block), and the blocks buffer for
- * the largest color. */
-static piola_status upload_tet_entries(piola_world *w) {
+/* The colors' tet entries, for piola_vbd_tet_blocks (CPU devices) and piola_vbd_bodies: each
+ * color's by body (in the lists' order, so that a body's are one range) and within a body by tet
+ * (so that the lanes read the tets' planes nearly in order), the place of every element entry's
+ * tet among its color's (the slot of its block), each color's first entry, and the blocks buffer
+ * for the largest color. */
+static piola_status upload_tet_entries(piola_world *w, int32_t **body_base) {
   piola_opencl *cl = piola_ocl(w);
   const piola_solver_vbd *v = &w->vbd;
   const size_t ne = (size_t)(v->element_count > 0 ? v->element_count : 1),
-               colors = (size_t)(v->color_count > 0 ? v->color_count : 1);
-  int32_t *pairs = malloc(2 * sizeof(int32_t) * ne); /* (entry, its index in elements) */
+               colors = (size_t)(v->color_count > 0 ? v->color_count : 1),
+               nv = (size_t)(w->vertex_count > 0 ? w->vertex_count : 1);
+  int32_t *triples = malloc(3 * sizeof(int32_t) * ne); /* (body rank, entry, index in elements) */
   int32_t *entries = malloc(sizeof(int32_t) * ne), *slot = calloc(ne, sizeof(int32_t));
   int32_t *first = malloc(sizeof(int32_t) * colors), *count = malloc(sizeof(int32_t) * colors);
+  int32_t *rank = calloc(nv, sizeof(int32_t));
   piola_status s = PIOLA_OK;
-  if (pairs == NULL || entries == NULL || slot == NULL || first == NULL || count == NULL) {
+  if (triples == NULL || entries == NULL || slot == NULL || first == NULL || count == NULL ||
+      rank == NULL) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  int32_t ranks = 0;
+  for (int32_t i = 0; i < w->body_ids.count && s == PIOLA_OK; ++i) {
+    const piola_body *b = &w->bodies[i];
+    if (piola_id_pool_alive(&w->body_ids, i) && b->vertex_colors != NULL) {
+      for (int32_t k = 0; k < b->vertex_count; ++k) {
+        rank[b->vertex_offset + k] = ranks;
+      }
+      ++ranks;
+    }
   }
   int32_t at = 0, largest = 1;
   for (int32_t c = 0; c < v->color_count && s == PIOLA_OK; ++c) {
@@ -42,18 +58,43 @@ static piola_status upload_tet_entries(piola_world *w) {
       const int32_t i = v->vertices[k];
       for (int32_t j = v->element_start[i]; j < v->element_start[i + 1]; ++j) {
         if (PIOLA_VBD_KIND(v->elements[j]) == PIOLA_VBD_TET) {
-          pairs[2 * (size_t)at] = v->elements[j];
-          pairs[2 * (size_t)at + 1] = j;
+          triples[3 * (size_t)at] = rank[i];
+          triples[3 * (size_t)at + 1] = v->elements[j];
+          triples[3 * (size_t)at + 2] = j;
           ++at;
         }
       }
     }
     count[c] = at - first[c];
     largest = count[c] > largest ? count[c] : largest;
-    qsort(pairs + 2 * (size_t)first[c], (size_t)count[c], 2 * sizeof(int32_t), compare_entries);
+    qsort(triples + 3 * (size_t)first[c], (size_t)count[c], 3 * sizeof(int32_t), compare_entries);
     for (int32_t k = 0; k < count[c]; ++k) {
-      entries[first[c] + k] = pairs[2 * (size_t)(first[c] + k)];
-      slot[pairs[2 * (size_t)(first[c] + k) + 1]] = k;
+      entries[first[c] + k] = triples[3 * (size_t)(first[c] + k) + 1];
+      slot[triples[3 * (size_t)(first[c] + k) + 2]] = k;
+    }
+  }
+  free(rank);
+  /* The per-body schedule's slots: each body's blocks in a region of its own, as large as its
+   * largest color's tet entries, since the bodies' work-groups walk their colors out of step. */
+  int32_t *base = calloc((size_t)ranks + 1, sizeof(int32_t));
+  int32_t *body_slot = calloc(ne, sizeof(int32_t));
+  if (s == PIOLA_OK && (base == NULL || body_slot == NULL)) {
+    s = PIOLA_ERROR_OUT_OF_MEMORY;
+  }
+  for (int pass = 0; pass < 2 && s == PIOLA_OK; ++pass) {
+    for (int32_t c = 0; c < v->color_count; ++c) {
+      for (int32_t k = 0, run = 0; k < count[c]; ++k) {
+        const int32_t *e = triples + 3 * (size_t)(first[c] + k);
+        run = k > 0 && e[-3] == e[0] ? run : k; /* the body's first entry of the color */
+        if (pass == 0) {
+          base[e[0] + 1] = k - run + 1 > base[e[0] + 1] ? k - run + 1 : base[e[0] + 1];
+        } else {
+          body_slot[e[2]] = base[e[0]] + (k - run);
+        }
+      }
+    }
+    for (int32_t r = 0; r < ranks && pass == 0; ++r) {
+      base[r + 1] += base[r];
     }
   }
   const size_t entry_bytes = 4 * (size_t)(at > 0 ? at : 1);
@@ -63,7 +104,8 @@ static piola_status upload_tet_entries(piola_world *w) {
   if (s == PIOLA_OK) {
     s = piola_ocl_ensure_buffer(w, BUF_VBD_BLOCK_SLOT, 4 * ne, CL_MEM_READ_ONLY);
   }
-  if (s == PIOLA_OK) {
+  /* the blocks of the color in flight where piola_vbd_tet_blocks runs (CPU devices) */
+  if (s == PIOLA_OK && cl->kernels[KERNEL_VBD_TET_BLOCKS] != NULL) {
     s = piola_ocl_ensure_buffer(w, BUF_VBD_BLOCKS, 64 * (size_t)largest, CL_MEM_READ_WRITE);
   }
   if (s == PIOLA_OK) {
@@ -72,14 +114,31 @@ static piola_status upload_tet_entries(piola_world *w) {
   if (s == PIOLA_OK) {
     s = piola_ocl_write_buffer(w, BUF_VBD_BLOCK_SLOT, 0, 4 * ne, slot);
   }
-  free(pairs);
+  if (s == PIOLA_OK) {
+    s = piola_ocl_ensure_buffer(w, BUF_VBD_BODY_SLOT, 4 * ne, CL_MEM_READ_ONLY);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_BODY_SLOT, 0, 4 * ne, body_slot);
+  }
+  /* the regions, where the per-body schedule may run (per_body()) */
+  const bool per_body_possible = w->def.schedule == PIOLA_SCHEDULE_BODIES ||
+                                 (w->def.schedule == PIOLA_SCHEDULE_AUTO && cl->lanes == 1);
+  if (s == PIOLA_OK && per_body_possible) {
+    s = piola_ocl_ensure_buffer(w, BUF_VBD_BODY_BLOCKS,
+                                64 * (size_t)(base[ranks] > 0 ? base[ranks] : 1),
+                                CL_MEM_READ_WRITE);
+  }
+  free(body_slot);
+  free(triples);
   free(entries);
   free(slot);
   if (s != PIOLA_OK) {
     free(first);
     free(count);
+    free(base);
     return s;
   }
+  *body_base = base;
   free(cl->vbd_tet_first);
   free(cl->vbd_tet_count);
   cl->vbd_tet_first = first;
@@ -88,9 +147,10 @@ static piola_status upload_tet_entries(piola_world *w) {
 }
 
 /* The per-body table of piola_vbd_bodies: per body with vertex colors (in slot order, the
- * lists' order, vbd.c), colors + 1 pairs: (first vertex, vertex count), then per color the body's
- * range of the color-ordered vertex list. */
-static piola_status upload_body_colors(piola_world *w) {
+ * lists' order, vbd.c), 2 + 2 colors pairs: (first vertex, vertex count); (the first slot of its
+ * region of the blocks, from upload_tet_entries' body_base, 0); per color the body's range of the
+ * color-ordered vertex list; per color its range of the tet entries. */
+static piola_status upload_body_colors(piola_world *w, const int32_t *body_base) {
   piola_opencl *cl = piola_ocl(w);
   const piola_solver_vbd *v = &w->vbd;
   const int32_t colors = v->color_count;
@@ -101,7 +161,7 @@ static piola_status upload_body_colors(piola_world *w) {
       largest = w->bodies[i].vertex_count > largest ? w->bodies[i].vertex_count : largest;
     }
   }
-  const size_t pairs = (size_t)(bodies > 0 ? bodies : 1) * (size_t)(colors + 1);
+  const size_t row = 2 + 2 * (size_t)colors, pairs = (size_t)(bodies > 0 ? bodies : 1) * row;
   cl_int2 *table = calloc(pairs, sizeof *table);
   if (table == NULL) {
     return PIOLA_ERROR_OUT_OF_MEMORY;
@@ -114,15 +174,23 @@ static piola_status upload_body_colors(piola_world *w) {
     if (!piola_id_pool_alive(&w->body_ids, i) || body->vertex_colors == NULL) {
       continue;
     }
-    cl_int2 *row = table + (size_t)b * (size_t)(colors + 1);
-    row[0].s[0] = body->vertex_offset;
-    row[0].s[1] = body->vertex_count;
+    cl_int2 *r = table + (size_t)b * row;
+    r[0].s[0] = body->vertex_offset;
+    r[0].s[1] = body->vertex_count;
+    r[1].s[0] = body_base[b];
     for (int32_t k = 0; k < body->vertex_count; ++k) {
-      row[1 + body->vertex_colors[k]].s[1]++;
+      const int32_t vertex = body->vertex_offset + k, c = body->vertex_colors[k];
+      r[2 + c].s[1]++;
+      for (int32_t j = v->element_start[vertex]; j < v->element_start[vertex + 1]; ++j) {
+        r[2 + colors + c].s[1] += PIOLA_VBD_KIND(v->elements[j]) == PIOLA_VBD_TET;
+      }
     }
     for (int32_t c = 0; c < colors; ++c) {
-      const cl_int2 *before = b > 0 ? table + (size_t)(b - 1) * (size_t)(colors + 1) + 1 + c : NULL;
-      row[1 + c].s[0] = before != NULL ? before->s[0] + before->s[1] : v->color_first[c];
+      const cl_int2 *before = b > 0 ? table + (size_t)(b - 1) * row : NULL;
+      r[2 + c].s[0] = before != NULL ? before[2 + c].s[0] + before[2 + c].s[1] : v->color_first[c];
+      r[2 + colors + c].s[0] = before != NULL
+                                   ? before[2 + colors + c].s[0] + before[2 + colors + c].s[1]
+                                   : cl->vbd_tet_first[c];
     }
     ++b;
   }
@@ -170,12 +238,14 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   if (s == PIOLA_OK) {
     s = piola_ocl_write_buffer(w, BUF_VBD_ELEMENTS, 0, sizes[2].bytes, v->elements);
   }
-  if (s == PIOLA_OK && cl->kernels[KERNEL_VBD_TET_BLOCKS] != NULL) {
-    s = upload_tet_entries(w);
+  int32_t *body_base = NULL;
+  if (s == PIOLA_OK) {
+    s = upload_tet_entries(w, &body_base);
   }
   if (s == PIOLA_OK) {
-    s = upload_body_colors(w);
+    s = upload_body_colors(w, body_base);
   }
+  free(body_base);
   return s;
 }
 
@@ -317,6 +387,9 @@ static piola_status solve_bodies(piola_world *w, double h) {
   SET_ARG(k, 31, omega);
   SET_ARG(k, 32, blend_arg);
   SET_ARG(k, 33, keep_arg);
+  SET_ARG(k, 34, b[BUF_VBD_TET_ENTRIES]);
+  SET_ARG(k, 35, b[BUF_VBD_BODY_SLOT]);
+  SET_ARG(k, 36, b[BUF_VBD_BODY_BLOCKS]);
   return piola_ocl_enqueue(w, k, cl->vbd_body_count * (int32_t)cl->wg, PIOLA_STAGE_SOLVE_VERTICES);
 }
 
@@ -334,7 +407,7 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
   cl_int stride = cl->tet_count;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h)), inv_h = (cl_float)(1.0 / h);
   /* CPU devices: the tets' parts of each color's blocks evaluated in SIMD lanes first */
-  cl_int blocked = cl->vbd_tet_first != NULL;
+  cl_int blocked = cl->kernels[KERNEL_VBD_TET_BLOCKS] != NULL;
   if (s == PIOLA_OK) {
     s = set_step_args(w, k);
   }
