@@ -173,7 +173,7 @@ enum {
   BUF_VBD_ELEMENTS, /* the element entries */
   BUF_VBD_V_LAST,   /* per vertex: the velocity at the start of the last substep (float4) */
   /* with def.vbd_chebyshev_rho > 0: per vertex, the displacements of the iterations two back,
-   * by the iteration's parity (float4) */
+   * by the iteration's parity (float4; BUF_VBD_CHEBYSHEV0 + parity, so the two are consecutive) */
   BUF_VBD_CHEBYSHEV0,
   BUF_VBD_CHEBYSHEV1,
   /* per body (in the lists' order), 2 + 2 colors int2: its vertices (first, count), its first

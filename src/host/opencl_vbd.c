@@ -21,6 +21,26 @@ static int compare_entries(const void *a, const void *b) {
   return by_rank != 0 ? by_rank : (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+/* Bodies of at most this many vertices run an iteration a work-group each under
+ * PIOLA_SCHEDULE_AUTO (about 7 colors of a few hundred vertices for a work-group to walk). */
+#define PIOLA_VBD_BODY_MAX_VERTICES 4096
+
+/* Whether the iterations run per body (piola_vbd_bodies) with bodies of at most `largest`
+ * vertices: PIOLA_SCHEDULE_BODIES, or AUTO where the tets are not packed into SIMD lanes (GPUs),
+ * profiling is off and every body is small. */
+static bool per_body_schedule(const piola_world *w, int32_t largest) {
+  const piola_schedule s = w->def.schedule;
+  return s == PIOLA_SCHEDULE_BODIES ||
+         (s == PIOLA_SCHEDULE_AUTO && !w->def.profile && piola_ocl(w)->lanes == 1 &&
+          largest <= PIOLA_VBD_BODY_MAX_VERTICES);
+}
+
+/* Whether this world's iterations run per body. */
+static bool per_body(const piola_world *w) {
+  const piola_opencl *cl = piola_ocl(w);
+  return cl->vbd_body_count > 0 && per_body_schedule(w, cl->vbd_max_body_vertices);
+}
+
 /* The colors' tet entries, for piola_vbd_tet_blocks (CPU devices) and piola_vbd_bodies: each
  * color's by body (in the lists' order, so that a body's are one range) and within a body by tet
  * (so that the lanes read the tets' planes nearly in order), the place of every element entry's
@@ -41,7 +61,7 @@ static piola_status upload_tet_entries(piola_world *w, int32_t **body_base) {
       rank == NULL) {
     s = PIOLA_ERROR_OUT_OF_MEMORY;
   }
-  int32_t ranks = 0;
+  int32_t ranks = 0, largest_body = 0;
   for (int32_t i = 0; i < w->body_ids.count && s == PIOLA_OK; ++i) {
     const piola_body *b = &w->bodies[i];
     if (piola_id_pool_alive(&w->body_ids, i) && b->vertex_colors != NULL) {
@@ -49,6 +69,7 @@ static piola_status upload_tet_entries(piola_world *w, int32_t **body_base) {
         rank[b->vertex_offset + k] = ranks;
       }
       ++ranks;
+      largest_body = b->vertex_count > largest_body ? b->vertex_count : largest_body;
     }
   }
   int32_t at = 0, largest = 1;
@@ -120,10 +141,8 @@ static piola_status upload_tet_entries(piola_world *w, int32_t **body_base) {
   if (s == PIOLA_OK) {
     s = piola_ocl_write_buffer(w, BUF_VBD_BODY_SLOT, 0, 4 * ne, body_slot);
   }
-  /* the regions, where the per-body schedule may run (per_body()) */
-  const bool per_body_possible = w->def.schedule == PIOLA_SCHEDULE_BODIES ||
-                                 (w->def.schedule == PIOLA_SCHEDULE_AUTO && cl->lanes == 1);
-  if (s == PIOLA_OK && per_body_possible) {
+  /* the regions, where the iterations run per body */
+  if (s == PIOLA_OK && ranks > 0 && per_body_schedule(w, largest_body)) {
     s = piola_ocl_ensure_buffer(w, BUF_VBD_BODY_BLOCKS,
                                 64 * (size_t)(base[ranks] > 0 ? base[ranks] : 1),
                                 CL_MEM_READ_WRITE);
@@ -143,6 +162,8 @@ static piola_status upload_tet_entries(piola_world *w, int32_t **body_base) {
   free(cl->vbd_tet_count);
   cl->vbd_tet_first = first;
   cl->vbd_tet_count = count;
+  cl->vbd_body_count = ranks;
+  cl->vbd_max_body_vertices = largest_body;
   return PIOLA_OK;
 }
 
@@ -153,14 +174,7 @@ static piola_status upload_tet_entries(piola_world *w, int32_t **body_base) {
 static piola_status upload_body_colors(piola_world *w, const int32_t *body_base) {
   piola_opencl *cl = piola_ocl(w);
   const piola_solver_vbd *v = &w->vbd;
-  const int32_t colors = v->color_count;
-  int32_t bodies = 0, largest = 0;
-  for (int32_t i = 0; i < w->body_ids.count; ++i) {
-    if (piola_id_pool_alive(&w->body_ids, i) && w->bodies[i].vertex_colors != NULL) {
-      ++bodies;
-      largest = w->bodies[i].vertex_count > largest ? w->bodies[i].vertex_count : largest;
-    }
-  }
+  const int32_t colors = v->color_count, bodies = cl->vbd_body_count;
   const size_t row = 2 + 2 * (size_t)colors, pairs = (size_t)(bodies > 0 ? bodies : 1) * row;
   cl_int2 *table = calloc(pairs, sizeof *table);
   if (table == NULL) {
@@ -200,10 +214,6 @@ static piola_status upload_body_colors(piola_world *w, const int32_t *body_base)
     s = piola_ocl_write_buffer(w, BUF_VBD_BODY_COLORS, 0, sizeof *table * pairs, table);
   }
   free(table);
-  if (s == PIOLA_OK) {
-    cl->vbd_body_count = bodies;
-    cl->vbd_max_body_vertices = largest;
-  }
   return s;
 }
 
@@ -249,21 +259,6 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   return s;
 }
 
-/* Bodies of at most this many vertices run an iteration a work-group each under
- * PIOLA_SCHEDULE_AUTO (about 7 colors of a few hundred vertices for a work-group to walk). */
-#define PIOLA_VBD_BODY_MAX_VERTICES 4096
-
-/* Whether the iterations run per body (piola_vbd_bodies): PIOLA_SCHEDULE_BODIES, or AUTO where
- * the tets are not packed into SIMD lanes (GPUs), profiling is off and every body is small. */
-static bool per_body(const piola_world *w) {
-  const piola_opencl *cl = piola_ocl(w);
-  const piola_schedule s = w->def.schedule;
-  return cl->vbd_body_count > 0 &&
-         (s == PIOLA_SCHEDULE_BODIES ||
-          (s == PIOLA_SCHEDULE_AUTO && !w->def.profile && cl->lanes == 1 &&
-           cl->vbd_max_body_vertices <= PIOLA_VBD_BODY_MAX_VERTICES));
-}
-
 /* The start of a substep's iterations (piola_vbd_begin): the initial guess; the inertia target
  * is PREDICT's BUF_D0. */
 static piola_status begin_substep(piola_world *w, double h) {
@@ -298,18 +293,17 @@ static piola_status begin_substep(piola_world *w, double h) {
 static piola_status accelerate(piola_world *w) {
   piola_opencl *cl = piola_ocl(w);
   cl_mem *b = cl->buffers;
-  const int32_t it = w->iteration + 1;
   bool blend, keep;
-  if (!piola_vbd_chebyshev_pass(w, it, &blend, &keep)) {
+  int parity;
+  if (!piola_vbd_chebyshev_next(w, &blend, &keep, &parity)) {
     return PIOLA_OK;
   }
-  w->vbd.chebyshev_omega = piola_vbd_chebyshev_omega(w, it, w->vbd.chebyshev_omega);
   const int k = KERNEL_VBD_ACCELERATE;
   cl_float omega = (cl_float)w->vbd.chebyshev_omega;
   cl_int blend_arg = blend, keep_arg = keep, nv = cl->vertex_count;
   SET_ARG(k, 0, b[BUF_X]);
   SET_ARG(k, 1, b[BUF_D]);
-  SET_ARG(k, 2, b[it % 2 == 0 ? BUF_VBD_CHEBYSHEV0 : BUF_VBD_CHEBYSHEV1]);
+  SET_ARG(k, 2, b[BUF_VBD_CHEBYSHEV0 + parity]);
   SET_ARG(k, 3, omega);
   SET_ARG(k, 4, blend_arg);
   SET_ARG(k, 5, keep_arg);
@@ -366,18 +360,13 @@ static piola_status solve_bodies(piola_world *w, double h) {
   if (s != PIOLA_OK) {
     return s;
   }
-  const int32_t it = w->iteration + 1;
   bool blend = false, keep = false;
-  cl_int accelerate = piola_vbd_chebyshev_pass(w, it, &blend, &keep);
-  if (accelerate) {
-    w->vbd.chebyshev_omega = piola_vbd_chebyshev_omega(w, it, w->vbd.chebyshev_omega);
-  }
+  int parity = 0;
+  cl_int accelerate = piola_vbd_chebyshev_next(w, &blend, &keep, &parity);
   cl_int colors = w->vbd.color_count, blend_arg = blend, keep_arg = keep;
   cl_float inv_h2 = (cl_float)(1.0 / (h * h)), inv_h = (cl_float)(1.0 / h);
   cl_float omega = (cl_float)w->vbd.chebyshev_omega;
-  cl_mem older = !accelerate   ? b[BUF_D0]
-                 : it % 2 == 0 ? b[BUF_VBD_CHEBYSHEV0]
-                               : b[BUF_VBD_CHEBYSHEV1];
+  cl_mem older = accelerate ? b[BUF_VBD_CHEBYSHEV0 + parity] : b[BUF_D0];
   SET_ARG(k, 25, b[BUF_VBD_BODY_COLORS]);
   SET_ARG(k, 26, colors);
   SET_ARG(k, 27, inv_h2);

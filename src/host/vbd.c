@@ -342,7 +342,9 @@ static void begin_substep(piola_world *w, double h) {
   v->have_last = true;
 }
 
-double piola_vbd_chebyshev_omega(const piola_world *w, int32_t k, double last) {
+/* omega of iteration k (1-based) of a substep, from the last iteration's `last` (1 before the
+ * third iteration). */
+static double chebyshev_omega(const piola_world *w, int32_t k, double last) {
   const double rho = (double)w->def.vbd_chebyshev_rho;
   if (k < 3) {
     return 1.0;
@@ -356,19 +358,28 @@ bool piola_vbd_chebyshev_pass(const piola_world *w, int32_t k, bool *blend, bool
   return w->def.vbd_chebyshev_rho > 0.0f && w->def.iterations >= 3 && (*blend || *keep);
 }
 
+bool piola_vbd_chebyshev_next(piola_world *w, bool *blend, bool *keep, int *parity) {
+  const int32_t k = w->iteration + 1;
+  if (!piola_vbd_chebyshev_pass(w, k, blend, keep)) {
+    return false;
+  }
+  w->vbd.chebyshev_omega = chebyshev_omega(w, k, w->vbd.chebyshev_omega);
+  *parity = k % 2;
+  return true;
+}
+
 /* The Chebyshev pass after iteration k (1-based) of the colors: chebyshev[k % 2] holds
  * x_{k-2} and receives x_k. A pinned vertex never moves; a hard-attached one is on its target
  * from the first iteration on, where the extrapolation leaves it (x_{k-2} = x_k). */
 static void accelerate(piola_world *w) {
   piola_solver_vbd *v = &w->vbd;
-  const int32_t k = w->iteration + 1;
   bool blend, keep;
-  if (!piola_vbd_chebyshev_pass(w, k, &blend, &keep)) {
+  int parity;
+  if (!piola_vbd_chebyshev_next(w, &blend, &keep, &parity)) {
     return;
   }
-  v->chebyshev_omega = piola_vbd_chebyshev_omega(w, k, v->chebyshev_omega);
   const double omega = v->chebyshev_omega;
-  double *older = v->chebyshev[k % 2];
+  double *older = v->chebyshev[parity];
   for (size_t i = 0; i < 3 * (size_t)w->vertex_count; ++i) {
     if (!(w->w[i / 3] > 0.0)) {
       continue;

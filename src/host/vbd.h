@@ -54,13 +54,15 @@ void piola_solver_vbd_free(piola_solver_vbd *v);
 piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tets *st,
                                     const piola_solver_cloth *sc, piola_solver_vbd *out);
 
-/* Chebyshev acceleration (def.vbd_chebyshev_rho): omega of iteration k (1-based) of a substep,
- * from the last iteration's `last` (1 before the third iteration). */
-double piola_vbd_chebyshev_omega(const piola_world *w, int32_t k, double last);
-
-/* Whether iteration k (1-based) ends with a Chebyshev pass: *blend, it extrapolates the
- * positions (k >= 3); *keep, it keeps them for iteration k + 2. */
+/* Chebyshev acceleration (def.vbd_chebyshev_rho): whether iteration k (1-based) ends with a
+ * Chebyshev pass: *blend, it extrapolates the positions (k >= 3); *keep, it keeps them for
+ * iteration k + 2. */
 bool piola_vbd_chebyshev_pass(const piola_world *w, int32_t k, bool *blend, bool *keep);
+
+/* The Chebyshev pass of the iteration now ending (w->iteration), for either backend: false where
+ * it has none; else w->vbd.chebyshev_omega is its omega, *blend and *keep as above, and *parity
+ * (k % 2) names the store of the positions two iterations back, which receives this one's. */
+bool piola_vbd_chebyshev_next(piola_world *w, bool *blend, bool *keep, int *parity);
 
 /* The CPU reference's SOLVE_VERTICES stage: one iteration of vertex block descent. */
 void piola_cpu_solve_vertices(piola_world *w, double h);
