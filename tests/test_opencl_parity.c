@@ -906,6 +906,40 @@ void test_opencl_parity_vbd_inversion(piola_test *t) {
   piola_mesh_free(&bar);
 }
 
+/* Two squashed creatures (0.7 of their height) landing on the ground under vertex block
+ * descent: the scene of the VBD determinism and schedule tests. */
+static parity_scene vbd_two_creatures(const char *name, const piola_tet_mesh *creature) {
+  parity_scene sc = parity_scene_make(name);
+  sc.scheme = PIOLA_SCHEME_VBD;
+  parity_add_ground(&sc, 0.5f);
+  parity_body *a = parity_add_body(&sc, creature, -1.0f, 0.6f, 0.0f);
+  a->squash = 0.7f;
+  parity_body *b = parity_add_body(&sc, creature, 1.0f, 0.6f, 0.0f);
+  b->squash = 0.7f;
+  return sc;
+}
+
+/* The scene's state hash after 30 OpenCL steps (0 on failure), checked to have moved. */
+static uint64_t vbd_hash_after_steps(piola_test *t, const parity_scene *sc) {
+  piola_world *w = NULL;
+  piola_body_id ids[PARITY_MAX_BODIES];
+  piola_status s = parity_build(sc, PIOLA_BACKEND_OPENCL, 0.0, &w, ids);
+  CHECK_STATUS(t, s, PIOLA_OK);
+  if (s != PIOLA_OK) {
+    piola_world_destroy(w);
+    return 0;
+  }
+  const uint64_t start = parity_hash(w, ids, sc->body_count);
+  for (int32_t i = 0; i < 30 && s == PIOLA_OK; ++i) {
+    s = piola_world_step(w);
+  }
+  CHECK_STATUS(t, s, PIOLA_OK);
+  const uint64_t end = parity_hash(w, ids, sc->body_count);
+  CHECK(t, end != start);
+  piola_world_destroy(w);
+  return end;
+}
+
 /* Two OpenCL runs of a vertex block descent scene end in bitwise identical states. */
 void test_opencl_vbd_deterministic(piola_test *t) {
   if (!opencl_test_ready(t)) {
@@ -913,30 +947,11 @@ void test_opencl_vbd_deterministic(piola_test *t) {
   }
   piola_tet_mesh creature = parity_creature();
   REQUIRE(t, creature.vertex_count > 0);
-  parity_scene sc = parity_scene_make("vbd determinism");
-  sc.scheme = PIOLA_SCHEME_VBD;
-  parity_add_ground(&sc, 0.5f);
-  parity_body *a = parity_add_body(&sc, &creature, -1.0f, 0.6f, 0.0f);
-  a->squash = 0.7f;
-  parity_body *b = parity_add_body(&sc, &creature, 1.0f, 0.6f, 0.0f);
-  b->squash = 0.7f;
-  uint64_t hashes[2] = {0, 0};
-  for (int run = 0; run < 2; ++run) {
-    piola_world *w = NULL;
-    piola_body_id ids[PARITY_MAX_BODIES];
-    REQUIRE_OK(t, parity_build(&sc, PIOLA_BACKEND_OPENCL, 0.0, &w, ids));
-    const uint64_t start = parity_hash(w, ids, sc.body_count);
-    piola_status s = PIOLA_OK;
-    for (int32_t i = 0; i < 30 && s == PIOLA_OK; ++i) {
-      s = piola_world_step(w);
-    }
-    CHECK_STATUS(t, s, PIOLA_OK);
-    hashes[run] = parity_hash(w, ids, sc.body_count);
-    CHECK(t, hashes[run] != start);
-    piola_world_destroy(w);
-  }
-  CHECK_MSG(t, hashes[0] == hashes[1], "two OpenCL runs differ: %016llx vs %016llx",
-            (unsigned long long)hashes[0], (unsigned long long)hashes[1]);
+  const parity_scene sc = vbd_two_creatures("vbd determinism", &creature);
+  const uint64_t hashes[2] = {vbd_hash_after_steps(t, &sc), vbd_hash_after_steps(t, &sc)};
+  CHECK_MSG(t, hashes[0] != 0 && hashes[0] == hashes[1],
+            "two OpenCL runs differ: %016llx vs %016llx", (unsigned long long)hashes[0],
+            (unsigned long long)hashes[1]);
   piola_mesh_free(&creature);
 }
 
@@ -950,33 +965,16 @@ void test_opencl_vbd_per_body(piola_test *t) {
   }
   piola_tet_mesh creature = parity_creature();
   REQUIRE(t, creature.vertex_count > 0);
-  parity_scene sc = parity_scene_make("vbd per body");
-  sc.scheme = PIOLA_SCHEME_VBD;
-  parity_add_ground(&sc, 0.5f);
-  parity_body *a = parity_add_body(&sc, &creature, -1.0f, 0.6f, 0.0f);
-  a->squash = 0.7f;
-  parity_body *b = parity_add_body(&sc, &creature, 1.0f, 0.6f, 0.0f);
-  b->squash = 0.7f;
+  parity_scene sc = vbd_two_creatures("vbd per body", &creature);
   for (int accelerated = 0; accelerated < 2; ++accelerated) {
     sc.vbd_rho = accelerated ? 0.85f : 0.0f;
-    uint64_t hashes[2] = {0, 0};
-    for (int run = 0; run < 2; ++run) {
-      sc.schedule = run == 0 ? PIOLA_SCHEDULE_STAGES : PIOLA_SCHEDULE_BODIES;
-      piola_world *w = NULL;
-      piola_body_id ids[PARITY_MAX_BODIES];
-      REQUIRE_OK(t, parity_build(&sc, PIOLA_BACKEND_OPENCL, 0.0, &w, ids));
-      const uint64_t start = parity_hash(w, ids, sc.body_count);
-      piola_status s = PIOLA_OK;
-      for (int32_t i = 0; i < 30 && s == PIOLA_OK; ++i) {
-        s = piola_world_step(w);
-      }
-      CHECK_STATUS(t, s, PIOLA_OK);
-      hashes[run] = parity_hash(w, ids, sc.body_count);
-      CHECK(t, hashes[run] != start);
-      piola_world_destroy(w);
-    }
-    CHECK_MSG(t, hashes[0] == hashes[1], "rho %g: per color %016llx, per body %016llx",
-              (double)sc.vbd_rho, (unsigned long long)hashes[0], (unsigned long long)hashes[1]);
+    sc.schedule = PIOLA_SCHEDULE_STAGES;
+    const uint64_t per_color = vbd_hash_after_steps(t, &sc);
+    sc.schedule = PIOLA_SCHEDULE_BODIES;
+    const uint64_t per_body = vbd_hash_after_steps(t, &sc);
+    CHECK_MSG(t, per_color != 0 && per_color == per_body,
+              "rho %g: per color %016llx, per body %016llx", (double)sc.vbd_rho,
+              (unsigned long long)per_color, (unsigned long long)per_body);
   }
   piola_mesh_free(&creature);
 }
