@@ -365,6 +365,20 @@ PIOLA_FN void piola_collider_frames(PIOLA_COLLIDER_RECORD const piola_collider_d
   }
 }
 
+/* How far the surface point of collider c at `point` moved over the substep of h seconds that
+ * ends at pose `end` (m): (v + w x (point - origin)) h; zero for an unposed collider. */
+PIOLA_FN piola_v3 piola_collider_surface_motion(PIOLA_COLLIDER_RECORD const piola_collider_data *c,
+                                                piola_rigid_pose end, piola_v3 point,
+                                                piola_real h) {
+  if (!c->posed) {
+    return piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  }
+  const piola_v3 arm = piola_v3_sub(point, end.position);
+  const piola_v3 vs =
+      piola_v3_add(piola_f32x3(c->velocity), piola_v3_cross(piola_f32x3(c->angular_velocity), arm));
+  return piola_v3_scale(vs, h);
+}
+
 /* The second half of piola_collider_correction_exact(): from the depth and the normal nl the
  * shape's contact gave in the collider's frame, the correction with friction (returns 1), or no
  * contact where depth <= 0 (returns 0, *correction zero, *normal untouched). */
@@ -382,12 +396,7 @@ PIOLA_FN int piola_collider_respond(PIOLA_COLLIDER_RECORD const piola_collider_d
   /* Tangential motion since the start of the substep, after the push, relative to the
    * surface. */
   piola_v3 dx = piola_v3_add(piola_v3_sub(p, x_start), push);
-  if (c->posed) {
-    piola_v3 arm = piola_v3_sub(piola_v3_add(p, push), end.position);
-    piola_v3 vs = piola_v3_add(piola_f32x3(c->velocity),
-                               piola_v3_cross(piola_f32x3(c->angular_velocity), arm));
-    dx = piola_v3_sub(dx, piola_v3_scale(vs, h));
-  }
+  dx = piola_v3_sub(dx, piola_collider_surface_motion(c, end, piola_v3_add(p, push), h));
   piola_v3 dt = piola_v3_sub(dx, piola_v3_scale(n, piola_v3_dot(dx, n)));
   piola_real lt = piola_v3_length(dt);
   *correction = piola_v3_sub(

@@ -18,7 +18,9 @@
  * (an absolute predicted position would round every correction to ulp(x) and v to ulp(x) / h).
  * d.w is the vertex's support (piola_tet_support): -1 for a free vertex, else the motion (m) the
  * tet projections held back since the COLLIDE stage that pushed it out of the collider whose
- * outward normal is support[i] (float4 per vertex, read only where d.w >= 0).
+ * outward normal is support[i] (float4 per vertex, read only where d.w >= 0); support[i].w is
+ * -1 until a collider pushes the vertex in the substep, then the index of the last collider that
+ * pushed it.
  * Tets are sorted by color; per-tet data is structure of arrays: tet_m holds the 9 entries of
  * M = Dm^-1 (row-major) as 9 planes of `stride` floats, tet_lambda the 2 multipliers as 2
  * planes, so consecutive work-items read consecutive addresses.
@@ -305,11 +307,20 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
   f[stride] += (float4)(m * moment.x, m * moment.y, m * moment.z, 0.0f);
 }
 
+/* piola_collided_displacement's modes (bits). */
+#define PIOLA_COLLIDE_RECORD 1
+#define PIOLA_COLLIDE_NORMAL_ONLY 2
+
 /* COLLIDE: the displacement di of vertex i starting the substep at xi, projected out of every
  * collider, in order, each at its pose at the end of the substep (t_end seconds into the step;
  * h the substep), from where it would be without its support; the vertex is supported by the
  * last collider that pushed it (its normal into support[i]; none for a mesh or SDF,
- * piola_mesh_supports) or free (piola_tet_support). Each correction is recorded in impulse
+ * piola_mesh_supports; support[i].w that collider's index) or free (piola_tet_support). `mode`
+ * holds PIOLA_COLLIDE_RECORD where each correction is recorded in impulse (see below), and
+ * PIOLA_COLLIDE_NORMAL_ONLY where an analytic collider's correction keeps only its push along the
+ * normal (the multigrid scheme, whose Newton step has those colliders' friction and records the
+ * pushes of a substep's last pass only: each pass pushes a supported vertex by the whole normal
+ * force's depth, newton.c). Each correction is recorded in impulse
  * (piola_record_impulse; stride: the world's vertex count). Written once as a macro over the
  * correction it calls: piola_collided_displacement for colliders of any kind (the shapes' data
  * in `shapes`), piola_collided_displacement_analytic for the analytic kinds only, the collide
@@ -319,7 +330,8 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
 #define PIOLA_COLLIDED_DISPLACEMENT(NAME, CORRECTION)                                              \
   PIOLA_FN float4 NAME(float4 xi, float4 di, __constant piola_collider_data *colliders,            \
                        int collider_count, float t_end, float h, __global float4 *support, int i,  \
-                       __global float4 *impulse, int stride, __global const float4 *shapes) {      \
+                       __global float4 *impulse, int stride, __global const float4 *shapes,        \
+                       int mode) {                                                                 \
     if (!(xi.w > 0.0f)) {                                                                          \
       return di;                                                                                   \
     }                                                                                              \
@@ -330,7 +342,7 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
       const piola_v3 u = piola_unsupported_position(piola_v3_from4(di), n, di.w);                  \
       di = (float4)(u.x, u.y, u.z, di.w);                                                          \
     }                                                                                              \
-    int pushed = 0;                                                                                \
+    int pushed = 0, by = 0;                                                                        \
     for (int c = 0; c < collider_count; ++c) {                                                     \
       /* The bound first, on the record in constant memory: most colliders are far away (the       \
        * two steps of piola_collider_correction_at written out: through the call, PoCL's           \
@@ -341,16 +353,22 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
       }                                                                                            \
       piola_v3 correction;                                                                         \
       if (CORRECTION(k, shapes, xs, piola_position(xi, di), t_end, h, &correction, &n)) {          \
+        if ((mode & PIOLA_COLLIDE_NORMAL_ONLY) && k->kind < PIOLA_COLLIDER_KIND_MESH) {            \
+          correction = piola_v3_scale(n, piola_v3_dot(n, correction)); /* no friction */           \
+        }                                                                                          \
         di = piola_displace(di, correction);                                                       \
         pushed = 1;                                                                                \
+        by = c;                                                                                    \
         if (k->kind >= PIOLA_COLLIDER_KIND_MESH) {                                                 \
           n = piola_v3_make(0.0f, 0.0f, 0.0f);                                                     \
         }                                                                                          \
-        piola_record_impulse(impulse, stride, c, i, xi, di, k, t_end, correction);                 \
+        if (mode & PIOLA_COLLIDE_RECORD) {                                                         \
+          piola_record_impulse(impulse, stride, c, i, xi, di, k, t_end, correction);               \
+        }                                                                                          \
       }                                                                                            \
     }                                                                                              \
     if (pushed) {                                                                                  \
-      support[i] = (float4)(n.x, n.y, n.z, 0.0f);                                                  \
+      support[i] = (float4)(n.x, n.y, n.z, (float)by);                                             \
     }                                                                                              \
     di.w = pushed ? 0.0f : PIOLA_FREE;                                                             \
     return di;                                                                                     \
@@ -373,9 +391,9 @@ PIOLA_FN void piola_collide_vertex(__global const float4 *x, __global float4 *d,
                                    __constant piola_collider_data *colliders, int collider_count,
                                    float t_end, float h, __global float4 *support, int i,
                                    __global float4 *impulse, int stride,
-                                   __global const float4 *shapes) {
+                                   __global const float4 *shapes, int mode) {
   d[i] = piola_collided_displacement(x[i], d[i], colliders, collider_count, t_end, h, support, i,
-                                     impulse, stride, shapes);
+                                     impulse, stride, shapes, mode);
 }
 
 /* UPDATE_VELOCITIES: v = d / h, damped; x += d. */
@@ -582,11 +600,11 @@ PIOLA_KERNEL void piola_solve_cloth_bends(__global const float4 *x, __global flo
 PIOLA_KERNEL void piola_collide(__global const float4 *x, __global float4 *d,
                                 __constant piola_collider_data *colliders, int collider_count,
                                 int count, float t_end, float h, __global float4 *support,
-                                __global float4 *impulse, __global const float4 *shapes) {
+                                __global float4 *impulse, __global const float4 *shapes, int mode) {
   int i = get_global_id(0);
   if (i < count) {
     d[i] = piola_collided_displacement_analytic(x[i], d[i], colliders, collider_count, t_end, h,
-                                                support, i, impulse, count, shapes);
+                                                support, i, impulse, count, shapes, mode);
   }
 }
 
@@ -595,11 +613,11 @@ PIOLA_KERNEL void piola_collide_shapes(__global const float4 *x, __global float4
                                        __constant piola_collider_data *colliders,
                                        int collider_count, int count, float t_end, float h,
                                        __global float4 *support, __global float4 *impulse,
-                                       __global const float4 *shapes) {
+                                       __global const float4 *shapes, int mode) {
   int i = get_global_id(0);
   if (i < count) {
     piola_collide_vertex(x, d, colliders, collider_count, t_end, h, support, i, impulse, count,
-                         shapes);
+                         shapes, mode);
   }
 }
 
@@ -807,7 +825,8 @@ PIOLA_KERNEL void piola_substep_bodies(
     if (collider_count > 0 && part == 0) {
       for (int i = lid; i < nv; i += nl) {
         ld[i] = piola_collided_displacement(lx[i], ld[i], colliders, collider_count, collider_t_end,
-                                            h, support, v0 + i, impulse, vertex_count, shapes);
+                                            h, support, v0 + i, impulse, vertex_count, shapes,
+                                            PIOLA_COLLIDE_RECORD);
       }
       /* the supports are read by the next iteration's tets */
       barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);

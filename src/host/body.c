@@ -36,6 +36,10 @@ static bool grow_vertices(piola_world *w, int32_t needed) {
   if (!piola_grow((void **)&w->collider_pushed, 1, needed, &c)) {
     return false;
   }
+  c = cap;
+  if (!piola_grow((void **)&w->support_collider, sizeof(int32_t), needed, &c)) {
+    return false;
+  }
   if (w->f != NULL) {
     c = cap;
     if (!piola_grow((void **)&w->f, 3 * sizeof(double), needed, &c)) {

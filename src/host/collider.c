@@ -425,6 +425,14 @@ piola_status piola_world_get_collider_force(const piola_world *w, piola_collider
     if (s != PIOLA_OK) {
       return s;
     }
+    /* the multigrid scheme's friction, which its Newton step applies (newton.c) */
+    const piola_solver_newton *nw = &w->newton;
+    if (w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID &&
+        6 * (cs->dense + 1) <= nw->collider_friction_capacity) {
+      for (int k = 0; k < 6; ++k) {
+        sums[k] += nw->collider_friction[6 * (size_t)cs->dense + (size_t)k];
+      }
+    }
   }
   /* The particles push the collider back: -sum(m dx) / (h dt) */
   const double scale = w->collider_force_scale > 0.0 ? -1.0 / w->collider_force_scale : 0.0;

@@ -26,7 +26,9 @@ static void store3(double *a, int32_t i, piola_v3 v) {
 typedef struct stage_job {
   piola_world *w;
   double h, inv_h2;
-  int32_t first; /* the first item of the range split */
+  int32_t first;    /* the first item of the range split */
+  bool normal_only; /* COLLIDE: analytic colliders push without friction (the multigrid scheme) */
+  bool records;     /* COLLIDE: the corrections are recorded (piola_collide_records) */
   bool worked[PIOLA_MAX_CPU_THREADS];
 } stage_job;
 
@@ -336,8 +338,10 @@ static void solve_cloth(piola_world *w, double h) {
 
 /* Every free vertex projected out of every collider, in order, each at its pose at the end of
  * the substep (w->collider_time into the step), from where it would be without its support;
- * a vertex that a collider pushed is supported by the last such collider until the next
- * COLLIDE, the others are free (piola_tet_support). */
+ * a vertex that a collider pushed is supported by the last such collider (its index in
+ * w->support_collider) until the next COLLIDE, the others are free (piola_tet_support). Under
+ * the multigrid scheme an analytic collider pushes without friction: its friction acts in the
+ * Newton step (newton.c). */
 static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
   const stage_job *job = ctx;
@@ -360,11 +364,17 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
           piola_collider_may_touch(k, p, w->collider_time) &&
           piola_collider_correction_shapes(k, w->shapes, x, p, w->collider_time, h, &d, &n);
       pushed |= hit;
+      if (hit && job->normal_only && k->kind < PIOLA_COLLIDER_KIND_MESH) {
+        d = piola_v3_scale(n, piola_v3_dot(n, d)); /* no friction: the solve's (newton.c) */
+      }
+      if (hit) {
+        w->support_collider[i] = c;
+      }
       p = piola_v3_add(p, d);
       if (hit && k->kind >= PIOLA_COLLIDER_KIND_MESH) {
         n = piola_v3_make(0.0, 0.0, 0.0); /* no support normal (piola_mesh_supports) */
       }
-      if (hit) {
+      if (hit && job->records) {
         /* the impulse record (piola_record_impulse) */
         const double m = 1.0 / w->w[i];
         const piola_v3 arm =
@@ -387,7 +397,10 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
 }
 
 static void collide(piola_world *w, double h) {
-  stage_job job = {.w = w, .h = h};
+  stage_job job = {.w = w,
+                   .h = h,
+                   .normal_only = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID,
+                   .records = piola_collide_records(w)};
   piola_pool_for(w->pool, w->vertex_count, VERTEX_GRAIN / 8, collide_range, &job);
 }
 

@@ -22,8 +22,27 @@
  * the solve; soft attachments are energies (1 / (2 alpha)) |x - target|^2. A vertex a
  * collider pushed in the substep's last COLLIDE stage keeps its place along the collider's
  * normal in the solve (the filter of a constrained particle, Baraff, Witkin 1998, "Large Steps
- * in Cloth Simulation", Sec. 5.3) and moves freely along its surface; colliders and body
- * contacts then project as in the XPBD step, after each iteration (world.c).
+ * in Cloth Simulation", Sec. 5.3) and moves along its surface against the collider's friction;
+ * colliders and body contacts then project as in the XPBD step, after each iteration (world.c),
+ * the analytic colliders without friction.
+ *
+ * Friction: a supported vertex's friction with its collider (an analytic one: a mesh or SDF
+ * collider gives no support normal and keeps its friction in COLLIDE) is a potential of the
+ * step, lagged as in IPC (Li et al. 2020, "Incremental Potential Contact", Sec. 5): with the
+ * normal force lambda it presses on the collider with at the Newton step's start (n . grad G
+ * there) and its slip u over the substep relative to the surface (tangential part, |u| = y),
+ * the friction force has magnitude lambda mu_s f1(y / eps) up to the slip eps =
+ * PIOLA_NEWTON_SLIP_SPEED h (f1(t) = 2 t - t^2: IPC's smoothed static friction, a stiff spring
+ * through rest), falls linearly to lambda mu_k at 2 eps (as COLLIDE's friction does,
+ * piola_friction_removed) and stays there, against the slip; its energy is the integral, its
+ * Hessian (F(y) / y) times the projection on the tangent plane (the radial part, negative,
+ * left out). lambda, the normal and the surface's motion are held through the step's line
+ * search. So a converged step is the implicit step with Coulomb friction at the supports: a
+ * body at rest on the ground converges there (where COLLIDE's friction after each Newton step
+ * left the neighbours of the sole out of balance by what friction held, a relative residual of
+ * 0.6 to 0.9; bench/LOG.md, "Friction in the Newton step"), and a body on a slope slides or
+ * sticks as Coulomb says. The colliders' friction force (piola_world_get_collider_force) is the
+ * sum of these forces at each substep's last iteration.
  *
  * Material damping is XPBD's constraint damping (Macklin, Mueller, Chentanez 2016, "XPBD",
  * Eq. 26; kernels/piola_tet.h), whose damped projection stops where each constraint of energy
@@ -58,6 +77,8 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->trial);
   free(n->normal);
   free(n->kind);
+  free(n->friction);
+  free(n->collider_friction);
   free(n->corner_start);
   free(n->corners);
   free(n->element_grad);
@@ -211,6 +232,7 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   n.trial = malloc(sizeof(double) * 3 * nvb);
   n.normal = malloc(sizeof(double) * 3 * nvb);
   n.kind = malloc(nvb);
+  n.friction = calloc(PIOLA_NEWTON_FRICTION_REALS * nvb, sizeof(double));
   n.element_grad = malloc(sizeof(double) * 12 * neb);
   n.element_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * neb);
   n.element_energy = malloc(sizeof(double) * neb);
@@ -221,7 +243,7 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   }
   n.element_damp = damped ? calloc(PIOLA_NEWTON_DAMP_REALS * neb, sizeof(double)) : NULL;
   if (!n.col || !n.element_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
-      !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy ||
+      !n.friction || !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy ||
       (damped && !n.element_damp)) {
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
@@ -461,6 +483,52 @@ static void elements_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end)
   }
 }
 
+/* A supported vertex's friction (see the module comment): f = its PIOLA_NEWTON_FRICTION_REALS,
+ * slip the length of its slip over the substep (m), eps the static slip (m). The force's
+ * magnitude F (N); into *energy the potential's value (J), into *rate dF/dslip where it is
+ * positive, else 0 (N/m: the Hessian's part along the slip). */
+static double friction_force(const double *f, double slip, double eps, double *energy,
+                             double *rate) {
+  const double lambda = f[0], mu_s = f[1], mu_k = f[2], t = slip / eps;
+  const double static_energy = lambda * mu_s * eps * (2.0 / 3.0); /* at slip eps */
+  if (t < 1.0) {
+    *energy = lambda * mu_s * eps * (t * t - t * t * t / 3.0);
+    *rate = lambda * mu_s * (2.0 - 2.0 * t) / eps;
+    return lambda * mu_s * (2.0 * t - t * t);
+  }
+  if (t < 2.0) { /* from mu_s to mu_k */
+    const double a = t - 1.0;
+    *energy = static_energy + lambda * eps * (mu_s * a - 0.5 * (mu_s - mu_k) * a * a);
+    *rate = fmax(0.0, lambda * (mu_k - mu_s) / eps);
+    return lambda * (mu_s - (mu_s - mu_k) * a);
+  }
+  *energy = static_energy + lambda * eps * 0.5 * (mu_s + mu_k) + lambda * mu_k * (slip - 2.0 * eps);
+  *rate = 0.0;
+  return lambda * mu_k;
+}
+
+/* Vertex i's slip at x over the substep (its motion from w->x less the surface's, in the
+ * tangent plane of its support normal), into u; returns its length (m). */
+static double friction_slip(const piola_world *w, const double *x, int32_t i, double u[3]) {
+  const piola_solver_newton *nw = &w->newton;
+  const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i,
+               *n = nw->normal + 3 * (size_t)i;
+  double un = 0.0;
+  for (int a = 0; a < 3; ++a) {
+    u[a] = x[3 * (size_t)i + (size_t)a] - w->x[3 * (size_t)i + (size_t)a] - f[3 + a];
+    un += u[a] * n[a];
+  }
+  for (int a = 0; a < 3; ++a) {
+    u[a] -= un * n[a];
+  }
+  return sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+}
+
+/* The static slip of the substep h (m). */
+static double friction_eps(double inv_h2) {
+  return PIOLA_NEWTON_SLIP_SPEED / sqrt(inv_h2);
+}
+
 /* Vertex i's share of G at x besides its elements (J): its inertia and its soft attachments (0 for
  * a fixed vertex). */
 static double vertex_energy(const piola_world *w, const double *x, int32_t i, double inv_h2) {
@@ -477,6 +545,12 @@ static double vertex_energy(const piola_world *w, const double *x, int32_t i, do
     const double *t = at->target + 4 * (size_t)e;
     const double r[3] = {xi[0] - t[0], xi[1] - t[1], xi[2] - t[2]};
     g += 0.5 / t[3] * (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+  }
+  const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
+  if (nw->kind[i] == 1 && f[0] > 0.0) {
+    double u[3], e, rate;
+    friction_force(f, friction_slip(w, x, i, u), friction_eps(inv_h2), &e, &rate);
+    g += e;
   }
   return g;
 }
@@ -500,13 +574,13 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
              sizeof(double) * 9 * (size_t)(nw->start[i + 1] - nw->start[i]));
     }
     memset(gi, 0, 3 * sizeof(double));
-    nw->vertex_energy[i] = vertex_energy(w, w->p, i, job->inv_h2);
     /* the matrix's writes go to a scratch block when it is kept from an earlier step */
     double scratch[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     double *d = matrix ? val + 9 * (size_t)diag[i] : scratch;
     if (nw->kind[i] == 2) {
       const double s = w->w[i] > 0.0 ? job->inv_h2 / w->w[i] : 1.0;
       d[0] = d[4] = d[8] = s;
+      nw->vertex_energy[i] = 0.0;
       continue;
     }
     const double k = job->inv_h2 / w->w[i];
@@ -556,6 +630,38 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
         }
       }
     }
+    /* Its friction (the module comment), lambda from the normal part of the gradient so far. */
+    double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
+    const double *n = nw->normal + 3 * (size_t)i;
+    f[0] = 0.0;
+    if (nw->kind[i] == 1 && (f[1] > 0.0 || f[2] > 0.0)) {
+      /* the normal force the last Newton step left on it, else (a new contact, or the step's
+       * first Newton step) the normal part of the gradient so far: its inertia (a landing's
+       * impact), the elastic and the external forces */
+      f[0] = f[6] > 0.0 ? f[6] : fmax(0.0, gi[0] * n[0] + gi[1] * n[1] + gi[2] * n[2]);
+    }
+    if (f[0] > 0.0) {
+      const double eps = friction_eps(job->inv_h2);
+      double u[3], energy, rate;
+      const double slip = friction_slip(w, w->p, i, u);
+      const double force = friction_force(f, slip, eps, &energy, &rate);
+      /* The Hessian in the tangent plane (N/m): F / slip across the slip, dF/dslip (where
+       * positive) along it; at no slip both are 2 lambda mu_s / eps. */
+      const double across = slip > 0.0 ? force / slip : 2.0 * f[0] * f[1] / eps;
+      const double along = slip > 0.0 ? rate : across;
+      double e[3] = {0.0, 0.0, 0.0}; /* the slip's direction */
+      for (int a = 0; a < 3 && slip > 0.0; ++a) {
+        e[a] = u[a] / slip;
+      }
+      for (int a = 0; a < 3; ++a) {
+        gi[a] += across * u[a];
+        for (int b = 0; b < 3; ++b) {
+          d[3 * a + b] +=
+              across * ((a == b ? 1.0 : 0.0) - n[a] * n[b]) + (along - across) * e[a] * e[b];
+        }
+      }
+    }
+    nw->vertex_energy[i] = vertex_energy(w, w->p, i, job->inv_h2);
   }
 }
 
@@ -596,6 +702,7 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
   const double *val = nw->mg.level[0].a.val;
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     if (nw->kind[i] != 1) {
+      nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 6] = 0.0;
       continue;
     }
     double r[3];
@@ -621,6 +728,39 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
     const double inertial =
         solid ? fmin(into / (inv_h2 / w->w[i]), fmax(own, (double)w->def.contact_thickness)) : own;
     w->solver.support[4 * (size_t)i + 3] = into > 0.0 ? inertial : 0.0;
+    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 6] = fmax(into, 0.0);
+  }
+}
+
+/* The friction forces F of the substep's last Newton step into their colliders' records, as
+ * COLLIDE records its corrections (m dx = F h^2 and its moment about the collider's origin). */
+static void record_friction(piola_world *w, double inv_h2) {
+  piola_solver_newton *nw = &w->newton;
+  const double eps = friction_eps(inv_h2), h2 = 1.0 / inv_h2;
+  for (int32_t i = 0; i < w->vertex_count && nw->collider_friction != NULL; ++i) {
+    const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
+    const int32_t c = w->support_collider[i];
+    if (nw->kind[i] != 1 || !(f[0] > 0.0) || c < 0 ||
+        6 * (c + 1) > nw->collider_friction_capacity) {
+      continue;
+    }
+    double u[3], energy, rate;
+    const double slip = friction_slip(w, w->p, i, u);
+    if (!(slip > 0.0)) {
+      continue;
+    }
+    const double k = -friction_force(f, slip, eps, &energy, &rate) / slip * h2;
+    const piola_v3 d = piola_v3_make(k * u[0], k * u[1], k * u[2]); /* F h^2 */
+    const piola_v3 arm = piola_v3_sub(piola_vertex_at(w->p, i),
+                                      piola_collider_origin_at(&w->colliders[c], w->collider_time));
+    const piola_v3 moment = piola_v3_cross(arm, d);
+    double *r = nw->collider_friction + 6 * (size_t)c;
+    r[0] += d.x;
+    r[1] += d.y;
+    r[2] += d.z;
+    r[3] += moment.x;
+    r[4] += moment.y;
+    r[5] += moment.z;
   }
 }
 
@@ -662,6 +802,24 @@ void piola_cpu_solve_global(piola_world *w, double h) {
     const double n2 = support[0] * support[0] + support[1] * support[1] + support[2] * support[2];
     nw->kind[i] = !(w->w[i] > 0.0) ? 2 : (support[3] >= 0.0 && n2 > 0.0) ? 1 : 0;
     memcpy(nw->normal + 3 * (size_t)i, support, 3 * sizeof(double));
+    /* its supporting collider's friction and the surface's motion under it (an analytic
+     * collider: only those give a support normal) */
+    double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
+    memset(f, 0, sizeof(double) * 6);
+    if (w->substep == 0 && w->iteration == 0) {
+      f[6] = 0.0; /* the step's first Newton step: no normal force yet */
+    }
+    const int32_t c = w->support_collider[i];
+    if (nw->kind[i] == 1 && c >= 0 && c < w->collider_count) {
+      const piola_collider_data *k = &w->colliders[c];
+      f[1] = (double)k->static_friction;
+      f[2] = (double)k->dynamic_friction;
+      const piola_v3 s = piola_collider_surface_motion(
+          k, piola_collider_pose_at(k, w->collider_time), piola_vertex_at(w->p, i), h);
+      f[3] = s.x;
+      f[4] = s.y;
+      f[5] = s.z;
+    }
   }
   for (int32_t k = 0; k < at->vertex_count; ++k) {
     const int32_t i = at->vertex[k];
@@ -713,6 +871,27 @@ void piola_cpu_solve_global(piola_world *w, double h) {
                             PIOLA_MULTIGRID_CG_MAX, nw->dx, &relative);
   nw->cg_relative = fmax(nw->cg_relative, relative);
   nw->newton_steps++;
+  /* A sliding supported vertex's step stops where its slip would turn back: past that its
+   * friction's model (no curvature along the slip) is far from the potential, which has its
+   * sharp minimum at rest (the static part), and the line search would shorten every vertex's
+   * step for it. */
+  for (int32_t i = 0; i < nv; ++i) {
+    const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
+    if (nw->kind[i] != 1 || !(f[0] > 0.0)) {
+      continue;
+    }
+    double u[3];
+    const double slip = friction_slip(w, w->p, i, u);
+    double *d = nw->dx + 3 * (size_t)i;
+    const double ahead =
+        slip > 0.0 ? (u[0] * (u[0] + d[0]) + u[1] * (u[1] + d[1]) + u[2] * (u[2] + d[2])) / slip
+                   : 0.0;
+    if (ahead < 0.0) {
+      for (int a = 0; a < 3; ++a) {
+        d[a] -= ahead * u[a] / slip;
+      }
+    }
+  }
   /* The line search along dx. */
   double slope = 0.0;
   for (size_t i = 0; i < 3 * (size_t)nv; ++i) {
@@ -734,4 +913,27 @@ void piola_cpu_solve_global(piola_world *w, double h) {
   }
   nw->refresh = alpha < 1.0;
   hold_supported(w, alpha, inv_h2);
+  if (w->iteration == w->def.iterations - 1) {
+    record_friction(w, inv_h2);
+  }
+}
+
+piola_status piola_newton_begin_step(piola_world *w) {
+  piola_solver_newton *nw = &w->newton;
+  const int32_t n = 6 * w->collider_count;
+  if (n > nw->collider_friction_capacity) {
+    double *r = realloc(nw->collider_friction, sizeof *r * (size_t)n);
+    if (r == NULL) {
+      piola_log(&w->def.logger, PIOLA_LOG_ERROR,
+                "piola_world_step: no memory for the colliders' friction records (%zu bytes)",
+                sizeof *r * (size_t)n);
+      return PIOLA_ERROR_OUT_OF_MEMORY;
+    }
+    nw->collider_friction = r;
+    nw->collider_friction_capacity = n;
+  }
+  if (n > 0) {
+    memset(nw->collider_friction, 0, sizeof(double) * (size_t)n);
+  }
+  return PIOLA_OK;
 }

@@ -21,6 +21,14 @@
 #define PIOLA_NEWTON_KEEP 0.5
 /* Reals per element of piola_solver_newton.element_damp. */
 #define PIOLA_NEWTON_DAMP_REALS 24
+/* Reals per vertex of piola_solver_newton.friction: the lagged normal force lambda (N), the
+ * collider's static and dynamic coefficients, the collider surface's motion over the substep
+ * under the vertex (m, 3), and the normal force the last Newton step of the step left on it (N,
+ * 0 at the step's start and where it was not supported). */
+#define PIOLA_NEWTON_FRICTION_REALS 7
+/* The slip speed (m/s) below which a supported vertex's friction in the Newton step is static:
+ * its force grows from zero to mu_s lambda over a slip of this times h in the substep. */
+#define PIOLA_NEWTON_SLIP_SPEED 2e-3
 
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
  * and its neighbours through the elements) and the multigrid hierarchy over it, built with the
@@ -36,6 +44,14 @@ typedef struct piola_solver_newton {
   piola_multigrid mg;
   double *gradient, *dx, *trial, *normal; /* 3 per vertex */
   uint8_t *kind;                          /* per vertex: 0 free, 1 supported, 2 fixed */
+  /* Per vertex, PIOLA_NEWTON_FRICTION_REALS: a supported vertex's friction (newton.c,
+   * "Friction"); zero coefficients where it has none. */
+  double *friction;
+  /* Per collider (6: force's impulse record and its moment about the collider's origin, as
+   * piola_record_impulse's), the friction the supported vertices met in the step's solve
+   * (piola_world_get_collider_force adds it); sized and zeroed by piola_newton_begin_step(). */
+  double *collider_friction;
+  int32_t collider_friction_capacity;
   /* Each vertex's element corners, 4 e + corner, in element order:
    * corners[corner_start[i] ..] */
   int32_t *corner_start, *corners;
@@ -69,5 +85,9 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
 /* The CPU reference's SOLVE_GLOBAL stage: one Newton step on the substep's incremental
  * potential. */
 void piola_cpu_solve_global(piola_world *w, double h);
+
+/* Before a step of the multigrid scheme (either backend): the colliders' friction records sized
+ * for the world's colliders and zeroed. Fails (out of memory) before anything ran. */
+piola_status piola_newton_begin_step(piola_world *w);
 
 #endif /* PIOLA_NEWTON_H */

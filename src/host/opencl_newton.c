@@ -120,6 +120,8 @@ piola_status piola_ocl_solve_global(piola_world *w, double h) {
       sp[c] = (double)support[i].s[c];
     }
     sp[3] = (double)d[i].s[3]; /* the held motion, -1 where free (piola_tet_support) */
+    /* the supporting collider (piola_step.cl's support record) */
+    w->support_collider[i] = support[i].s[3] >= 0.0f ? (int32_t)support[i].s[3] : -1;
   }
   /* The solve on this backend's x, p and (with plastic tets) M, the host's put back after it. */
   double *host_x = w->x, *host_p = w->p, *host_tet_m = w->solver.tet_m;

@@ -201,6 +201,7 @@ void piola_world_destroy(piola_world *w) {
   free(w->y);
   free(w->x_start);
   free(w->collider_pushed);
+  free(w->support_collider);
   free(w->w);
   free(w->f);
   piola_solver_tets_free(&w->solver);
@@ -239,6 +240,9 @@ piola_status piola_world_step(piola_world *w) {
   piola_status s = piola_world_build_tets(w);
   if (s == PIOLA_OK) {
     s = w->ops->begin_step(w);
+  }
+  if (s == PIOLA_OK && w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID) {
+    s = piola_newton_begin_step(w);
   }
   if (s == PIOLA_OK && w->attachments_dirty) {
     s = piola_attachments_build(w);
@@ -300,6 +304,7 @@ piola_status piola_world_step(piola_world *w) {
        * colliders, its pushed vertices supported: a whole sole landing otherwise falls through
        * the collider in that step and is pushed back after it, crushing the tets above it. */
       if (s == PIOLA_OK && multigrid && w->collider_count > 0) {
+        w->iteration = -1; /* before the iterations (piola_collide_records) */
         s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
       }
       for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {
@@ -506,7 +511,8 @@ static void warn_unconverged(piola_world *w, int32_t slot, double worst) {
   }
   const piola_body *b = &w->bodies[slot];
   /* Under the multigrid scheme the step converges at any resolution; what keeps its residual up
-   * is what acts between its Newton steps (colliders, contacts) or too few of them. */
+   * is what acts between its Newton steps (body contacts, mesh and SDF colliders) or too few of
+   * them. */
   const bool multigrid = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
   piola_log(&w->def.logger, PIOLA_LOG_WARNING,
             "unconverged: body %d (%d vertices, %d %s) has a coarse residual of %.3g, above %g "
@@ -518,8 +524,9 @@ static void warn_unconverged(piola_world *w, int32_t slot, double worst) {
             (int)(w->step_count - w->residual_high_since),
             multigrid ? "" : ", and the body is softer than its material says",
             (int)w->def.substeps, (int)w->def.iterations,
-            multigrid ? "or expect it where colliders or contacts hold the body: they act "
-                        "between the multigrid scheme's Newton steps, not in them"
+            multigrid ? "or expect it where other bodies, its own contacts or mesh and SDF "
+                        "colliders hold the body: they act between the multigrid scheme's Newton "
+                        "steps, not in them"
                       : "use a coarser mesh, or a scheme that converges at this resolution");
   w->residual_warned = true;
 }

@@ -21,10 +21,10 @@
 #include "common.h"
 #include "contact.h"
 #include "id_pool.h"
+#include "newton.h"
 #include "render_mesh.h"
 #include "solver_arrays.h"
 #include "thread_pool.h"
-#include "newton.h"
 #include "vbd.h"
 
 #include <math.h>
@@ -83,6 +83,10 @@ struct piola_world {
   /* CPU reference, per vertex: whether a collider pushed it in some collider pass of the current
    * (after a step: the last) substep (residual.c) */
   uint8_t *collider_pushed;
+  /* Per vertex: the collider whose normal its support is (the last that pushed it in the current
+   * substep; read only where the vertex is supported): the multigrid scheme's friction
+   * (newton.c). On OpenCL filled from the device's support records before the global solve. */
+  int32_t *support_collider;
   /* Whether the last substep's prediction still belongs to the state: set by a step, cleared
    * where positions or velocities are set, bodies are added or removed or a state is loaded
    * (the residual is then not measured until the next step). */
@@ -147,6 +151,15 @@ piola_status piola_world_create_with_faults(const piola_world_def *def, piola_fa
 /* The factor velocities keep over a substep of h seconds: max(0, 1 - damping h). */
 static inline double piola_damping_factor(const piola_world_def *def, double h) {
   return fmax(0.0, 1.0 - (double)def->damping * h);
+}
+
+/* Whether the COLLIDE stage now running records its corrections as the colliders' impulses
+ * (piola_world_get_collider_force): always, but under the multigrid scheme only in a substep's
+ * last pass, since each of its passes pushes a supported vertex by the depth of the whole normal
+ * force of the Newton step before it (newton.c's held motion), and its first pass (iteration -1,
+ * before the Newton steps) only moves the prediction out. */
+static inline bool piola_collide_records(const piola_world *w) {
+  return w->def.iteration_scheme != PIOLA_SCHEME_MULTIGRID || w->iteration == w->def.iterations - 1;
 }
 
 /* Makes the host arrays current (the backend's pull). */
