@@ -535,12 +535,12 @@ void test_multigrid_attachments(piola_test *t) {
 
 /* A soft box (E = 0.1 MPa, 0.4 x 0.2 x 0.4 m) on the ground, frictionless and with friction 0.5:
  * its bottom stays on the ground; frictionless its top sags as XPBD's at 100 iterations; with
- * friction, which holds the sole from spreading under the load, less, but not less than with its
- * bottom vertices pinned where they stand (bonded). The Newton step's static friction lets a
- * sole held below its friction limit creep at up to PIOLA_NEWTON_SLIP_SPEED (newton.c), so the
- * sag lies between the two: at least 3% under the frictionless one. At rest the step is
- * converged in both (relative residual): the friction acts within the Newton step, not after it
- * (where COLLIDE's friction put the sole back after each step the residual stayed at 0.05). */
+ * friction, which holds the sole from spreading under the load, as with its bottom vertices
+ * pinned where they stand (bonded; the frictionless sag is 12% larger): within 2%, where a
+ * friction measured over each step only (IPC's) lets the sole creep outward and the sag grow
+ * towards the frictionless one (newton.c, "Friction"). At rest the step is converged in both
+ * (relative residual): the friction acts within the Newton step, not after it (where COLLIDE's
+ * friction put the sole back after each step the residual stayed at 0.05). */
 void test_multigrid_box_rests_on_ground(piola_test *t) {
   double frictionless = 0.0;
   for (int k = 0; k < 2; ++k) {
@@ -603,7 +603,7 @@ void test_multigrid_box_rests_on_ground(piola_test *t) {
       CHECK_MSG(t, fabs(sag - reference) < 0.02 * reference, "sag: multigrid %.5g, XPBD %.5g m",
                 sag, reference);
     } else {
-      CHECK_MSG(t, sag > 0.99 * reference && sag < 0.97 * frictionless,
+      CHECK_MSG(t, sag > 0.99 * reference && sag < 1.02 * reference,
                 "sag: multigrid %.5g, bonded %.5g, frictionless %.5g m", sag, reference,
                 frictionless);
     }

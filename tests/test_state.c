@@ -746,3 +746,130 @@ void test_opencl_state_collision_surface(piola_test *t) {
   }
   check_collision_surface(t, PIOLA_BACKEND_OPENCL);
 }
+
+/* ---- The multigrid scheme's friction ------------------------------------------------------ */
+
+/* A 0.2 m box resting on a plane inclined by 20 degrees at friction 0.8, stepped under `scheme`
+ * (the friction of the multigrid scheme holds its sole at anchors that carry across steps). */
+static piola_status incline_make(piola_iteration_scheme scheme, capture_log *log, int *misuse,
+                                 piola_world **out) {
+  piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_CPU_REFERENCE, log, misuse);
+  def.iteration_scheme = scheme;
+  def.contacts = false;
+  piola_status s = piola_world_create(&def, out);
+  if (s != PIOLA_OK) {
+    return s;
+  }
+  const double th = 20.0 * WT_PI / 180.0;
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
+  for (int32_t i = 0; i < box.vertex_count; ++i) { /* turned by 20 degrees, on the plane */
+    const double x = box.positions[3 * i] - 0.1, y = box.positions[3 * i + 1];
+    box.positions[3 * i] = (float)(x * cos(th) - y * sin(th));
+    box.positions[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
+  }
+  piola_material mat = piola_default_material();
+  mat.youngs_modulus = 1e6f;
+  s = piola_world_add_plane(*out, (const float[3]){(float)-sin(th), (float)cos(th), 0.0f}, 0.0f,
+                            0.8f, NULL);
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(*out, &box, &mat, NULL, NULL);
+  }
+  piola_mesh_free(&box);
+  if (s != PIOLA_OK) {
+    piola_world_destroy(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
+/* Under the multigrid scheme the state holds each vertex's friction anchor (flag bit 1, the
+ * last section): a world loading the state steps as the saved one, bitwise, where one loading it
+ * with the anchors let go slips and ends elsewhere. A state without the section (saved under
+ * Gauss-Seidel) loads into a multigrid world and the other way round; a section naming a
+ * collider the world lacks is refused, and the world is left as it was. */
+void test_state_multigrid_friction(piola_test *t) {
+  capture_log log;
+  int misuse = 0;
+  piola_world *a = NULL, *b = NULL, *c = NULL, *gs = NULL;
+  REQUIRE_OK(t, incline_make(PIOLA_SCHEME_MULTIGRID, &log, &misuse, &a));
+  REQUIRE_OK(t, incline_make(PIOLA_SCHEME_MULTIGRID, &log, &misuse, &b));
+  REQUIRE_OK(t, incline_make(PIOLA_SCHEME_MULTIGRID, &log, &misuse, &c));
+  REQUIRE_OK(t, incline_make(PIOLA_SCHEME_GAUSS_SEIDEL, &log, &misuse, &gs));
+  CHECK_STATUS(t, steps(a, 60), PIOLA_OK);
+  size_t na = 0, nb = 0, nc = 0, ng = 0;
+  unsigned char *sa = save(t, a, &na);
+  REQUIRE(t, sa != NULL);
+  const int32_t nv = get_i32(sa + PIOLA_STATE_OFFSET_VERTICES);
+  const size_t friction = na - PIOLA_STATE_FRICTION_BYTES * (size_t)nv;
+  int32_t held = 0, pressing = 0;
+  for (int32_t i = 0; i < nv; ++i) {
+    const unsigned char *r = sa + friction + PIOLA_STATE_FRICTION_BYTES * (size_t)i;
+    held += get_i32(r) == 0;
+    pressing += get_i32(r) == 0 && get_f64(r + 32) > 0.0;
+  }
+  printf("  %d of %d vertices held by the plane's friction, %d pressing on it\n", (int)held,
+         (int)nv, (int)pressing);
+  CHECK(t, pressing >= 6);
+  CHECK(t, (get_i32(sa + PIOLA_STATE_OFFSET_FLAGS) & (int32_t)PIOLA_STATE_FLAG_FRICTION) != 0);
+  CHECK(t, held >= 6 && held <= 9); /* of the sole's 3 x 3 vertices */
+
+  /* Loaded as saved: the same bytes, the same steps. */
+  CHECK_STATUS(t, piola_world_load_state(b, sa, na), PIOLA_OK);
+  unsigned char *sb = save(t, b, &nb);
+  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world saves other bytes");
+  free(sb);
+  /* Loaded with the anchors let go. */
+  unsigned char *loose = malloc(na);
+  REQUIRE(t, loose != NULL);
+  memcpy(loose, sa, na);
+  for (int32_t i = 0; i < nv; ++i) {
+    unsigned char *r = loose + friction + PIOLA_STATE_FRICTION_BYTES * (size_t)i;
+    put_i32(r, -1);
+    put_f64(r + 32, 0.0);
+  }
+  CHECK_STATUS(t, piola_world_load_state(c, loose, na), PIOLA_OK);
+  /* A collider the world lacks: refused, nothing changed. */
+  put_i32(loose + friction, 1);
+  CHECK_STATUS(t, piola_world_load_state(b, loose, na), PIOLA_ERROR_INVALID_ARGUMENT);
+  sb = save(t, b, &nb);
+  CHECK_MSG(t, same_state(sa, na, sb, nb), "a refused state changed the world");
+  free(sb);
+  free(loose);
+  const int errors = log.count[PIOLA_LOG_ERROR];
+  CHECK(t, errors == 1);
+
+  CHECK_STATUS(t, steps(a, 20), PIOLA_OK);
+  CHECK_STATUS(t, steps(b, 20), PIOLA_OK);
+  CHECK_STATUS(t, steps(c, 20), PIOLA_OK);
+  free(sa);
+  sa = save(t, a, &na);
+  sb = save(t, b, &nb);
+  unsigned char *sc = save(t, c, &nc);
+  printf("  20 steps on: loaded %.3g m from the saved world, loaded without anchors %.3g m\n",
+         sa != NULL && sb != NULL ? state_position_gap(sa, sb) : -1.0,
+         sa != NULL && sc != NULL ? state_position_gap(sa, sc) : -1.0);
+  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world ends in another state");
+  CHECK_MSG(t, sc != NULL && !same_state(sa, na, sc, nc),
+            "without its anchors the loaded world ends in the same state");
+
+  /* Across schemes: Gauss-Seidel's state (no section) into the multigrid world, and back. */
+  CHECK_STATUS(t, steps(gs, 5), PIOLA_OK);
+  unsigned char *sg = save(t, gs, &ng);
+  REQUIRE(t, sg != NULL);
+  CHECK(t, (get_i32(sg + PIOLA_STATE_OFFSET_FLAGS) & (int32_t)PIOLA_STATE_FLAG_FRICTION) == 0);
+  CHECK(t, ng == na - PIOLA_STATE_FRICTION_BYTES * (size_t)nv);
+  CHECK_STATUS(t, piola_world_load_state(c, sg, ng), PIOLA_OK);
+  CHECK_STATUS(t, piola_world_load_state(gs, sa, na), PIOLA_OK);
+  CHECK_STATUS(t, steps(c, 2), PIOLA_OK);
+  CHECK_STATUS(t, steps(gs, 2), PIOLA_OK);
+  CHECK(t, log.count[PIOLA_LOG_ERROR] == errors);
+  CHECK(t, misuse == 0);
+  free(sa);
+  free(sb);
+  free(sc);
+  free(sg);
+  piola_world_destroy(a);
+  piola_world_destroy(b);
+  piola_world_destroy(c);
+  piola_world_destroy(gs);
+}

@@ -104,7 +104,8 @@ PIOLA_API piola_status piola_world_get_color_sizes(const piola_world *world, int
 /* ---- State -------------------------------------------------------------------------- */
 
 /** The size in bytes of the world's saved state (piola_world_save_state()), which depends on
- * the scene only: it changes when bodies, colliders or attachments are added or removed. */
+ * the scene and the iteration scheme only: it changes when bodies, colliders or attachments are
+ * added or removed. */
 PIOLA_API piola_status piola_world_get_state_size(const piola_world *world, size_t *bytes);
 
 /** Saves everything a step carries to the next one into `buffer` (at least
@@ -113,32 +114,36 @@ PIOLA_API piola_status piola_world_get_state_size(const piola_world *world, size
  * was: reset, rollback, replay, and a cross-check that loads one backend's state into another's
  * world every step.
  *
- * Saved: per vertex its position (m), velocity (m/s), external force (N) and inverse mass
- * (1/kg); per plastic tet its plastic strain and its effective M = Dm^-1 F_p^-1 (1/m); per
- * surface vertex the contacts of the last substep (those that persist into the next one); each
- * collider's pose at the start of the next step and its velocities; each attachment's target
- * (m); the step count and the simulated time (s). Not saved: the scene (bodies, rest shapes,
- * materials, filters, colliders' shapes, attachments' compliances, render meshes) and the
- * settings (the world def, gravity, iterations), nor the statistics of the last step.
+ * Saved: per vertex its position (m), velocity (m/s), external force (N) and inverse mass (1/kg);
+ * per plastic tet its plastic strain and its effective M = Dm^-1 F_p^-1 (1/m); per surface vertex
+ * the contacts of the last substep (those that persist into the next one); each collider's pose at
+ * the start of the next step and its velocities; each attachment's target (m); under the multigrid
+ * scheme, per vertex where its collider's friction holds it (its anchor, m) and the normal force it
+ * last pressed with (N); the step count and the simulated time (s). Not saved: the scene (bodies,
+ * rest shapes, materials, filters, colliders' shapes, attachments' compliances, render meshes) and
+ * the settings (the world def, gravity, iterations), nor the statistics of the last step.
  *
- * Format (version 1), little-endian, integers in two's complement, reals as IEEE 754 doubles
- * (so the CPU reference's state is saved exactly and an OpenCL world's floats are held
- * exactly). A header of 80 bytes: at 0 the magic "PIOLAST" and a zero byte; 8 u32 format
- * version (1); 12 u32 header size (80); 16 u64 size of the state; the counts that define the
- * scene's shape, i32 each: 24 bodies, 28 vertices, 32 tets, 36 plastic tets, 40 surface
- * vertices, 44 surface triangles, 48 colliders, 52 attachments, 56 contacts per vertex (8);
- * 60 u32 flags (bit 0: the world has external forces); 64 i64 step count; 72 f64 simulated
- * time (s). Then fixed-size records, section after section: per vertex (world order: the bodies'
+ * Format (version 1), little-endian, integers in two's complement, reals as IEEE 754 doubles (so
+ * the CPU reference's state is saved exactly and an OpenCL world's floats are held exactly). A
+ * header of 80 bytes: at 0 the magic "PIOLAST" and a zero byte; 8 u32 format version (1); 12 u32
+ * header size (80); 16 u64 size of the state; the counts that define the scene's shape, i32 each:
+ * 24 bodies, 28 vertices, 32 tets, 36 plastic tets, 40 surface vertices, 44 surface triangles, 48
+ * colliders, 52 attachments, 56 contacts per vertex (8); 60 u32 flags (bit 0: the world has
+ * external forces; bit 1: the friction section follows); 64 i64 step count; 72 f64 simulated time
+ * (s). Then fixed-size records, section after section: per vertex (world order: the bodies'
  * vertices in the order the bodies were added) 80 bytes, position[3], velocity[3], force[3],
  * inverse mass; per plastic tet (the live plastic tet bodies in the order added, each body's tets
  * in its mesh's order) 120 bytes, M[9] row by row and plastic strain[6] (xx, yy, zz, xy, xz, yz);
- * per surface vertex (the solver's order, internal but the same for worlds of one scene) 36
- * bytes, i32 count and 8 i32 entries 2 t + side (t a surface triangle, side 1 where a two-sided
- * triangle acts reversed; -1 past the count); per collider (the order they act in) 112 bytes,
- * u32 type (piola_collider_type), u32 0, position[3], rotation[4] (x, y, z, w), velocity[3],
- * angular velocity[3]; per live attachment (the order added) 32 bytes, i32 body slot, i32 vertex
- * (body-local), target[3]. With OpenCL this waits for the queued steps and reads the state back.
- * PIOLA_ERROR_INVALID_ARGUMENT for a NULL or too small buffer (nothing is written). */
+ * per surface vertex (the solver's order, internal but the same for worlds of one scene) 36 bytes,
+ * i32 count and 8 i32 entries 2 t + side (t a surface triangle, side 1 where a two-sided triangle
+ * acts reversed; -1 past the count); per collider (the order they act in) 112 bytes, u32 type
+ * (piola_collider_type), u32 0, position[3], rotation[4] (x, y, z, w), velocity[3], angular
+ * velocity[3]; per live attachment (the order added) 32 bytes, i32 body slot, i32 vertex
+ * (body-local), target[3]; with flag bit 1 (a world of the multigrid scheme saved it) per vertex
+ * (world order) 40 bytes, i32 the collider whose friction holds it (-1: none), u32 0, anchor[3],
+ * normal force. A world of another scheme skips that section; a multigrid world loading a state
+ * without it starts with no vertex held. With OpenCL this waits for the queued steps and reads the
+ * state back. PIOLA_ERROR_INVALID_ARGUMENT for a NULL or too small buffer (nothing is written). */
 PIOLA_API piola_status piola_world_save_state(piola_world *world, void *buffer, size_t bytes);
 
 /** Loads a state saved by piola_world_save_state() from a world of the same scene: the same
@@ -152,8 +157,9 @@ PIOLA_API piola_status piola_world_save_state(piola_world *world, void *buffer, 
  * The whole buffer is checked before anything changes; on failure the world is unchanged and
  * the reason goes to the logger: PIOLA_ERROR_INVALID_ARGUMENT for a NULL buffer, fewer bytes than
  * the state, a wrong magic, another format version, unknown flags, a negative step count or
- * inverse mass, contact lists that name no triangle, or a collider of another type or an
- * attachment on another vertex than the world's; PIOLA_ERROR_COUNT_MISMATCH when a count of the
+ * inverse mass, contact lists that name no triangle, a collider of another type or an
+ * attachment on another vertex than the world's, or friction records that name no collider or
+ * have a negative normal force; PIOLA_ERROR_COUNT_MISMATCH when a count of the
  * header differs from the world's (a state of another scene); PIOLA_ERROR_NON_FINITE for a
  * non-finite value. */
 PIOLA_API piola_status piola_world_load_state(piola_world *world, const void *buffer, size_t bytes);

@@ -29,20 +29,27 @@
  * Friction: a supported vertex's friction with its collider (an analytic one: a mesh or SDF
  * collider gives no support normal and keeps its friction in COLLIDE) is a potential of the
  * step, lagged as in IPC (Li et al. 2020, "Incremental Potential Contact", Sec. 5): with the
- * normal force lambda it presses on the collider with at the Newton step's start (n . grad G
- * there) and its slip u over the substep relative to the surface (tangential part, |u| = y),
- * the friction force has magnitude lambda mu_s f1(y / eps) up to the slip eps =
- * PIOLA_NEWTON_SLIP_SPEED h (f1(t) = 2 t - t^2: IPC's smoothed static friction, a stiff spring
- * through rest), falls linearly to lambda mu_k at 2 eps (as COLLIDE's friction does,
- * piola_friction_removed) and stays there, against the slip; its energy is the integral, its
- * Hessian (F(y) / y) times the projection on the tangent plane (the radial part, negative,
- * left out). lambda, the normal and the surface's motion are held through the step's line
- * search. So a converged step is the implicit step with Coulomb friction at the supports: a
- * body at rest on the ground converges there (where COLLIDE's friction after each Newton step
- * left the neighbours of the sole out of balance by what friction held, a relative residual of
- * 0.6 to 0.9; bench/LOG.md, "Friction in the Newton step"), and a body on a slope slides or
- * sticks as Coulomb says. The colliders' friction force (piola_world_get_collider_force) is the
- * sum of these forces at each substep's last iteration.
+ * normal force lambda it pressed on the collider with at the end of the last substep (n . grad
+ * G at a new contact), held through the substep so that its Newton steps minimize one function,
+ * and its slip u from its anchor (tangential part, |u| = y), the friction force has
+ * magnitude lambda mu_s f1(y / eps) up to eps = PIOLA_NEWTON_STICK_SLIP (f1(t) = 2 t - t^2:
+ * IPC's smoothed static friction, a stiff spring through the anchor), falls linearly to
+ * lambda mu_k at 2 eps (as COLLIDE's friction does, piola_friction_removed) and stays there,
+ * against the slip; its energy is the integral, its Hessian (F(y) / y) times the projection on
+ * the tangent plane (the radial part, negative, left out). The normal and the anchor are held
+ * through the step's line search. The anchor is where the vertex stood when it met the
+ * collider, carried along by the collider's surface in each substep (a moving or rotating
+ * collider carries what rests on it); at the end of each substep, where the vertex slipped
+ * farther than eps, it follows the vertex to eps behind it. IPC measures the slip over the
+ * step instead, so a vertex held below mu_s lambda still creeps at up to eps / h; the anchor,
+ * as the bristle of a spring-and-slider model of Coulomb friction, holds it (a box's sole on the
+ * ground, a body on a slope). It carries from one step to the next and is part of the saved
+ * state. So a converged step is the implicit step with Coulomb friction at the supports: a body
+ * at rest on the ground converges there (where COLLIDE's friction after each Newton step left
+ * the neighbours of the sole out of balance by what friction held, a relative residual of 0.6 to
+ * 0.9; bench/LOG.md, "Friction in the Newton step"), and a body on a slope slides or sticks as
+ * Coulomb says. The colliders' friction force (piola_world_get_collider_force) is the sum of
+ * these forces at each substep's last iteration.
  *
  * Material damping is XPBD's constraint damping (Macklin, Mueller, Chentanez 2016, "XPBD",
  * Eq. 26; kernels/piola_tet.h), whose damped projection stops where each constraint of energy
@@ -78,6 +85,8 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->normal);
   free(n->kind);
   free(n->friction);
+  free(n->anchor);
+  free(n->anchor_collider);
   free(n->collider_friction);
   free(n->corner_start);
   free(n->corners);
@@ -233,6 +242,11 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   n.normal = malloc(sizeof(double) * 3 * nvb);
   n.kind = malloc(nvb);
   n.friction = calloc(PIOLA_NEWTON_FRICTION_REALS * nvb, sizeof(double));
+  n.anchor = calloc(3 * nvb, sizeof(double));
+  n.anchor_collider = malloc(sizeof(int32_t) * nvb);
+  for (size_t i = 0; i < nvb && n.anchor_collider != NULL; ++i) {
+    n.anchor_collider[i] = -1;
+  }
   n.element_grad = malloc(sizeof(double) * 12 * neb);
   n.element_hess = malloc(sizeof(double) * 9 * PIOLA_TET_HESSIAN_BLOCKS * neb);
   n.element_energy = malloc(sizeof(double) * neb);
@@ -243,8 +257,8 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
   }
   n.element_damp = damped ? calloc(PIOLA_NEWTON_DAMP_REALS * neb, sizeof(double)) : NULL;
   if (!n.col || !n.element_block || !n.gradient || !n.dx || !n.trial || !n.normal || !n.kind ||
-      !n.friction || !n.element_grad || !n.element_hess || !n.element_energy || !n.vertex_energy ||
-      (damped && !n.element_damp)) {
+      !n.friction || !n.anchor || !n.anchor_collider || !n.element_grad || !n.element_hess ||
+      !n.element_energy || !n.vertex_energy || (damped && !n.element_damp)) {
     piola_solver_newton_free(&n);
     return PIOLA_ERROR_OUT_OF_MEMORY;
   }
@@ -484,7 +498,7 @@ static void elements_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end)
 }
 
 /* A supported vertex's friction (see the module comment): f = its PIOLA_NEWTON_FRICTION_REALS,
- * slip the length of its slip over the substep (m), eps the static slip (m). The force's
+ * slip the length of its slip from its anchor (m), eps the static slip (m). The force's
  * magnitude F (N); into *energy the potential's value (J), into *rate dF/dslip where it is
  * positive, else 0 (N/m: the Hessian's part along the slip). */
 static double friction_force(const double *f, double slip, double eps, double *energy,
@@ -507,26 +521,20 @@ static double friction_force(const double *f, double slip, double eps, double *e
   return lambda * mu_k;
 }
 
-/* Vertex i's slip at x over the substep (its motion from w->x less the surface's, in the
- * tangent plane of its support normal), into u; returns its length (m). */
+/* Vertex i's slip at x from its anchor (in the tangent plane of its support normal), into u;
+ * returns its length (m). */
 static double friction_slip(const piola_world *w, const double *x, int32_t i, double u[3]) {
   const piola_solver_newton *nw = &w->newton;
-  const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i,
-               *n = nw->normal + 3 * (size_t)i;
+  const double *a = nw->anchor + 3 * (size_t)i, *n = nw->normal + 3 * (size_t)i;
   double un = 0.0;
-  for (int a = 0; a < 3; ++a) {
-    u[a] = x[3 * (size_t)i + (size_t)a] - w->x[3 * (size_t)i + (size_t)a] - f[3 + a];
-    un += u[a] * n[a];
+  for (int c = 0; c < 3; ++c) {
+    u[c] = x[3 * (size_t)i + (size_t)c] - a[c];
+    un += u[c] * n[c];
   }
-  for (int a = 0; a < 3; ++a) {
-    u[a] -= un * n[a];
+  for (int c = 0; c < 3; ++c) {
+    u[c] -= un * n[c];
   }
   return sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-}
-
-/* The static slip of the substep h (m). */
-static double friction_eps(double inv_h2) {
-  return PIOLA_NEWTON_SLIP_SPEED / sqrt(inv_h2);
 }
 
 /* Vertex i's share of G at x besides its elements (J): its inertia and its soft attachments (0 for
@@ -549,7 +557,7 @@ static double vertex_energy(const piola_world *w, const double *x, int32_t i, do
   const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
   if (nw->kind[i] == 1 && f[0] > 0.0) {
     double u[3], e, rate;
-    friction_force(f, friction_slip(w, x, i, u), friction_eps(inv_h2), &e, &rate);
+    friction_force(f, friction_slip(w, x, i, u), PIOLA_NEWTON_STICK_SLIP, &e, &rate);
     g += e;
   }
   return g;
@@ -633,15 +641,14 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
     /* Its friction (the module comment), lambda from the normal part of the gradient so far. */
     double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
     const double *n = nw->normal + 3 * (size_t)i;
-    f[0] = 0.0;
-    if (nw->kind[i] == 1 && (f[1] > 0.0 || f[2] > 0.0)) {
-      /* the normal force the last Newton step left on it, else (a new contact, or the step's
-       * first Newton step) the normal part of the gradient so far: its inertia (a landing's
-       * impact), the elastic and the external forces */
-      f[0] = f[6] > 0.0 ? f[6] : fmax(0.0, gi[0] * n[0] + gi[1] * n[1] + gi[2] * n[2]);
+    if (f[0] < 0.0) {
+      /* (at the substep's first Newton step, or where the vertex met its collider) the normal
+       * force the last substep's solve left on it, else (a new contact) the normal part of the
+       * gradient so far: its inertia (a landing's impact), the elastic and the external forces */
+      f[0] = f[3] > 0.0 ? f[3] : fmax(0.0, gi[0] * n[0] + gi[1] * n[1] + gi[2] * n[2]);
     }
     if (f[0] > 0.0) {
-      const double eps = friction_eps(job->inv_h2);
+      const double eps = PIOLA_NEWTON_STICK_SLIP;
       double u[3], energy, rate;
       const double slip = friction_slip(w, w->p, i, u);
       const double force = friction_force(f, slip, eps, &energy, &rate);
@@ -684,25 +691,25 @@ static double potential(piola_world *w, const double *x, double h) {
 }
 
 /* The motion the solve held back at each supported vertex (m, along -normal), kept as the
- * support's held motion (piola_tet_support), so that the next COLLIDE pushes the vertex and
- * spends friction as it would have without the support, and the vertex stays supported while
- * the body presses on the collider (and leaves it when it pulls away). From the force the filter
- * took out, N = max(0, -n.r) with r = -(g + H alpha dx) the vertex's row of the residual, it is
- * the depth N h^2 / m that force gives the vertex's own mass in the substep: the depth a
- * position-based friction weighs the tangential motion against (mu d against d_t, both of the
- * inertia), so that a body on a slope slides or sticks as Coulomb says. (N / n.H_ii n, the step
- * its own block would take, is the elastic stiffness times smaller: friction then held a box on
- * a 20-degree plane at mu 0.8 not at all.) It is bounded by the larger of that step and the
+ * support's held motion (piola_tet_support): the next COLLIDE pushes the vertex back out by it,
+ * keeps the vertex supported while the body presses on the collider (and lets it go when it
+ * pulls away) and records it as the collider's push (m d / h^2). From the force the filter took
+ * out, N = max(0, -n.r) with r = -(g + H alpha dx) the vertex's row of the residual, it is the
+ * depth N h^2 / m that force gives the vertex's own mass in the substep, so that the record is
+ * N. It is bounded by the larger of the step of the vertex's own block, N / n.H_ii n, and the
  * contact thickness, since COLLIDE starts from the vertex moved that far into its collider.
- * Cloth vertices keep the step of their own block: a light cloth vertex pulled onto a box's edge
- * by its membrane reaches that bound, and the cloth draped over the boxes of the cloth scene
- * then sticks and slips from step to step on rounding (crosscheck --resync). */
+ * Cloth vertices keep the step of their own block (when COLLIDE's friction weighed against this
+ * depth, a light cloth vertex pulled onto a box's edge by its membrane reached that bound, and
+ * the cloth draped over the boxes of the cloth scene stuck and slipped from step to step on
+ * rounding); their records of the push are smaller than N by their block's stiffness over their
+ * inertia. The force N itself is kept as the vertex's normal force for its friction (newton.c,
+ * "Friction"). */
 static void hold_supported(piola_world *w, double alpha, double inv_h2) {
   const piola_solver_newton *nw = &w->newton;
   const double *val = nw->mg.level[0].a.val;
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     if (nw->kind[i] != 1) {
-      nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 6] = 0.0;
+      nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] = 0.0;
       continue;
     }
     double r[3];
@@ -728,7 +735,7 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
     const double inertial =
         solid ? fmin(into / (inv_h2 / w->w[i]), fmax(own, (double)w->def.contact_thickness)) : own;
     w->solver.support[4 * (size_t)i + 3] = into > 0.0 ? inertial : 0.0;
-    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 6] = fmax(into, 0.0);
+    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] = fmax(into, 0.0);
   }
 }
 
@@ -736,7 +743,7 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
  * COLLIDE records its corrections (m dx = F h^2 and its moment about the collider's origin). */
 static void record_friction(piola_world *w, double inv_h2) {
   piola_solver_newton *nw = &w->newton;
-  const double eps = friction_eps(inv_h2), h2 = 1.0 / inv_h2;
+  const double eps = PIOLA_NEWTON_STICK_SLIP, h2 = 1.0 / inv_h2;
   for (int32_t i = 0; i < w->vertex_count && nw->collider_friction != NULL; ++i) {
     const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
     const int32_t c = w->support_collider[i];
@@ -761,6 +768,26 @@ static void record_friction(piola_world *w, double inv_h2) {
     r[3] += moment.x;
     r[4] += moment.y;
     r[5] += moment.z;
+  }
+}
+
+/* At the substep's end: each anchor of a vertex its collider still supports follows the vertex
+ * to eps behind it where the vertex slipped farther; the others are let go. */
+static void follow_anchors(piola_world *w) {
+  piola_solver_newton *nw = &w->newton;
+  for (int32_t i = 0; i < w->vertex_count; ++i) {
+    if (nw->kind[i] != 1 || nw->anchor_collider[i] != w->support_collider[i]) {
+      nw->anchor_collider[i] = -1;
+      continue;
+    }
+    double u[3];
+    const double slip = friction_slip(w, w->p, i, u);
+    if (slip > PIOLA_NEWTON_STICK_SLIP) {
+      const double t = 1.0 - PIOLA_NEWTON_STICK_SLIP / slip;
+      for (int a = 0; a < 3; ++a) {
+        nw->anchor[3 * (size_t)i + (size_t)a] += t * u[a];
+      }
+    }
   }
 }
 
@@ -802,23 +829,44 @@ void piola_cpu_solve_global(piola_world *w, double h) {
     const double n2 = support[0] * support[0] + support[1] * support[1] + support[2] * support[2];
     nw->kind[i] = !(w->w[i] > 0.0) ? 2 : (support[3] >= 0.0 && n2 > 0.0) ? 1 : 0;
     memcpy(nw->normal + 3 * (size_t)i, support, 3 * sizeof(double));
-    /* its supporting collider's friction and the surface's motion under it (an analytic
-     * collider: only those give a support normal) */
+    /* its supporting collider's friction, and its anchor: carried by the surface's motion under
+     * it over the substep (at the substep's first Newton step), or placed where the vertex
+     * started the substep, so carried, where it meets the collider */
     double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
-    memset(f, 0, sizeof(double) * 6);
-    if (w->substep == 0 && w->iteration == 0) {
-      f[6] = 0.0; /* the step's first Newton step: no normal force yet */
-    }
     const int32_t c = w->support_collider[i];
-    if (nw->kind[i] == 1 && c >= 0 && c < w->collider_count) {
+    if (nw->kind[i] != 1 || c < 0 || c >= w->collider_count) {
+      memset(f, 0, sizeof(double) * 3);
+    } else {
       const piola_collider_data *k = &w->colliders[c];
       f[1] = (double)k->static_friction;
       f[2] = (double)k->dynamic_friction;
-      const piola_v3 s = piola_collider_surface_motion(
-          k, piola_collider_pose_at(k, w->collider_time), piola_vertex_at(w->p, i), h);
-      f[3] = s.x;
-      f[4] = s.y;
-      f[5] = s.z;
+      const bool held = nw->anchor_collider[i] == c;
+      if (!held || w->iteration == 0) {
+        f[0] = -1.0; /* lambda, set with the vertex's row (rows_chunk) and held in the substep */
+        const piola_v3 s = piola_collider_surface_motion(
+            k, piola_collider_pose_at(k, w->collider_time), piola_vertex_at(w->p, i), h);
+        const double *from = held ? nw->anchor + 3 * (size_t)i : w->x + 3 * (size_t)i;
+        double *a = nw->anchor + 3 * (size_t)i;
+        a[0] = from[0] + s.x;
+        a[1] = from[1] + s.y;
+        a[2] = from[2] + s.z;
+        nw->anchor_collider[i] = c;
+        /* A vertex its collider held in the last substep starts the solve where its anchor
+         * left it along the surface (its start, carried), not where its prediction slid it: the
+         * prediction puts a resting sole tens of eps from its anchors, where friction is
+         * kinetic and its model has no stiffness along the slip, and the Newton steps then
+         * overshoot past the anchors (a box resting on a slope kept a relative residual of
+         * 2e-3 at 5 iterations, 1e-8 from here). */
+        if (held) {
+          double *pi = w->p + 3 * (size_t)i;
+          const double *xi = w->x + 3 * (size_t)i, *ni = nw->normal + 3 * (size_t)i;
+          double t[3] = {xi[0] + s.x - pi[0], xi[1] + s.y - pi[1], xi[2] + s.z - pi[2]};
+          const double tn = t[0] * ni[0] + t[1] * ni[1] + t[2] * ni[2];
+          for (int q = 0; q < 3; ++q) {
+            pi[q] += t[q] - tn * ni[q];
+          }
+        }
+      }
     }
   }
   for (int32_t k = 0; k < at->vertex_count; ++k) {
@@ -915,6 +963,7 @@ void piola_cpu_solve_global(piola_world *w, double h) {
   hold_supported(w, alpha, inv_h2);
   if (w->iteration == w->def.iterations - 1) {
     record_friction(w, inv_h2);
+    follow_anchors(w);
   }
 }
 

@@ -21,14 +21,14 @@
 #define PIOLA_NEWTON_KEEP 0.5
 /* Reals per element of piola_solver_newton.element_damp. */
 #define PIOLA_NEWTON_DAMP_REALS 24
-/* Reals per vertex of piola_solver_newton.friction: the lagged normal force lambda (N), the
- * collider's static and dynamic coefficients, the collider surface's motion over the substep
- * under the vertex (m, 3), and the normal force the last Newton step of the step left on it (N,
- * 0 at the step's start and where it was not supported). */
-#define PIOLA_NEWTON_FRICTION_REALS 7
-/* The slip speed (m/s) below which a supported vertex's friction in the Newton step is static:
- * its force grows from zero to mu_s lambda over a slip of this times h in the substep. */
-#define PIOLA_NEWTON_SLIP_SPEED 2e-3
+/* Reals per vertex of piola_solver_newton.friction: the lagged normal force lambda (N; set at
+ * the substep's first Newton step and held through the substep), the collider's static and
+ * dynamic coefficients, and the normal force the last Newton step left on it (N, 0 where it was
+ * not supported; it carries from one step to the next, in the saved state). */
+#define PIOLA_NEWTON_FRICTION_REALS 4
+/* The slip (m) from its anchor over which a supported vertex's static friction grows from zero
+ * to mu_s lambda; past it the anchor follows the vertex (newton.c, "Friction"). */
+#define PIOLA_NEWTON_STICK_SLIP 1e-5
 
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
  * and its neighbours through the elements) and the multigrid hierarchy over it, built with the
@@ -47,6 +47,10 @@ typedef struct piola_solver_newton {
   /* Per vertex, PIOLA_NEWTON_FRICTION_REALS: a supported vertex's friction (newton.c,
    * "Friction"); zero coefficients where it has none. */
   double *friction;
+  /* Per vertex, where its friction holds it (m, 3; newton.c, "Friction") and the collider it
+   * holds it on (-1: none). They carry from one step to the next (the saved state holds them). */
+  double *anchor;
+  int32_t *anchor_collider;
   /* Per collider (6: force's impulse record and its moment about the collider's origin, as
    * piola_record_impulse's), the friction the supported vertices met in the step's solve
    * (piola_world_get_collider_force adds it); sized and zeroed by piola_newton_begin_step(). */

@@ -7,7 +7,9 @@
  * last substep, which the next narrow phase takes as the previous ones (a pair listed there
  * persists: it skips the start-side test, and a two-sided triangle keeps the side it was met
  * from); the colliders' poses and velocities (the pose at the start of the next step); the
- * attachments' targets; the step count and the simulated time. Everything else a step reads is
+ * attachments' targets; under the multigrid scheme, per vertex where its collider's friction
+ * holds it (newton.c, "Friction": the anchor, its collider and the last normal force); the step
+ * count and the simulated time. Everything else a step reads is
  * made anew in it (the predicted positions, the multipliers, reset every substep, the supports,
  * the grid, the marks of turned tets, the mass split) or is the scene and its settings (the
  * bodies' rest data, materials, filters, the world def, gravity, iterations), which the state
@@ -22,7 +24,7 @@
  *     16 u64 total bytes of the state
  *     24 i32 bodies  28 vertices  32 tets  36 plastic tets  40 surface vertices
  *     44 i32 surface triangles  48 colliders  52 attachments  56 contacts per vertex (8)
- *     60 u32 flags (bit 0: the world has external forces)
+ *     60 u32 flags (bit 0: the world has external forces; bit 1: the friction section follows)
  *     64 i64 step count           72 f64 simulated time (s)
  *   vertices, in the world's order (the bodies' vertices in the order the bodies were added),
  *     80 bytes each: f64 position[3] (m), velocity[3] (m/s), force[3] (N), inverse mass (1/kg)
@@ -38,6 +40,11 @@
  *     z, w), velocity[3] (m/s), angular velocity[3] (rad/s)
  *   attachments, the live ones in slot order, 32 bytes each: i32 body slot, i32 vertex
  *     (body-local), f64 target[3] (m)
+ *   friction (with flag bit 1, saved by worlds of the multigrid scheme), per vertex in the
+ *     world's order, 40 bytes each: i32 the collider whose friction holds the vertex (-1: none),
+ *     u32 0, f64 anchor[3] (m), the normal force of its last solve (N). A world of another
+ *     scheme skips the section; a multigrid world loading a state without it starts with no
+ *     vertex held.
  *
  * Saving first brings the host arrays up to date (the backend's pull, which reads the contact
  * lists too); a world that has not stepped since its bodies changed lists no contacts (the
@@ -124,6 +131,7 @@ static double get_f64(const unsigned char *p) {
 typedef struct state_counts {
   int32_t bodies, vertices, tets, plastic, surface_vertices, surface_triangles, colliders,
       attachments;
+  int32_t friction; /* friction records: the vertices, or 0 (no section) */
 } state_counts;
 
 static bool body_plastic(const piola_world *w, const piola_body *b) {
@@ -148,12 +156,13 @@ static state_counts world_counts(const piola_world *w) {
   for (int32_t i = 0; i < w->attachment_ids.count; ++i) {
     c.attachments += piola_id_pool_alive(&w->attachment_ids, i);
   }
+  c.friction = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID ? c.vertices : 0;
   return c;
 }
 
 /* Where each section starts, and the total. */
 typedef struct state_layout {
-  size_t vertices, plastic, contacts, colliders, attachments, total;
+  size_t vertices, plastic, contacts, colliders, attachments, friction, total;
 } state_layout;
 
 static state_layout layout_of(const state_counts *c) {
@@ -163,7 +172,8 @@ static state_layout layout_of(const state_counts *c) {
   l.contacts = l.plastic + PIOLA_STATE_PLASTIC_BYTES * (size_t)c->plastic;
   l.colliders = l.contacts + PIOLA_STATE_CONTACT_BYTES * (size_t)c->surface_vertices;
   l.attachments = l.colliders + PIOLA_STATE_COLLIDER_BYTES * (size_t)c->colliders;
-  l.total = l.attachments + PIOLA_STATE_ATTACHMENT_BYTES * (size_t)c->attachments;
+  l.friction = l.attachments + PIOLA_STATE_ATTACHMENT_BYTES * (size_t)c->attachments;
+  l.total = l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)c->friction;
   return l;
 }
 
@@ -247,7 +257,8 @@ piola_status piola_world_save_state(piola_world *w, void *buffer, size_t bytes) 
   put_i32(out + PIOLA_STATE_OFFSET_COLLIDERS, c.colliders);
   put_i32(out + PIOLA_STATE_OFFSET_ATTACHMENTS, c.attachments);
   put_i32(out + PIOLA_STATE_OFFSET_CONTACTS_PER_VERTEX, K);
-  put_u32(out + PIOLA_STATE_OFFSET_FLAGS, w->f != NULL ? PIOLA_STATE_FLAG_FORCES : 0u);
+  put_u32(out + PIOLA_STATE_OFFSET_FLAGS, (w->f != NULL ? PIOLA_STATE_FLAG_FORCES : 0u) |
+                                              (c.friction > 0 ? PIOLA_STATE_FLAG_FRICTION : 0u));
   put_u64(out + PIOLA_STATE_OFFSET_STEP_COUNT, (uint64_t)w->step_count);
   put_f64(out + PIOLA_STATE_OFFSET_SIMULATED_TIME, w->simulated_time);
 
@@ -334,6 +345,20 @@ piola_status piola_world_save_state(piola_world *w, void *buffer, size_t bytes) 
       put_f64(r + 8 + 8 * k, a->target[k]);
     }
   }
+
+  /* Friction: none held before the solver arrays are built. */
+  const piola_solver_newton *nw = &w->newton;
+  const bool held = !w->tets_dirty && nw->anchor != NULL;
+  for (int32_t i = 0; i < c.friction; ++i) {
+    unsigned char *r = out + l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)i;
+    const int32_t k = held ? nw->anchor_collider[i] : -1;
+    put_i32(r, k);
+    put_u32(r + 4, 0u);
+    for (int a = 0; a < 3; ++a) {
+      put_f64(r + 8 + 8 * a, k >= 0 ? nw->anchor[3 * (size_t)i + (size_t)a] : 0.0);
+    }
+    put_f64(r + 32, held ? nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] : 0.0);
+  }
   return PIOLA_OK;
 }
 
@@ -396,7 +421,8 @@ static piola_status check_state(const piola_world *w, const unsigned char *in, s
     snprintf(reason, n, "the buffer holds %zu bytes, the state %zu", bytes, l->total);
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
-  if (get_u32(in + PIOLA_STATE_OFFSET_FLAGS) & ~PIOLA_STATE_FLAG_FORCES) {
+  if (get_u32(in + PIOLA_STATE_OFFSET_FLAGS) &
+      ~(PIOLA_STATE_FLAG_FORCES | PIOLA_STATE_FLAG_FRICTION)) {
     snprintf(reason, n, "the state has unknown flags (%#x)",
              (unsigned)get_u32(in + PIOLA_STATE_OFFSET_FLAGS));
     return PIOLA_ERROR_INVALID_ARGUMENT;
@@ -495,6 +521,27 @@ static piola_status check_state(const piola_world *w, const unsigned char *in, s
     }
     ++a;
   }
+  for (int32_t i = 0; i < c->friction; ++i) {
+    const unsigned char *r = in + l->friction + PIOLA_STATE_FRICTION_BYTES * (size_t)i;
+    const int32_t k = get_i32(r);
+    if (k < -1 || k >= c->colliders) {
+      snprintf(reason, n, "vertex %d: its friction names collider %d (-1 to %d)", (int)i, (int)k,
+               (int)c->colliders - 1);
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+    for (int a = 0; a < 4; ++a) {
+      if (!isfinite(get_f64(r + 8 + 8 * a))) {
+        snprintf(reason, n, "vertex %d: its friction's %s is not finite", (int)i,
+                 a < 3 ? "anchor" : "normal force");
+        return PIOLA_ERROR_NON_FINITE;
+      }
+    }
+    if (!(get_f64(r + 32) >= 0.0)) {
+      snprintf(reason, n, "vertex %d: its friction's normal force is negative (%g)", (int)i,
+               get_f64(r + 32));
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+  }
   return PIOLA_OK;
 }
 
@@ -509,7 +556,13 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   const unsigned char *in = buffer;
-  const state_counts c = world_counts(w);
+  /* The friction section is there where the state says so (a state saved under another scheme
+   * loads into a world of the multigrid scheme, and the other way round). */
+  state_counts c = world_counts(w);
+  c.friction = bytes >= PIOLA_STATE_HEADER_BYTES &&
+                       (get_u32(in + PIOLA_STATE_OFFSET_FLAGS) & PIOLA_STATE_FLAG_FRICTION) != 0u
+                   ? c.vertices
+                   : 0;
   const state_layout l = layout_of(&c);
   char reason[256];
   piola_status s = check_state(w, in, bytes, &c, &l, reason, sizeof reason);
@@ -611,6 +664,18 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
     }
   }
   w->attachments_dirty = true; /* new targets (and, after a build, vertices moved) */
+
+  /* Friction (multigrid worlds): the state's, else none held. */
+  piola_solver_newton *nw = &w->newton;
+  for (int32_t i = 0; i < w->vertex_count && nw->anchor != NULL; ++i) {
+    const unsigned char *r = in + l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)i;
+    nw->anchor_collider[i] = c.friction > 0 ? get_i32(r) : -1;
+    for (int a = 0; a < 3; ++a) {
+      nw->anchor[3 * (size_t)i + (size_t)a] = c.friction > 0 ? get_f64(r + 8 + 8 * a) : 0.0;
+    }
+    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] =
+        c.friction > 0 ? get_f64(r + 32) : 0.0;
+  }
 
   w->step_count = (int64_t)get_u64(in + PIOLA_STATE_OFFSET_STEP_COUNT);
   w->simulated_time = get_f64(in + PIOLA_STATE_OFFSET_SIMULATED_TIME);

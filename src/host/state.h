@@ -34,6 +34,8 @@
 
 /* Flag: the world has external forces (piola_body_set_forces was called). */
 #define PIOLA_STATE_FLAG_FORCES 1u
+/* Flag: the state holds the friction section (the world runs the multigrid scheme). */
+#define PIOLA_STATE_FLAG_FRICTION 2u
 
 /* The records that follow the header, section after section, each section's records in the
  * order given in state.c. */
@@ -44,5 +46,7 @@
  * angular_velocity[3] */
 #define PIOLA_STATE_COLLIDER_BYTES 112
 #define PIOLA_STATE_ATTACHMENT_BYTES 32 /* i32 body slot, i32 vertex, f64 target[3] */
+/* i32 collider (-1: none), u32 0, f64 anchor[3], normal force */
+#define PIOLA_STATE_FRICTION_BYTES 40
 
 #endif /* PIOLA_STATE_H */
