@@ -425,12 +425,13 @@ piola_status piola_world_get_collider_force(const piola_world *w, piola_collider
     if (s != PIOLA_OK) {
       return s;
     }
-    /* the multigrid scheme's friction, which its Newton step applies (newton.c) */
+    /* what the multigrid scheme's Newton step applies at the supports and COLLIDE does not
+     * record: friction, and the normal force beyond the held motion (newton.c) */
     const piola_solver_newton *nw = &w->newton;
     if (w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID &&
-        6 * (cs->dense + 1) <= nw->collider_friction_capacity) {
+        6 * (cs->dense + 1) <= nw->collider_solve_force_capacity) {
       for (int k = 0; k < 6; ++k) {
-        sums[k] += nw->collider_friction[6 * (size_t)cs->dense + (size_t)k];
+        sums[k] += nw->collider_solve_force[6 * (size_t)cs->dense + (size_t)k];
       }
     }
   }

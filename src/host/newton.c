@@ -49,7 +49,7 @@
  * the neighbours of the sole out of balance by what friction held, a relative residual of 0.6 to
  * 0.9; bench/LOG.md, "Friction in the Newton step"), and a body on a slope slides or sticks as
  * Coulomb says. The colliders' friction force (piola_world_get_collider_force) is the sum of
- * these forces at each substep's last iteration.
+ * these forces at each substep's last iteration (record_supports).
  *
  * Material damping is XPBD's constraint damping (Macklin, Mueller, Chentanez 2016, "XPBD",
  * Eq. 26; kernels/piola_tet.h), whose damped projection stops where each constraint of energy
@@ -87,7 +87,7 @@ void piola_solver_newton_free(piola_solver_newton *n) {
   free(n->friction);
   free(n->anchor);
   free(n->anchor_collider);
-  free(n->collider_friction);
+  free(n->collider_solve_force);
   free(n->corner_start);
   free(n->corners);
   free(n->element_grad);
@@ -701,9 +701,8 @@ static double potential(piola_world *w, const double *x, double h) {
  * Cloth vertices keep the step of their own block (when COLLIDE's friction weighed against this
  * depth, a light cloth vertex pulled onto a box's edge by its membrane reached that bound, and
  * the cloth draped over the boxes of the cloth scene stuck and slipped from step to step on
- * rounding); their records of the push are smaller than N by their block's stiffness over their
- * inertia. The force N itself is kept as the vertex's normal force for its friction (newton.c,
- * "Friction"). */
+ * rounding); record_supports adds what their pushes leave of N. The force N itself is kept as the
+ * vertex's normal force for its friction (newton.c, "Friction"). */
 static void hold_supported(piola_world *w, double alpha, double inv_h2) {
   const piola_solver_newton *nw = &w->newton;
   const double *val = nw->mg.level[0].a.val;
@@ -739,29 +738,36 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
   }
 }
 
-/* The friction forces F of the substep's last Newton step into their colliders' records, as
- * COLLIDE records its corrections (m dx = F h^2 and its moment about the collider's origin). */
-static void record_friction(piola_world *w, double inv_h2) {
+/* What the supported vertices' colliders met in the substep's last Newton step and COLLIDE does
+ * not record, into their records as COLLIDE records its corrections (the impulse on the vertex
+ * times h, m dx = F h^2, and its moment about the collider's origin): the friction forces F, and
+ * the normal force N beyond the held motion d that COLLIDE pushes back and records (N h^2 - m d:
+ * d is N h^2 / m except where bounded, as for cloth vertices, hold_supported). */
+static void record_supports(piola_world *w, double inv_h2) {
   piola_solver_newton *nw = &w->newton;
   const double eps = PIOLA_NEWTON_STICK_SLIP, h2 = 1.0 / inv_h2;
-  for (int32_t i = 0; i < w->vertex_count && nw->collider_friction != NULL; ++i) {
-    const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i;
+  for (int32_t i = 0; i < w->vertex_count && nw->collider_solve_force != NULL; ++i) {
+    const double *f = nw->friction + PIOLA_NEWTON_FRICTION_REALS * (size_t)i,
+                 *n = nw->normal + 3 * (size_t)i;
     const int32_t c = w->support_collider[i];
-    if (nw->kind[i] != 1 || !(f[0] > 0.0) || c < 0 ||
-        6 * (c + 1) > nw->collider_friction_capacity) {
+    if (nw->kind[i] != 1 || c < 0 || 6 * (c + 1) > nw->collider_solve_force_capacity) {
       continue;
     }
+    piola_v3 d = piola_v3_make(0.0, 0.0, 0.0);
     double u[3], energy, rate;
-    const double slip = friction_slip(w, w->p, i, u);
-    if (!(slip > 0.0)) {
-      continue;
+    const double slip = f[0] > 0.0 ? friction_slip(w, w->p, i, u) : 0.0;
+    if (slip > 0.0) {
+      const double k = -friction_force(f, slip, eps, &energy, &rate) / slip * h2;
+      d = piola_v3_make(k * u[0], k * u[1], k * u[2]); /* F h^2 */
     }
-    const double k = -friction_force(f, slip, eps, &energy, &rate) / slip * h2;
-    const piola_v3 d = piola_v3_make(k * u[0], k * u[1], k * u[2]); /* F h^2 */
+    const double beyond = f[3] * h2 - w->solver.support[4 * (size_t)i + 3] / w->w[i];
+    if (beyond > 0.0) {
+      d = piola_v3_add(d, piola_v3_make(beyond * n[0], beyond * n[1], beyond * n[2]));
+    }
     const piola_v3 arm = piola_v3_sub(piola_vertex_at(w->p, i),
                                       piola_collider_origin_at(&w->colliders[c], w->collider_time));
     const piola_v3 moment = piola_v3_cross(arm, d);
-    double *r = nw->collider_friction + 6 * (size_t)c;
+    double *r = nw->collider_solve_force + 6 * (size_t)c;
     r[0] += d.x;
     r[1] += d.y;
     r[2] += d.z;
@@ -962,7 +968,7 @@ void piola_cpu_solve_global(piola_world *w, double h) {
   nw->refresh = alpha < 1.0;
   hold_supported(w, alpha, inv_h2);
   if (w->iteration == w->def.iterations - 1) {
-    record_friction(w, inv_h2);
+    record_supports(w, inv_h2);
     follow_anchors(w);
   }
 }
@@ -970,19 +976,19 @@ void piola_cpu_solve_global(piola_world *w, double h) {
 piola_status piola_newton_begin_step(piola_world *w) {
   piola_solver_newton *nw = &w->newton;
   const int32_t n = 6 * w->collider_count;
-  if (n > nw->collider_friction_capacity) {
-    double *r = realloc(nw->collider_friction, sizeof *r * (size_t)n);
+  if (n > nw->collider_solve_force_capacity) {
+    double *r = realloc(nw->collider_solve_force, sizeof *r * (size_t)n);
     if (r == NULL) {
       piola_log(&w->def.logger, PIOLA_LOG_ERROR,
-                "piola_world_step: no memory for the colliders' friction records (%zu bytes)",
+                "piola_world_step: no memory for the colliders' records of the solve (%zu bytes)",
                 sizeof *r * (size_t)n);
       return PIOLA_ERROR_OUT_OF_MEMORY;
     }
-    nw->collider_friction = r;
-    nw->collider_friction_capacity = n;
+    nw->collider_solve_force = r;
+    nw->collider_solve_force_capacity = n;
   }
   if (n > 0) {
-    memset(nw->collider_friction, 0, sizeof(double) * (size_t)n);
+    memset(nw->collider_solve_force, 0, sizeof(double) * (size_t)n);
   }
   return PIOLA_OK;
 }

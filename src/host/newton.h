@@ -52,10 +52,12 @@ typedef struct piola_solver_newton {
   double *anchor;
   int32_t *anchor_collider;
   /* Per collider (6: force's impulse record and its moment about the collider's origin, as
-   * piola_record_impulse's), the friction the supported vertices met in the step's solve
-   * (piola_world_get_collider_force adds it); sized and zeroed by piola_newton_begin_step(). */
-  double *collider_friction;
-  int32_t collider_friction_capacity;
+   * piola_record_impulse's), what the supported vertices met in the step's solve and COLLIDE
+   * does not record: their friction, and their normal force beyond the held motion
+   * (newton.c, record_supports; piola_world_get_collider_force adds it); sized and zeroed by
+   * piola_newton_begin_step(). */
+  double *collider_solve_force;
+  int32_t collider_solve_force_capacity;
   /* Each vertex's element corners, 4 e + corner, in element order:
    * corners[corner_start[i] ..] */
   int32_t *corner_start, *corners;
