@@ -293,6 +293,13 @@ piola_status piola_world_remove_collider(piola_world *w, piola_collider_id id) {
     w->collider_slots[w->collider_slot[i]].dense = i;
   }
   piola_world_shapes_remove(w, &removed); /* its mesh or grid, if any */
+  /* The multigrid scheme's friction anchors name colliders by that order: those on it are let
+   * go, those on the colliders after it follow them down. */
+  piola_solver_newton *nw = &w->newton;
+  for (int32_t i = 0; nw->anchor_collider != NULL && i < nw->vertex_count; ++i) {
+    int32_t *k = &nw->anchor_collider[i];
+    *k = *k == d ? -1 : *k > d ? *k - 1 : *k;
+  }
   cs->dense = -1;
   w->collider_force_scale = 0.0; /* the records of the colliders after it moved */
   piola_id_pool_free(&w->collider_ids, (int32_t)(cs - w->collider_slots));

@@ -348,7 +348,7 @@ piola_status piola_world_save_state(piola_world *w, void *buffer, size_t bytes) 
 
   /* Friction: none held before the solver arrays are built. */
   const piola_solver_newton *nw = &w->newton;
-  const bool held = !w->tets_dirty && nw->anchor != NULL;
+  const bool held = !w->tets_dirty && nw->anchor != NULL && nw->vertex_count == c.friction;
   for (int32_t i = 0; i < c.friction; ++i) {
     unsigned char *r = out + l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)i;
     const int32_t k = held ? nw->anchor_collider[i] : -1;
@@ -667,14 +667,14 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
 
   /* Friction (multigrid worlds): the state's, else none held. */
   piola_solver_newton *nw = &w->newton;
-  for (int32_t i = 0; i < w->vertex_count && nw->anchor != NULL; ++i) {
-    const unsigned char *r = in + l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)i;
-    nw->anchor_collider[i] = c.friction > 0 ? get_i32(r) : -1;
+  for (int32_t i = 0; i < nw->vertex_count && nw->anchor != NULL; ++i) {
+    const bool saved = i < c.friction; /* the world's vertices, where the section is there */
+    const unsigned char *r = in + l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)(saved ? i : 0);
+    nw->anchor_collider[i] = saved ? get_i32(r) : -1;
     for (int a = 0; a < 3; ++a) {
-      nw->anchor[3 * (size_t)i + (size_t)a] = c.friction > 0 ? get_f64(r + 8 + 8 * a) : 0.0;
+      nw->anchor[3 * (size_t)i + (size_t)a] = saved ? get_f64(r + 8 + 8 * a) : 0.0;
     }
-    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] =
-        c.friction > 0 ? get_f64(r + 32) : 0.0;
+    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] = saved ? get_f64(r + 32) : 0.0;
   }
 
   w->step_count = (int64_t)get_u64(in + PIOLA_STATE_OFFSET_STEP_COUNT);
