@@ -663,11 +663,12 @@ typedef enum kin_kind { KIN_PADDLE, KIN_CONVEYOR_PLANE, KIN_CONVEYOR_BOX, KIN_PL
 
 /* A 0.3 m box of 3 x 3 x 3 cells (E = 1e6 Pa) resting at (x, y, -0.15) in its corner, over a
  * ground plane (friction 0.5/0.4) when `ground`, with 2 substeps per 5 ms step. */
-static piola_status kin_build(piola_backend backend, kin_kind kind, piola_world **out,
-                              piola_body_id *body, piola_collider_id *ground,
+static piola_status kin_build(piola_backend backend, piola_iteration_scheme scheme, kin_kind kind,
+                              piola_world **out, piola_body_id *body, piola_collider_id *ground,
                               piola_collider_id *mover) {
   piola_world_def def = opencl_test_world_def(backend, NULL, NULL);
   def.substeps = 2;
+  def.iteration_scheme = scheme;
   piola_world *w = NULL;
   piola_status s = piola_world_create(&def, &w);
   piola_tet_mesh box = wt_box(3, 3, 3, 0.3f, 0.3f, 0.3f);
@@ -737,18 +738,23 @@ static piola_status kin_build(piola_backend backend, kin_kind kind, piola_world 
 }
 
 /* Builds the scene on the CPU reference, and on OpenCL too when `opencl`. */
-static bool kin_pair_make(piola_test *t, kin_kind kind, bool opencl, kin_pair *p) {
+static bool kin_pair_make_scheme(piola_test *t, kin_kind kind, bool opencl,
+                                 piola_iteration_scheme scheme, kin_pair *p) {
   memset(p, 0, sizeof *p);
   p->count = opencl ? 2 : 1;
   for (int i = 0; i < p->count; ++i) {
-    piola_status s = kin_build(i == 0 ? PIOLA_BACKEND_CPU_REFERENCE : PIOLA_BACKEND_OPENCL, kind,
-                               &p->w[i], &p->body[i], &p->ground[i], &p->mover[i]);
+    piola_status s = kin_build(i == 0 ? PIOLA_BACKEND_CPU_REFERENCE : PIOLA_BACKEND_OPENCL, scheme,
+                               kind, &p->w[i], &p->body[i], &p->ground[i], &p->mover[i]);
     CHECK_MSG(t, s == PIOLA_OK, "scene %d on backend %d: %s", (int)kind, i, piola_status_string(s));
     if (s != PIOLA_OK) {
       return false;
     }
   }
   return true;
+}
+
+static bool kin_pair_make(piola_test *t, kin_kind kind, bool opencl, kin_pair *p) {
+  return kin_pair_make_scheme(t, kind, opencl, PIOLA_SCHEME_GAUSS_SEIDEL, p);
 }
 
 /* Steps every world once and compares the two (the parity tests' measure). */
@@ -828,11 +834,14 @@ static void paddle_pushes(piola_test *t, bool opencl) {
 }
 
 /* A conveyor: the ground moves sideways at 0.5 m/s under a box resting on it, and friction
- * (dynamic 0.4: about 4 m/s^2) brings the box up to the ground's speed within about 0.15 s. */
-static void conveyor_carries(piola_test *t, bool opencl) {
+ * (dynamic 0.4: about 4 m/s^2) brings the box up to the ground's speed within about 0.15 s.
+ * Under the multigrid scheme the friction is in the Newton step, its anchors carried by the
+ * surface's motion (newton.c). */
+static void conveyor_carries(piola_test *t, bool opencl, piola_iteration_scheme scheme) {
   for (int shape = 0; shape < 2; ++shape) {
     kin_pair p;
-    if (!kin_pair_make(t, shape == 0 ? KIN_CONVEYOR_PLANE : KIN_CONVEYOR_BOX, opencl, &p)) {
+    if (!kin_pair_make_scheme(t, shape == 0 ? KIN_CONVEYOR_PLANE : KIN_CONVEYOR_BOX, opencl, scheme,
+                              &p)) {
       kin_pair_free(t, &p);
       return;
     }
@@ -937,12 +946,16 @@ void test_opencl_collider_paddle_pushes(piola_test *t) {
 }
 
 void test_collider_conveyor_carries(piola_test *t) {
-  conveyor_carries(t, false);
+  conveyor_carries(t, false, PIOLA_SCHEME_GAUSS_SEIDEL);
+}
+
+void test_multigrid_collider_conveyor_carries(piola_test *t) {
+  conveyor_carries(t, opencl_test_ready(t), PIOLA_SCHEME_MULTIGRID);
 }
 
 void test_opencl_collider_conveyor_carries(piola_test *t) {
   if (opencl_test_ready(t)) {
-    conveyor_carries(t, true);
+    conveyor_carries(t, true, PIOLA_SCHEME_GAUSS_SEIDEL);
   }
 }
 
