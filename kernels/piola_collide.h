@@ -365,6 +365,23 @@ PIOLA_FN void piola_collider_frames(PIOLA_COLLIDER_RECORD const piola_collider_d
   }
 }
 
+/* The COLLIDE stage's modes (bits; piola_collide_mode() on the host): its corrections are
+ * recorded as the colliders' impulses (piola_world_get_collider_force), and an analytic
+ * collider's correction keeps only its push along the normal (the multigrid scheme, whose Newton
+ * step has those colliders' friction, newton.c). */
+#define PIOLA_COLLIDE_RECORD 1
+#define PIOLA_COLLIDE_NORMAL_ONLY 2
+
+/* Collider c's correction of a vertex as COLLIDE applies it under `mode`: as given, or, with
+ * PIOLA_COLLIDE_NORMAL_ONLY on an analytic collider, its part along the normal n only. */
+PIOLA_FN piola_v3 piola_collide_correction_in_mode(
+    PIOLA_COLLIDER_RECORD const piola_collider_data *c, piola_v3 n, piola_v3 correction, int mode) {
+  if ((mode & PIOLA_COLLIDE_NORMAL_ONLY) && c->kind < PIOLA_COLLIDER_KIND_MESH) {
+    return piola_v3_scale(n, piola_v3_dot(n, correction));
+  }
+  return correction;
+}
+
 /* How far the surface point of collider c at `point` moved over the substep of h seconds that
  * ends at pose `end` (m): (v + w x (point - origin)) h; zero for an unposed collider. */
 PIOLA_FN piola_v3 piola_collider_surface_motion(PIOLA_COLLIDER_RECORD const piola_collider_data *c,

@@ -307,20 +307,13 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
   f[stride] += (float4)(m * moment.x, m * moment.y, m * moment.z, 0.0f);
 }
 
-/* piola_collided_displacement's modes (bits). */
-#define PIOLA_COLLIDE_RECORD 1
-#define PIOLA_COLLIDE_NORMAL_ONLY 2
-
 /* COLLIDE: the displacement di of vertex i starting the substep at xi, projected out of every
  * collider, in order, each at its pose at the end of the substep (t_end seconds into the step;
  * h the substep), from where it would be without its support; the vertex is supported by the
  * last collider that pushed it (its normal into support[i]; none for a mesh or SDF,
  * piola_mesh_supports; support[i].w that collider's index) or free (piola_tet_support). `mode`
- * holds PIOLA_COLLIDE_RECORD where each correction is recorded in impulse (see below), and
- * PIOLA_COLLIDE_NORMAL_ONLY where an analytic collider's correction keeps only its push along the
- * normal (the multigrid scheme, whose Newton step has those colliders' friction and records the
- * pushes of a substep's last pass only: each pass pushes a supported vertex by the whole normal
- * force's depth, newton.c). Each correction is recorded in impulse
+ * (PIOLA_COLLIDE_*, piola_collide.h) says whether the corrections are recorded and whether the
+ * analytic colliders push along their normals only. Each correction is recorded in impulse
  * (piola_record_impulse; stride: the world's vertex count). Written once as a macro over the
  * correction it calls: piola_collided_displacement for colliders of any kind (the shapes' data
  * in `shapes`), piola_collided_displacement_analytic for the analytic kinds only, the collide
@@ -353,9 +346,7 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
       }                                                                                            \
       piola_v3 correction;                                                                         \
       if (CORRECTION(k, shapes, xs, piola_position(xi, di), t_end, h, &correction, &n)) {          \
-        if ((mode & PIOLA_COLLIDE_NORMAL_ONLY) && k->kind < PIOLA_COLLIDER_KIND_MESH) {            \
-          correction = piola_v3_scale(n, piola_v3_dot(n, correction)); /* no friction */           \
-        }                                                                                          \
+        correction = piola_collide_correction_in_mode(k, n, correction, mode);                     \
         di = piola_displace(di, correction);                                                       \
         pushed = 1;                                                                                \
         by = c;                                                                                    \

@@ -876,7 +876,7 @@ void test_multigrid_friction_on_inclined_plane(piola_test *t) {
  * the friction's record it leans by 20 degrees: m g cos 20 along the plane's normal). Both
  * backends. */
 void test_multigrid_collider_force_on_slope(piola_test *t) {
-  const double th = 20.0 * WT_PI / 180.0, g = 9.81;
+  const double g = 9.81;
   for (int b = 0; b < 2; ++b) {
     if (b == 1 && !opencl_test_ready(t)) {
       break;
@@ -888,20 +888,8 @@ void test_multigrid_collider_force_on_slope(piola_test *t) {
     def.gravity[0] = def.gravity[2] = 0.0f;
     def.gravity[1] = (float)-g;
     piola_world *w = NULL;
-    REQUIRE_OK(t, piola_world_create(&def, &w));
-    piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
-    for (int32_t i = 0; i < box.vertex_count; ++i) { /* turned by 20 degrees, on the plane */
-      const double x = box.positions[3 * i] - 0.1, y = box.positions[3 * i + 1];
-      box.positions[3 * i] = (float)(x * cos(th) - y * sin(th));
-      box.positions[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
-    }
-    piola_material mat = piola_default_material();
-    mat.youngs_modulus = 1e6f;
-    piola_body_id id;
     piola_collider_id plane;
-    REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, NULL, &id));
-    REQUIRE_OK(t, piola_world_add_plane(w, (const float[3]){(float)-sin(th), (float)cos(th), 0.0f},
-                                        0.0f, 0.8f, &plane));
+    REQUIRE_OK(t, wt_incline_make(&def, 0.8f, &w, NULL, &plane));
     const double weight = 0.008 * 1000.0 * g; /* 0.2^3 m^3 of 1000 kg/m^3 */
     double sum[3] = {0.0, 0.0, 0.0};
     const int settle = 100, measure = 100;
@@ -919,7 +907,6 @@ void test_multigrid_collider_force_on_slope(piola_test *t) {
               weight);
     CHECK_MSG(t, fabs(sum[0]) < 0.02 * weight && fabs(sum[2]) < 0.02 * weight,
               "sideways (%.4g, %.4g) N", sum[0], sum[2]);
-    piola_mesh_free(&box);
     piola_world_destroy(w);
   }
 }

@@ -756,30 +756,7 @@ static piola_status incline_make(piola_iteration_scheme scheme, capture_log *log
   piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_CPU_REFERENCE, log, misuse);
   def.iteration_scheme = scheme;
   def.contacts = false;
-  piola_status s = piola_world_create(&def, out);
-  if (s != PIOLA_OK) {
-    return s;
-  }
-  const double th = 20.0 * WT_PI / 180.0;
-  piola_tet_mesh box = wt_box(2, 2, 2, 0.2f, 0.2f, 0.2f);
-  for (int32_t i = 0; i < box.vertex_count; ++i) { /* turned by 20 degrees, on the plane */
-    const double x = box.positions[3 * i] - 0.1, y = box.positions[3 * i + 1];
-    box.positions[3 * i] = (float)(x * cos(th) - y * sin(th));
-    box.positions[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
-  }
-  piola_material mat = piola_default_material();
-  mat.youngs_modulus = 1e6f;
-  s = piola_world_add_plane(*out, (const float[3]){(float)-sin(th), (float)cos(th), 0.0f}, 0.0f,
-                            0.8f, NULL);
-  if (s == PIOLA_OK) {
-    s = piola_world_add_tet_body(*out, &box, &mat, NULL, NULL);
-  }
-  piola_mesh_free(&box);
-  if (s != PIOLA_OK) {
-    piola_world_destroy(*out);
-    *out = NULL;
-  }
-  return s;
+  return wt_incline_make(&def, 0.8f, out, NULL, NULL);
 }
 
 /* Under the multigrid scheme the state holds each vertex's friction anchor (flag bit 1, the

@@ -317,20 +317,20 @@ uint64_t wt_squashed_box_hash(piola_iteration_scheme scheme, int32_t threads) {
   return hash;
 }
 
-double wt_incline_slide(const piola_world_def *def, float mu, double *lowest) {
+piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world **out,
+                             piola_body_id *body, piola_collider_id *plane) {
   const double th = 20.0 * WT_PI / 180.0;
   const int32_t cells[3] = {2, 2, 2};
   const float size[3] = {0.2f, 0.2f, 0.2f};
-  piola_world *w = NULL;
   piola_tet_mesh box;
-  if (piola_world_create(def, &w) != PIOLA_OK ||
-      piola_mesh_make_box(cells, size, &box) != PIOLA_OK) {
-    piola_world_destroy(w);
-    return NAN;
+  *out = NULL;
+  piola_status s = piola_mesh_make_box(cells, size, &box);
+  if (s != PIOLA_OK) {
+    return s;
   }
+  s = piola_world_create(def, out);
   /* rotated by 20 degrees about z, its bottom face on the plane */
-  const int32_t n = box.vertex_count;
-  for (int32_t i = 0; i < n; ++i) {
+  for (int32_t i = 0; i < box.vertex_count; ++i) {
     const double x = box.positions[3 * i] - 0.1, y = box.positions[3 * i + 1];
     box.positions[3 * i] = (float)(x * cos(th) - y * sin(th));
     box.positions[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
@@ -339,14 +339,32 @@ double wt_incline_slide(const piola_world_def *def, float mu, double *lowest) {
   piola_material mat = piola_default_material();
   mat.youngs_modulus = 1e6f;
   const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(*out, &box, &mat, NULL, body);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_plane(*out, normal, 0.0f, mu, plane);
+  }
+  piola_mesh_free(&box);
+  if (s != PIOLA_OK) {
+    piola_world_destroy(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
+double wt_incline_slide(const piola_world_def *def, float mu, double *lowest) {
+  const double th = 20.0 * WT_PI / 180.0;
+  const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
+  piola_world *w = NULL;
   piola_body_id id;
+  if (wt_incline_make(def, mu, &w, &id, NULL) != PIOLA_OK) {
+    return NAN;
+  }
+  const int32_t n = w->vertex_count; /* the box is the world's only body */
   float *x = malloc(sizeof *x * 3 * (size_t)n);
   double c[2][3] = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}}, low = INFINITY;
-  piola_status s =
-      x != NULL ? piola_world_add_tet_body(w, &box, &mat, NULL, &id) : PIOLA_ERROR_OUT_OF_MEMORY;
-  if (s == PIOLA_OK) {
-    s = piola_world_add_plane(w, normal, 0.0f, mu, NULL);
-  }
+  piola_status s = x != NULL ? PIOLA_OK : PIOLA_ERROR_OUT_OF_MEMORY;
   /* the CPU reference's own positions in double (the box is the world's only body), else the
    * floats read back */
   piola_stats st;
@@ -376,7 +394,6 @@ double wt_incline_slide(const piola_world_def *def, float mu, double *lowest) {
   }
   const double d[3] = {c[1][0] - c[0][0], c[1][1] - c[0][1], c[1][2] - c[0][2]};
   free(x);
-  piola_mesh_free(&box);
   piola_world_destroy(w);
   if (lowest != NULL) {
     *lowest = low;

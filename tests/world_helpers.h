@@ -61,9 +61,14 @@ piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, fl
 
 /* The box of friction_on_inclined_plane (2 x 2 x 2 cells, 0.2 m, E = 1 MPa, the default material
  * otherwise) resting on the plane through the origin inclined by 20 degrees about z (normal
- * (-sin 20, cos 20, 0)), friction mu, in a world made from def: how far its centre moves in 200
- * steps (m; NaN where a call fails), and into *lowest (unless NULL) the lowest signed distance of
- * any of its vertices from the plane after any step (m). */
+ * (-sin 20, cos 20, 0)), friction mu, in a new world made from def, into *out; the box's id into
+ * *body and the plane's into *plane (either may be NULL). On failure *out is NULL. */
+piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world **out,
+                             piola_body_id *body, piola_collider_id *plane);
+
+/* The scene of wt_incline_make: how far the box's centre moves in 200 steps (m; NaN where a call
+ * fails), and into *lowest (unless NULL) the lowest signed distance of any of its vertices from
+ * the plane after any step (m). */
 double wt_incline_slide(const piola_world_def *def, float mu, double *lowest);
 
 /* A funnel collider with its base at (0, 0, 0) and axis +y, radii (m) at the bottom and the top,

@@ -27,8 +27,7 @@ typedef struct stage_job {
   piola_world *w;
   double h, inv_h2;
   int32_t first;    /* the first item of the range split */
-  bool normal_only; /* COLLIDE: analytic colliders push without friction (the multigrid scheme) */
-  bool records;     /* COLLIDE: the corrections are recorded (piola_collide_records) */
+  int collide_mode; /* COLLIDE: PIOLA_COLLIDE_* (piola_collide_mode) */
   bool worked[PIOLA_MAX_CPU_THREADS];
 } stage_job;
 
@@ -364,17 +363,15 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
           piola_collider_may_touch(k, p, w->collider_time) &&
           piola_collider_correction_shapes(k, w->shapes, x, p, w->collider_time, h, &d, &n);
       pushed |= hit;
-      if (hit && job->normal_only && k->kind < PIOLA_COLLIDER_KIND_MESH) {
-        d = piola_v3_scale(n, piola_v3_dot(n, d)); /* no friction: the solve's (newton.c) */
-      }
       if (hit) {
+        d = piola_collide_correction_in_mode(k, n, d, job->collide_mode);
         w->support_collider[i] = c;
       }
       p = piola_v3_add(p, d);
       if (hit && k->kind >= PIOLA_COLLIDER_KIND_MESH) {
         n = piola_v3_make(0.0, 0.0, 0.0); /* no support normal (piola_mesh_supports) */
       }
-      if (hit && job->records) {
+      if (hit && (job->collide_mode & PIOLA_COLLIDE_RECORD)) {
         /* the impulse record (piola_record_impulse) */
         const double m = 1.0 / w->w[i];
         const piola_v3 arm =
@@ -397,10 +394,7 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
 }
 
 static void collide(piola_world *w, double h) {
-  stage_job job = {.w = w,
-                   .h = h,
-                   .normal_only = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID,
-                   .records = piola_collide_records(w)};
+  stage_job job = {.w = w, .h = h, .collide_mode = piola_collide_mode(w)};
   piola_pool_for(w->pool, w->vertex_count, VERTEX_GRAIN / 8, collide_range, &job);
 }
 

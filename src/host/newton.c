@@ -645,7 +645,9 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
       /* (at the substep's first Newton step, or where the vertex met its collider) the normal
        * force the last substep's solve left on it, else (a new contact) the normal part of the
        * gradient so far: its inertia (a landing's impact), the elastic and the external forces */
-      f[0] = f[3] > 0.0 ? f[3] : fmax(0.0, gi[0] * n[0] + gi[1] * n[1] + gi[2] * n[2]);
+      f[0] = f[PIOLA_NEWTON_NORMAL_FORCE] > 0.0
+                 ? f[PIOLA_NEWTON_NORMAL_FORCE]
+                 : fmax(0.0, gi[0] * n[0] + gi[1] * n[1] + gi[2] * n[2]);
     }
     if (f[0] > 0.0) {
       const double eps = PIOLA_NEWTON_STICK_SLIP;
@@ -708,7 +710,7 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
   const double *val = nw->mg.level[0].a.val;
   for (int32_t i = 0; i < w->vertex_count; ++i) {
     if (nw->kind[i] != 1) {
-      nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] = 0.0;
+      nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + PIOLA_NEWTON_NORMAL_FORCE] = 0.0;
       continue;
     }
     double r[3];
@@ -734,7 +736,8 @@ static void hold_supported(piola_world *w, double alpha, double inv_h2) {
     const double inertial =
         solid ? fmin(into / (inv_h2 / w->w[i]), fmax(own, (double)w->def.contact_thickness)) : own;
     w->solver.support[4 * (size_t)i + 3] = into > 0.0 ? inertial : 0.0;
-    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] = fmax(into, 0.0);
+    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + PIOLA_NEWTON_NORMAL_FORCE] =
+        fmax(into, 0.0);
   }
 }
 
@@ -760,7 +763,8 @@ static void record_supports(piola_world *w, double inv_h2) {
       const double k = -friction_force(f, slip, eps, &energy, &rate) / slip * h2;
       d = piola_v3_make(k * u[0], k * u[1], k * u[2]); /* F h^2 */
     }
-    const double beyond = f[3] * h2 - w->solver.support[4 * (size_t)i + 3] / w->w[i];
+    const double beyond =
+        f[PIOLA_NEWTON_NORMAL_FORCE] * h2 - w->solver.support[4 * (size_t)i + 3] / w->w[i];
     if (beyond > 0.0) {
       d = piola_v3_add(d, piola_v3_make(beyond * n[0], beyond * n[1], beyond * n[2]));
     }

@@ -26,6 +26,8 @@
  * dynamic coefficients, and the normal force the last Newton step left on it (N, 0 where it was
  * not supported; it carries from one step to the next, in the saved state). */
 #define PIOLA_NEWTON_FRICTION_REALS 4
+/* The index of that last normal force among them. */
+#define PIOLA_NEWTON_NORMAL_FORCE 3
 /* The slip (m) from its anchor over which a supported vertex's static friction grows from zero
  * to mu_s lambda; past it the anchor follows the vertex (newton.c, "Friction"). */
 #define PIOLA_NEWTON_STICK_SLIP 1e-5

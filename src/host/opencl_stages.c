@@ -360,9 +360,8 @@ piola_status piola_opencl_stage(piola_world *w, piola_stage stage, double h) {
     SET_ARG(kc, 7, b[BUF_SUPPORT]);
     SET_ARG(kc, 8, b[BUF_COLLIDER_IMPULSE]);
     SET_ARG(kc, 9, b[BUF_COLLIDER_SHAPES]);
-    const cl_int mode = (piola_collide_records(w) ? 1 : 0) |
-                        (w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID ? 2 : 0);
-    SET_ARG(kc, 10, mode); /* piola_step.cl's PIOLA_COLLIDE_RECORD, _NORMAL_ONLY */
+    const cl_int mode = piola_collide_mode(w);
+    SET_ARG(kc, 10, mode);
     return piola_ocl_enqueue(w, kc, nv, stage);
   }
   case PIOLA_STAGE_UPDATE_VELOCITIES: {

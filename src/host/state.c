@@ -357,7 +357,9 @@ piola_status piola_world_save_state(piola_world *w, void *buffer, size_t bytes) 
     for (int a = 0; a < 3; ++a) {
       put_f64(r + 8 + 8 * a, k >= 0 ? nw->anchor[3 * (size_t)i + (size_t)a] : 0.0);
     }
-    put_f64(r + 32, held ? nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] : 0.0);
+    put_f64(r + 32,
+            held ? nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + PIOLA_NEWTON_NORMAL_FORCE]
+                 : 0.0);
   }
   return PIOLA_OK;
 }
@@ -674,7 +676,8 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
     for (int a = 0; a < 3; ++a) {
       nw->anchor[3 * (size_t)i + (size_t)a] = saved ? get_f64(r + 8 + 8 * a) : 0.0;
     }
-    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + 3] = saved ? get_f64(r + 32) : 0.0;
+    nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + PIOLA_NEWTON_NORMAL_FORCE] =
+        saved ? get_f64(r + 32) : 0.0;
   }
 
   w->step_count = (int64_t)get_u64(in + PIOLA_STATE_OFFSET_STEP_COUNT);

@@ -304,7 +304,7 @@ piola_status piola_world_step(piola_world *w) {
        * colliders, its pushed vertices supported: a whole sole landing otherwise falls through
        * the collider in that step and is pushed back after it, crushing the tets above it. */
       if (s == PIOLA_OK && multigrid && w->collider_count > 0) {
-        w->iteration = -1; /* before the iterations (piola_collide_records) */
+        w->iteration = -1; /* before the iterations (piola_collide_mode) */
         s = run_stage(w, PIOLA_STAGE_COLLIDE, h);
       }
       for (int32_t it = 0; it < w->def.iterations && s == PIOLA_OK; ++it) {

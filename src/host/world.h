@@ -153,13 +153,16 @@ static inline double piola_damping_factor(const piola_world_def *def, double h) 
   return fmax(0.0, 1.0 - (double)def->damping * h);
 }
 
-/* Whether the COLLIDE stage now running records its corrections as the colliders' impulses
- * (piola_world_get_collider_force): always, but under the multigrid scheme only in a substep's
- * last pass, since each of its passes pushes a supported vertex by the depth of the whole normal
- * force of the Newton step before it (newton.c's held motion), and its first pass (iteration -1,
- * before the Newton steps) only moves the prediction out. */
-static inline bool piola_collide_records(const piola_world *w) {
-  return w->def.iteration_scheme != PIOLA_SCHEME_MULTIGRID || w->iteration == w->def.iterations - 1;
+/* The mode of the COLLIDE stage now running (PIOLA_COLLIDE_*, piola_collide.h), for both
+ * backends. It records its corrections as the colliders' impulses (piola_world_get_collider_force)
+ * always, but under the multigrid scheme only in a substep's last pass, since each of its passes
+ * pushes a supported vertex by the depth of the whole normal force of the Newton step before it
+ * (newton.c's held motion), and its first pass (iteration -1, before the Newton steps) only moves
+ * the prediction out; under that scheme the analytic colliders push along their normals only. */
+static inline int piola_collide_mode(const piola_world *w) {
+  const bool multigrid = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
+  return (!multigrid || w->iteration == w->def.iterations - 1 ? PIOLA_COLLIDE_RECORD : 0) |
+         (multigrid ? PIOLA_COLLIDE_NORMAL_ONLY : 0);
 }
 
 /* Makes the host arrays current (the backend's pull). */
