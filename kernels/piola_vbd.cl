@@ -26,7 +26,7 @@
  * the start of the substep, kept in v_last; with `adaptive`, the initial guess keeps of
  * gravity only the part along the vertex's last acceleration (v_t - v_last) / h, clamped to
  * [0, |g|] (the paper's adaptive initialization; have_last: v_last holds the last substep's
- * velocity). */
+ * velocity; without it, the whole of gravity, as src/host/vbd.c). */
 PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float4 *v,
                                   __global float4 *d, __global float4 *v_last,
                                   __global const float4 *f, int has_forces, float4 gravity, float h,
@@ -53,7 +53,7 @@ PIOLA_KERNEL void piola_vbd_begin(__global const float4 *x, __global const float
       const float4 dv = vt - v_last[i];
       a_dot = (dv.x * gravity.x + dv.y * gravity.y + dv.z * gravity.z) / (h * g_norm);
     }
-    const piola_real a = fmin(fmax(a_dot, 0.0f), g_norm);
+    const piola_real a = have_last ? fmin(fmax(a_dot, 0.0f), g_norm) : g_norm;
     const piola_real s = h * h * (g_norm - a) / g_norm;
     di.x -= s * gravity.x;
     di.y -= s * gravity.y;
