@@ -756,15 +756,17 @@ PIOLA_FN void piola_contact_project(piola_v3 x, piola_v3 p, piola_real w, piola_
  *    into the grid exactly as a vertex does (piola_grid_vertex, piola_pair_cell). An edge met
  *    there is taken only through its owner triangle and only by the edge of lower index, so
  *    every pair is tested once;
- *  - narrow phase: a pair is a contact when the edges share no vertex, neither is nearly
- *    parallel to the other (piola_edge_cross: the pair is then a vertex-triangle matter) and,
- *    at the predicted positions, the closest points of the two segments (Ericson 2004,
- *    "Real-Time Collision Detection", Sec. 5.1.9) are within two thicknesses above, or anywhere
- *    under, each other along the lines' common normal, oriented by the side the edges are on at
- *    the start of the substep (piola_edge_side), and within a thickness of it sideways, the closest
- *    points inside both edges, not at an end (there the vertex-triangle contacts act). An edge
- *    that would pass through the other within the substep is caught, since the side is the one
- *    at the start. Each edge keeps the PIOLA_CONTACTS_PER_EDGE nearest by the predicted gap,
+ *  - narrow phase: a pair is a contact when both edges are convex or flat at the start or
+ *    the prediction (piola_edge_convex: a concave edge is never where two surfaces are
+ *    nearest), they share no vertex, neither is nearly parallel to the other
+ *    (piola_edge_cross: the pair is then a vertex-triangle matter) and, at the predicted
+ *    positions, the closest points of the two segments (Ericson 2004, "Real-Time Collision
+ *    Detection", Sec. 5.1.9) are within two thicknesses above, or anywhere under, each other
+ *    along the lines' common normal, oriented by the side the edges are on at the start of the
+ *    substep (piola_edge_side), and within a thickness of it sideways, the closest points
+ *    inside both edges, not at an end (there the vertex-triangle contacts act). An edge that
+ *    would pass through the other within the substep is caught, since the side is the one at
+ *    the start. Each edge keeps the PIOLA_CONTACTS_PER_EDGE nearest by the predicted gap,
  *    negative for a pair that crossed (ties by index).
  * The contact is projected like a vertex-triangle one: C = gap - thickness >= 0 along the
  * oriented normal n (the gap from the height and the lateral distance, piola_contact_gap), the
@@ -795,6 +797,28 @@ PIOLA_FN piola_box piola_edge_box(piola_v3 xa, piola_v3 xb, piola_v3 pa, piola_v
   r = piola_box_grow(r, piola_v3_sub(piola_v3_min(xb, pb), m));
   r = piola_box_grow(r, piola_v3_add(piola_v3_max(xb, pb), m));
   return r;
+}
+
+/* Sine of the bend under which a surface edge counts as flat and is tested anyway
+ * (piola_edge_convex). */
+#define PIOLA_EDGE_FLAT_SINE PIOLA_R(1.0e-3)
+
+/* Whether the surface edge (lo, hi) of a closed, outward-wound surface is convex or flat where its
+ * triangles (lo, hi, left) and (hi, lo, right) meet (right on or under the plane of left's
+ * triangle; within PIOLA_EDGE_FLAT_SINE of it above counts as flat). Only such edges take part in
+ * edge-edge contacts. The closest points of two surfaces, both inside an edge of each, lie on edges
+ * that are both convex: near a concave edge the outside of the body is a wedge under 180 degrees,
+ * and a point in it is nearest to a face of the wedge, not to its edge, so a segment nearest to the
+ * body near a concave edge is nearest at an end of its own (a vertex-triangle contact) or at
+ * another edge of those faces. A segment that reaches a concave edge has already passed a face
+ * beside it, which the vertex-triangle contacts and the convex edges' contacts prevent. So the
+ * pairs with a concave edge hold nothing the others do not, and the narrow phase skips them (on the
+ * Armadillo's surface at rest, 22% of the edges). A flat edge is kept: bent a little outwards it is
+ * a ridge that a sharp edge of another body can press into. */
+PIOLA_FN int piola_edge_convex(piola_v3 lo, piola_v3 hi, piola_v3 left, piola_v3 right) {
+  const piola_v3 n = piola_v3_cross(piola_v3_sub(hi, lo), piola_v3_sub(left, lo));
+  const piola_v3 r = piola_v3_sub(right, lo);
+  return piola_v3_dot(n, r) <= PIOLA_EDGE_FLAT_SINE * piola_v3_length(n) * piola_v3_length(r);
 }
 
 PIOLA_FN piola_real piola_clamp01(piola_real v) {

@@ -5,7 +5,9 @@
  * Surface edges are int4 (their two surface vertices, lower first; their body; their owner, the
  * lowest-numbered triangle that has them); a triangle's edges are int4 (the edges of its corners
  * (0, 1), (1, 2), (2, 0); w: bit k set where it owns edge k), and cluster_edge_max holds the
- * highest edge a cluster's triangles own (an edge skips the clusters that own none above it). Each
+ * highest edge a cluster's triangles own (an edge skips the clusters that own none above it);
+ * edge_wing holds an edge's wings and edge_convex, each substep, whether it is convex or flat
+ * (piola_edge_convex: the pairs of a concave edge are skipped). Each
  * edge keeps its nearest edges of higher index found through their owner triangles (each pair once,
  * in any order of the grid's buckets: ties by index), counts its contacts' members in corner_count
  * with integer atomics and lists itself for the solve; its contacts' four entries (edge_base + 4
@@ -24,6 +26,19 @@
 /* Edge `k` (0, 1, 2) of a triangle's int4 of edges. */
 PIOLA_FN int piola_triangle_edge(int4 q, int k) {
   return k == 0 ? q.x : k == 1 ? q.y : q.z;
+}
+
+/* Whether surface edge `edge` (its int4) with wings `wing` is convex or flat at the start or the
+ * prediction (piola_edge_convex), or has no wings: else the narrow phase skips its pairs. */
+PIOLA_FN int piola_edge_convex_moving(__global const float4 *sv_x, __global const float4 *sv_p,
+                                      int4 edge, int2 wing) {
+  if (wing.x < 0) {
+    return 1;
+  }
+  return piola_edge_convex(piola_v3_from4(sv_x[edge.x]), piola_v3_from4(sv_x[edge.y]),
+                           piola_v3_from4(sv_x[wing.x]), piola_v3_from4(sv_x[wing.y])) ||
+         piola_edge_convex(piola_v3_from4(sv_p[edge.x]), piola_v3_from4(sv_p[edge.y]),
+                           piola_v3_from4(sv_p[wing.x]), piola_v3_from4(sv_p[wing.y]));
 }
 
 /* NARROW_PHASE, one edge pair: edge ea (ends at the start xa0, xa1, predicted pa0, pa1; rest
@@ -85,19 +100,19 @@ PIOLA_FN void piola_edge_narrow_cluster(
     __global const float4 *sv_x, __global const float4 *sv_p, __global const float4 *sv_rest,
     __global const int4 *edges, __global const int4 *tri_edges, __global const int *sv_vertex,
     __global const int *turned, __global const float4 *tri_box, __global const float4 *cluster_box,
-    __global const uint4 *body_filter, __global const int *cluster_edge_max, int e, int4 ea,
-    piola_v3 xa0, piola_v3 xa1, piola_v3 pa0, piola_v3 pa1, float4 ra0, float4 ra1, piola_box box,
-    int2 n0, ulong2 m0, int2 n1, ulong2 m1, float thickness, int i, int walk, piola_box query,
-    float inv_cell, float margin, int ci, int cj, int ck, float *keys, int *entries, int *kept,
-    int *found) {
+    __global const uint4 *body_filter, __global const int *cluster_edge_max,
+    __global const uchar *edge_convex, int e, int4 ea, piola_v3 xa0, piola_v3 xa1, piola_v3 pa0,
+    piola_v3 pa1, float4 ra0, float4 ra1, piola_box box, int2 n0, ulong2 m0, int2 n1, ulong2 m1,
+    float thickness, int i, int walk, piola_box query, float inv_cell, float margin, int ci, int cj,
+    int ck, float *keys, int *entries, int *kept, int *found) {
   if (cluster_edge_max[i] <= e) {
     return;
   }
   const float4 clo = cluster_box[2 * i], chi = cluster_box[2 * i + 1];
   const int first = as_int(clo.w), cluster_end = as_int(chi.w);
   const piola_box cb = piola_box_from4(clo, chi);
-  if (piola_edge_near_cluster(first, cluster_end - first, n0.x, m0.x, n0.y, m0.y, n1.x, m1.x,
-                              n1.y, m1.y) ||
+  if (piola_edge_near_cluster(first, cluster_end - first, n0.x, m0.x, n0.y, m0.y, n1.x, m1.x, n1.y,
+                              m1.y) ||
       !piola_boxes_overlap(box, cb) ||
       (walk && !piola_pair_cell(query, piola_grid_cluster(cb, margin), inv_cell, ci, cj, ck))) {
     return;
@@ -110,10 +125,10 @@ PIOLA_FN void piola_edge_narrow_cluster(
     const int4 q = tri_edges[t];
     for (int k = 0; k < 3; ++k) {
       const int f = piola_triangle_edge(q, k);
-      if (((q.w >> k) & 1) && f > e) {
-        piola_edge_narrow_pair(sv_x, sv_p, sv_rest, edges, sv_vertex, turned, body_filter, ea,
-                               xa0, xa1, pa0, pa1, ra0, ra1, box, thickness, f, keys, entries,
-                               kept, found);
+      if (((q.w >> k) & 1) && f > e && edge_convex[f]) {
+        piola_edge_narrow_pair(sv_x, sv_p, sv_rest, edges, sv_vertex, turned, body_filter, ea, xa0,
+                               xa1, pa0, pa1, ra0, ra1, box, thickness, f, keys, entries, kept,
+                               found);
       }
     }
   }
@@ -130,7 +145,9 @@ PIOLA_KERNEL void piola_edge_cluster_pairs(
     __global const int *bucket_clusters, int bucket_mask, int cluster_count,
     __global const int *cluster_edge_max, __global const int *cluster_edge_min,
     __global const int *cluster_near, __global const ulong *cluster_near_mask,
-    __global int *cluster_pair_count, __global int *cluster_pairs) {
+    __global int *cluster_pair_count, __global int *cluster_pairs, __global const int4 *tri_edges,
+    __global const int4 *edges, __global const int2 *edge_wing, __global const float4 *sv_x,
+    __global const float4 *sv_p, __global uchar *edge_convex) {
   const int a = get_global_id(0);
   if (a >= cluster_count) {
     return;
@@ -138,6 +155,15 @@ PIOLA_KERNEL void piola_edge_cluster_pairs(
   const int least = cluster_edge_min[a], near_first = cluster_near[a];
   const ulong near_mask = cluster_near_mask[a];
   const float4 alo = cluster_box[2 * a], ahi = cluster_box[2 * a + 1];
+  for (int t = as_int(alo.w); t < as_int(ahi.w); ++t) {
+    const int4 q = tri_edges[t];
+    for (int k = 0; k < 3; ++k) {
+      if ((q.w >> k) & 1) {
+        const int f = piola_triangle_edge(q, k);
+        edge_convex[f] = (uchar)piola_edge_convex_moving(sv_x, sv_p, edges[f], edge_wing[f]);
+      }
+    }
+  }
   const int body = triangles[as_int(alo.w)].w;
   const uint4 own = body_filter[body];
   const piola_box box = piola_box_from4(alo, ahi);
@@ -199,9 +225,13 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
     __global int *corner_count, __global int *edge_active, __global const int2 *sv_near,
     __global const ulong2 *sv_near_mask, __global const int *cluster_edge_max,
     __global const int *edge_cluster, __global const int *cluster_pair_count,
-    __global const int *cluster_pairs) {
+    __global const int *cluster_pairs, __global const uchar *edge_convex) {
   const int e = get_global_id(0);
   if (e >= edge_count) {
+    return;
+  }
+  if (!edge_convex[e]) { /* a concave edge has no pairs (piola_edge_convex) */
+    edge_contact_count[e] = 0;
     return;
   }
   const int4 ea = edges[e];
@@ -221,9 +251,9 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
     __global const int *list = cluster_pairs + PIOLA_CLUSTER_PAIRS * a;
     for (int k = 0; k < listed; ++k) {
       piola_edge_narrow_cluster(sv_x, sv_p, sv_rest, edges, tri_edges, sv_vertex, turned, tri_box,
-                                cluster_box, body_filter, cluster_edge_max, e, ea, xa0, xa1, pa0,
-                                pa1, ra0, ra1, box, n0, m0, n1, m1, thickness, list[k], 0, query,
-                                inv_cell, margin, 0, 0, 0, keys, entries, &kept, &found);
+                                cluster_box, body_filter, cluster_edge_max, edge_convex, e, ea, xa0,
+                                xa1, pa0, pa1, ra0, ra1, box, n0, m0, n1, m1, thickness, list[k], 0,
+                                query, inv_cell, margin, 0, 0, 0, keys, entries, &kept, &found);
     }
   } else {
     int lo[3], hi[3];
@@ -236,9 +266,9 @@ PIOLA_KERNEL void piola_edge_contact_narrow(
           const int end = bucket_start[bucket + 1];
           for (int b = bucket_start[bucket]; b < end; ++b) {
             piola_edge_narrow_cluster(sv_x, sv_p, sv_rest, edges, tri_edges, sv_vertex, turned,
-                                      tri_box, cluster_box, body_filter, cluster_edge_max, e, ea,
-                                      xa0, xa1, pa0, pa1, ra0, ra1, box, n0, m0, n1, m1,
-                                      thickness, bucket_clusters[b], walk, query, inv_cell,
+                                      tri_box, cluster_box, body_filter, cluster_edge_max,
+                                      edge_convex, e, ea, xa0, xa1, pa0, pa1, ra0, ra1, box, n0, m0,
+                                      n1, m1, thickness, bucket_clusters[b], walk, query, inv_cell,
                                       margin, ci, cj, ck, keys, entries, &kept, &found);
           }
         }

@@ -71,6 +71,13 @@ typedef struct piola_solver_contacts {
   int32_t edge_count;
   int32_t *edge;
   int32_t *triangle_edge;
+  /* Per edge e, its wings: the third corners of its triangles (lower, higher, edge_wing[2 e]) and
+   * (higher, lower, edge_wing[2 e + 1]), both -1 where it is always tested (an edge of a
+   * two-sided body, of one triangle, or of more than two); per substep, CPU reference, whether it
+   * is convex or flat at the start or the prediction (piola_edge_convex), else the narrow phase
+   * skips it. */
+  int32_t *edge_wing;
+  unsigned char *edge_convex;
   /* Per surface vertex v, its ring: the triangles that have it, vertex_ring[vertex_ring_start[v]
    * .. vertex_ring_start[v + 1]), ascending (piola_contact_neighbour_releases) */
   int32_t *vertex_ring_start, *vertex_ring;

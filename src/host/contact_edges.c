@@ -9,12 +9,13 @@
  * owner, the lowest-numbered triangle that has it. The narrow phase runs after the
  * vertex-triangle one, per edge: it looks into the grid of triangle clusters with its box, as a
  * vertex does, tests the edges of the triangles there whose owner the triangle is and whose index
- * is higher than its own (so each pair once), and keeps its nearest PIOLA_CONTACTS_PER_EDGE,
- * ties by index: the same contacts in any visiting order. The projection writes an edge contact's
- * four corrections to its slot after the vertex-triangle slots in the same delta array, and the
- * slot's entries join the per-vertex lists of triangle-corner entries (corner_start,
- * corner_entry), after the vertex-triangle ones, so that the gather sums a vertex's corrections
- * of both kinds in one fixed order and splits its mass once (piola_contact_split).
+ * is higher than its own (so each pair once), both convex or flat (piola_edge_convex: each
+ * cluster marks the edges it owns before it lists its clusters), and keeps its nearest
+ * PIOLA_CONTACTS_PER_EDGE, ties by index: the same contacts in any visiting order. The projection
+ * writes an edge contact's four corrections to its slot after the vertex-triangle slots in the same
+ * delta array, and the slot's entries join the per-vertex lists of triangle-corner entries
+ * (corner_start, corner_entry), after the vertex-triangle ones, so that the gather sums a vertex's
+ * corrections of both kinds in one fixed order and splits its mass once (piola_contact_split).
  */
 #include "world.h"
 
@@ -120,12 +121,41 @@ void piola_cluster_near_windows(piola_solver_contacts *c, int32_t a0, int32_t a1
   }
 }
 
+/* The wings of the edges (piola_solver_contacts.edge_wing) from the triangle sides sorted by
+ * edge: an edge of a one-sided body with exactly two sides, one running from its lower vertex to
+ * its higher and one back, gets the third corners of both; any other keeps -1, -1. */
+static void edge_wings(piola_solver_contacts *c, const edge_side *sides) {
+  const size_t count = 3 * (size_t)c->triangle_count;
+  for (size_t i = 0, e = 0; i < count; ++e) {
+    size_t j = i + 1;
+    while (j < count && sides[j].lo == sides[i].lo && sides[j].hi == sides[i].hi) {
+      ++j;
+    }
+    int32_t *wing = c->edge_wing + 2 * e;
+    wing[0] = wing[1] = -1;
+    if (j - i == 2 && c->body_filter[4 * (size_t)c->vertex_body[sides[i].lo] + 3] == 0u) {
+      for (size_t k = i; k < j; ++k) {
+        const int32_t *tri = c->triangle + 3 * (size_t)sides[k].triangle;
+        const int side = sides[k].side;
+        const bool forward = tri[side] == sides[k].lo; /* runs lower to higher */
+        wing[forward ? 0 : 1] = tri[(side + 2) % 3];
+      }
+      if (wing[0] < 0 || wing[1] < 0) { /* both one way: not wound consistently */
+        wing[0] = wing[1] = -1;
+      }
+    }
+    i = j;
+  }
+}
+
 bool piola_contact_edges_build(piola_solver_contacts *c) {
   const size_t nt = (size_t)(c->triangle_count > 0 ? c->triangle_count : 1);
   edge_side *sides = malloc(sizeof *sides * 3 * nt);
   c->edge = malloc(sizeof *c->edge * 4 * 3 * nt);
   c->triangle_edge = malloc(sizeof *c->triangle_edge * 3 * nt);
-  if (!sides || !c->edge || !c->triangle_edge) {
+  c->edge_wing = malloc(sizeof *c->edge_wing * 2 * 3 * nt);
+  c->edge_convex = malloc(3 * nt);
+  if (!sides || !c->edge || !c->triangle_edge || !c->edge_wing || !c->edge_convex) {
     free(sides);
     return false;
   }
@@ -153,6 +183,7 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
     }
     c->triangle_edge[3 * (size_t)e->triangle + (size_t)e->side] = n - 1;
   }
+  edge_wings(c, sides);
   free(sides);
   /* Each surface vertex's ring: the triangles that have it, ascending (a counting sort). */
   const size_t nv = (size_t)(c->vertex_count > 0 ? c->vertex_count : 1);
@@ -229,6 +260,8 @@ bool piola_contact_edges_build(piola_solver_contacts *c) {
 void piola_contact_edges_free(piola_solver_contacts *c) {
   free(c->edge);
   free(c->triangle_edge);
+  free(c->edge_wing);
+  free(c->edge_convex);
   free(c->vertex_ring_start);
   free(c->vertex_ring);
   free(c->triangle_owned);
@@ -346,7 +379,7 @@ static void edge_query_cluster(const piola_world *w, edge_query *q, int32_t i) {
     }
     for (int k = 0; k < 3; ++k) {
       const int32_t f = c->triangle_edge[3 * (size_t)t + (size_t)k];
-      if (((c->triangle_owned[t] >> k) & 1u) && f > q->e) {
+      if (((c->triangle_owned[t] >> k) & 1u) && f > q->e && c->edge_convex[f]) {
         edge_pair(w, q->e, q->sa, q->va, q->box, f, q->keys, q->entries, &q->kept, &q->found);
       }
     }
@@ -381,15 +414,39 @@ static void edge_query_grid(const piola_world *w, edge_query *q) {
   }
 }
 
+/* Whether surface edge e is convex or flat at the start of the substep or at the prediction
+ * (piola_edge_convex), or has no wings: else the narrow phase skips its pairs. */
+static bool edge_convex(const piola_world *w, int32_t e) {
+  const piola_solver_contacts *c = &w->contacts;
+  const int32_t *wing = c->edge_wing + 2 * (size_t)e;
+  if (wing[0] < 0) {
+    return true;
+  }
+  const int32_t lo = c->vertex[c->edge[4 * (size_t)e]], hi = c->vertex[c->edge[4 * (size_t)e + 1]];
+  const int32_t left = c->vertex[wing[0]], right = c->vertex[wing[1]];
+  return piola_edge_convex(piola_vertex_at(w->x, lo), piola_vertex_at(w->x, hi),
+                           piola_vertex_at(w->x, left), piola_vertex_at(w->x, right)) ||
+         piola_edge_convex(piola_vertex_at(w->p, lo), piola_vertex_at(w->p, hi),
+                           piola_vertex_at(w->p, left), piola_vertex_at(w->p, right));
+}
+
 /* Cluster a's list of the clusters its edges test this substep (piola_edge_clusters_may_meet,
  * boxes overlapping), from the grid's cells that its box looks into; PIOLA_CLUSTER_PAIRS + 1
- * where there are more. */
+ * where there are more. First, whether each edge that a's triangles own is convex. */
 static void cluster_pairs_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
   piola_world *w = ctx;
   piola_solver_contacts *c = &w->contacts;
   const double inv_cell = 1.0 / c->cell;
   for (int32_t a = begin; a < end; ++a) {
+    for (int32_t t = c->cluster_first[a]; t < c->cluster_first[a + 1]; ++t) {
+      for (int k = 0; k < 3; ++k) {
+        if ((c->triangle_owned[t] >> k) & 1u) {
+          const int32_t e = c->triangle_edge[3 * (size_t)t + (size_t)k];
+          c->edge_convex[e] = edge_convex(w, e) ? 1u : 0u;
+        }
+      }
+    }
     int32_t n = 0;
     int32_t *list = c->cluster_pair + PIOLA_CLUSTER_PAIRS * (size_t)a;
     const int32_t body = c->triangle_body[c->cluster_first[a]];
@@ -450,9 +507,9 @@ static void edge_narrow_range(void *ctx, int32_t chunk, int32_t begin, int32_t e
     q.kept = 0;
     q.found = 0;
     const int32_t a = c->edge_cluster[e], listed = c->cluster_pair_count[a];
-    if (listed > PIOLA_CLUSTER_PAIRS) {
+    if (c->edge_convex[e] && listed > PIOLA_CLUSTER_PAIRS) {
       edge_query_grid(w, &q);
-    } else {
+    } else if (c->edge_convex[e]) { /* a concave edge has no pairs (piola_edge_convex) */
       for (int32_t k = 0; k < listed; ++k) {
         const int32_t i = c->cluster_pair[PIOLA_CLUSTER_PAIRS * (size_t)a + (size_t)k];
         if (!edge_skips_cluster(c, &q, i) &&

@@ -221,6 +221,9 @@ static piola_status upload_contacts(piola_world *w) {
   if (s == PIOLA_OK && c->edge_count > 0) {
     s = piola_ocl_write_buffer(w, BUF_EDGE_CLUSTER, 0, 4 * (size_t)c->edge_count, c->edge_cluster);
   }
+  if (s == PIOLA_OK && c->edge_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_EDGE_WING, 0, 8 * (size_t)c->edge_count, c->edge_wing);
+  }
   if (s == PIOLA_OK && c->cluster_first != NULL) {
     /* NULL where the world has no bodies: no cluster to write, and none read. */
     s = piola_ocl_write_buffer(w, BUF_CLUSTER_FIRST, 0, 4 * ((size_t)c->cluster_count + 1),
@@ -413,6 +416,8 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       {BUF_CLUSTER_NEAR, ne > 0 ? 4 * ncl : 0},
       {BUF_CLUSTER_NEAR_MASK, ne > 0 ? 8 * ncl : 0},
       {BUF_EDGE_CLUSTER, 4 * ne},
+      {BUF_EDGE_WING, 8 * ne},
+      {BUF_EDGE_CONVEX, ne},
       {BUF_CLUSTER_PAIR_COUNT, ne > 0 ? 4 * ncl : 0},
       {BUF_CLUSTER_PAIRS, ne > 0 ? 4 * PIOLA_CLUSTER_PAIRS * ncl : 0},
       {BUF_EDGE_CONTACT_COUNT, 4 * ne},

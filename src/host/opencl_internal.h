@@ -151,6 +151,8 @@ enum {
   BUF_CLUSTER_NEAR,       /* per cluster: its near window among its body's clusters (first) */
   BUF_CLUSTER_NEAR_MASK,  /* and its mask (ulong) */
   BUF_EDGE_CLUSTER,       /* per surface edge: the cluster of its owner triangle */
+  BUF_EDGE_WING,          /* per surface edge: its wings (int2, piola_solver_contacts) */
+  BUF_EDGE_CONVEX,        /* per surface edge, each substep: convex or flat (uchar) */
   BUF_CLUSTER_PAIR_COUNT, /* per cluster, each substep: the clusters its edges test, */
   BUF_CLUSTER_PAIRS,      /* PIOLA_CLUSTER_PAIRS each */
   BUF_EDGE_CONTACT_COUNT,
