@@ -20,7 +20,9 @@
  * tet projections (piola_tet_support, piola_tet.h: its normal is left zero). On a curved solid
  * the corners of a tet rest on it with different normals, and taking each one's normal part out
  * of its mass made the projection's step, and the motion withheld from the corners, grow without
- * bound: an Armadillo landing in a bowl was flung off at hundreds of m/s.
+ * bound: an Armadillo landing in a bowl was flung off at hundreds of m/s. The multigrid scheme's
+ * Newton step holds each supported vertex along its own normal (newton.c), which any normals
+ * suit: under it these colliders support as the analytic ones do (PIOLA_COLLIDE_NORMAL_ONLY).
  *
  * Layout of the shapes' data (float4 entries; integers are stored as floats, exact below 2^24):
  *   mesh record: a = (box min, thickness; 0 for a closed mesh), b = (box max, 1 closed or 0 open),
@@ -42,6 +44,9 @@
 #endif
 
 #define PIOLA_MESH_TRI_ENTRIES 10
+/* A depth into a closed mesh, relative to its box's diagonal, under which its push acts along the
+ * pseudo-normal of the nearest feature (piola_mesh_contact). */
+#define PIOLA_MESH_SHALLOW PIOLA_R(1e-5)
 /* Nodes a traversal holds at once: the hierarchy's depth plus one. The host's median split
  * keeps the depth at most log2(triangles) + 2, so 48 covers any mesh of int32 triangles. */
 #define PIOLA_MESH_STACK 48
@@ -311,9 +316,13 @@ PIOLA_FN piola_real piola_mesh_contact(PIOLA_COLLIDER_RECORD const piola_collide
       return PIOLA_R(0.0); /* outside, or on the surface */
     }
     const piola_real dist = piola_v3_length(d);
-    const piola_real lp = piola_v3_length(pn);
-    *normal = dist > PIOLA_R(0.0) ? piola_v3_scale(d, PIOLA_R(-1.0) / dist)
-                                  : piola_v3_scale(pn, PIOLA_R(1.0) / lp);
+    const piola_v3 u = piola_v3_scale(pn, PIOLA_R(1.0) / piola_v3_length(pn));
+    /* Outwards from p to q; but along the pseudo-normal where p lies under q along it (under a
+     * face's interior, where both agree) or so near the surface that rounding turns d (under
+     * PIOLA_MESH_SHALLOW of the mesh's box): a vertex resting on a face keeps its normal. */
+    const int along = -piola_v3_dot(d, u) >= PIOLA_R(0.999) * dist ||
+                      dist <= PIOLA_MESH_SHALLOW * piola_v3_length(piola_v3_sub(hi, lo));
+    *normal = along ? u : piola_v3_scale(d, PIOLA_R(-1.0) / dist);
     return dist;
   }
   /* open: the motion's box must meet the mesh's grown by the thickness */

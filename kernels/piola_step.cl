@@ -310,12 +310,12 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
 /* COLLIDE: the displacement di of vertex i starting the substep at xi, projected out of every
  * collider, in order, each at its pose at the end of the substep (t_end seconds into the step;
  * h the substep), from where it would be without its support; the vertex is supported by the
- * last collider that pushed it (its normal into support[i]; none for a mesh or SDF,
- * piola_mesh_supports; support[i].w that collider's index) or free (piola_tet_support). `mode`
- * (PIOLA_COLLIDE_*, piola_collide.h) says whether the corrections are recorded and whether the
- * analytic colliders push along their normals only. Each correction is recorded in impulse
- * (piola_record_impulse; stride: the world's vertex count). Written once as a macro over the
- * correction it calls: piola_collided_displacement for colliders of any kind (the shapes' data
+ * last collider that pushed it (its normal into support[i]; none for a mesh or SDF outside the
+ * multigrid scheme, piola_mesh_supports; support[i].w that collider's index) or free
+ * (piola_tet_support). `mode` (PIOLA_COLLIDE_*, piola_collide.h) says whether the corrections
+ * are recorded and whether the colliders push along their normals only. Each correction is recorded
+ * in impulse (piola_record_impulse; stride: the world's vertex count). Written once as a macro over
+ * the correction it calls: piola_collided_displacement for colliders of any kind (the shapes' data
  * in `shapes`), piola_collided_displacement_analytic for the analytic kinds only, the collide
  * stage's kernel in worlds without mesh or SDF colliders: PoCL vectorises that one across
  * work-items as it did before meshes existed, which the mesh queries' loops keep it from doing
@@ -350,7 +350,7 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
         di = piola_displace(di, correction);                                                       \
         pushed = 1;                                                                                \
         by = c;                                                                                    \
-        if (k->kind >= PIOLA_COLLIDER_KIND_MESH) {                                                 \
+        if (k->kind >= PIOLA_COLLIDER_KIND_MESH && !(mode & PIOLA_COLLIDE_NORMAL_ONLY)) {          \
           n = piola_v3_make(0.0f, 0.0f, 0.0f);                                                     \
         }                                                                                          \
         if (mode & PIOLA_COLLIDE_RECORD) {                                                         \

@@ -878,10 +878,13 @@ void test_multigrid_damping_accepted(piola_test *t) {
 
 /* Collider friction under the scheme, as friction_on_inclined_plane checks it under
  * Gauss-Seidel: the box slides as Coulomb says (g (sin 20 - mu cos 20) / 2 in 1 s, within 10%)
- * for mu below tan 20 = 0.364 and sticks above it (within 2 mm), on both backends. The support's
- * held motion is the depth the vertex's inertia gives the force the solve took out
+ * for mu below tan 20 = 0.364 and sticks above it (within 2 mm), on both backends, on the given
+ * slope; held, its step converges (relative residual under 1e-5 on the CPU reference, 1e-3 on
+ * OpenCL, whose float positions set its floor at about 1e-4; 0.88 where the friction acted after
+ * each Newton step, as a mesh collider's once did). The
+ * support's held motion is the depth the vertex's inertia gives the force the solve took out
  * (hold_supported in newton.c); with the step of its whole block the box slid 1.37 m at mu 0.8. */
-void test_multigrid_friction_on_inclined_plane(piola_test *t) {
+static void friction_on_slope(piola_test *t, wt_slope slope) {
   const double th = 20.0 * WT_PI / 180.0, g = 9.81;
   const float mus[4] = {0.1f, 0.3f, 0.45f, 0.8f};
   for (int b = 0; b < 2; ++b) {
@@ -893,10 +896,11 @@ void test_multigrid_friction_on_inclined_plane(piola_test *t) {
       piola_world_def def = opencl_test_world_def(backend, NULL, NULL);
       def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
       def.contacts = false;
-      const double d = wt_incline_slide(&def, mus[i], NULL);
+      const double d = wt_incline_slide_on(&def, mus[i], slope, NULL);
       const double expected = mus[i] < tan(th) ? 0.5 * g * (sin(th) - mus[i] * cos(th)) : 0.0;
-      printf("  %s, friction %.2f on 20 deg: moved %.4f m in 1 s (Coulomb %.4f m)\n",
-             b == 0 ? "cpu" : "opencl", (double)mus[i], d, expected);
+      printf("  %s, friction %.2f on a 20 deg %s: moved %.4f m in 1 s (Coulomb %.4f m)\n",
+             b == 0 ? "cpu" : "opencl", (double)mus[i], slope == WT_SLOPE_MESH ? "mesh" : "plane",
+             d, expected);
       CHECK(t, isfinite(d));
       if (expected > 0.0) {
         CHECK_MSG(t, fabs(d / expected - 1.0) < 0.1, "friction %.2f: moved %.4f m, Coulomb %.4f",
@@ -905,42 +909,70 @@ void test_multigrid_friction_on_inclined_plane(piola_test *t) {
         CHECK_MSG(t, d < 0.002, "friction %.2f: moved %.4f m", (double)mus[i], d);
       }
     }
+    /* Held at friction 0.8 for 0.5 s, the step converges: the friction is in it. */
+    piola_world_def def = opencl_test_world_def(backend, NULL, NULL);
+    def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
+    def.contacts = false;
+    piola_world *w = NULL;
+    REQUIRE_OK(t, wt_incline_make_on(&def, 0.8f, slope, &w, NULL, NULL));
+    piola_stats st;
+    for (int step = 0; step < 100; ++step) {
+      REQUIRE_OK(t, piola_world_step(w));
+    }
+    REQUIRE_OK(t, piola_world_get_stats(w, &st));
+    printf("  %s, friction 0.80, at rest after 0.5 s: relative residual %.3g\n",
+           b == 0 ? "cpu" : "opencl", st.relative_residual);
+    CHECK_MSG(t, st.relative_residual < (b == 0 ? 1e-5 : 1e-3), "relative residual %.3g at rest",
+              st.relative_residual);
+    piola_world_destroy(w);
   }
 }
 
-/* The box of friction_on_inclined_plane held by friction 0.8 on the 20-degree plane: the force
- * it exerts on the plane (piola_world_get_collider_force), the mean over 0.5 s after 0.5 s, is its
- * weight straight down, the normal push and the friction of the Newton step together (without
- * the friction's record it leans by 20 degrees: m g cos 20 along the plane's normal). Both
- * backends. */
+void test_multigrid_friction_on_inclined_plane(piola_test *t) {
+  friction_on_slope(t, WT_SLOPE_PLANE);
+}
+
+/* The same on a triangle-mesh collider: its supports carry their normals into the Newton step
+ * and its friction acts there, as an analytic collider's. */
+void test_multigrid_friction_on_inclined_mesh(piola_test *t) {
+  friction_on_slope(t, WT_SLOPE_MESH);
+}
+
+/* The box of friction_on_inclined_plane held by friction 0.8 on the 20-degree plane, and on the
+ * mesh slope of wt_incline_make_on: the force it exerts on the collider
+ * (piola_world_get_collider_force), the mean over 0.5 s after 0.5 s, is its weight straight down,
+ * the normal push and the friction of the Newton step together (without the friction's record it
+ * leans by 20 degrees: m g cos 20 along the plane's normal). Both backends. */
 void test_multigrid_collider_force_on_slope(piola_test *t) {
   const double g = 9.81;
-  for (int b = 0; b < 2; ++b) {
-    if (b == 1 && !opencl_test_ready(t)) {
-      break;
+  for (int b = 0; b < 4; ++b) {
+    if (b % 2 == 1 && !opencl_test_ready(t)) {
+      continue;
     }
+    const wt_slope slope = b < 2 ? WT_SLOPE_PLANE : WT_SLOPE_MESH;
     piola_world_def def = opencl_test_world_def(
-        b == 0 ? PIOLA_BACKEND_CPU_REFERENCE : PIOLA_BACKEND_OPENCL, NULL, NULL);
+        b % 2 == 0 ? PIOLA_BACKEND_CPU_REFERENCE : PIOLA_BACKEND_OPENCL, NULL, NULL);
     def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
     def.contacts = false;
     def.gravity[0] = def.gravity[2] = 0.0f;
     def.gravity[1] = (float)-g;
     piola_world *w = NULL;
-    piola_collider_id plane;
-    REQUIRE_OK(t, wt_incline_make(&def, 0.8f, &w, NULL, &plane));
+    piola_collider_id collider;
+    REQUIRE_OK(t, wt_incline_make_on(&def, 0.8f, slope, &w, NULL, &collider));
     const double weight = 0.008 * 1000.0 * g; /* 0.2^3 m^3 of 1000 kg/m^3 */
     double sum[3] = {0.0, 0.0, 0.0};
     const int settle = 100, measure = 100;
     for (int step = 0; step < settle + measure; ++step) {
       REQUIRE_OK(t, piola_world_step(w));
       float f[3];
-      REQUIRE_OK(t, piola_world_get_collider_force(w, plane, f, NULL));
+      REQUIRE_OK(t, piola_world_get_collider_force(w, collider, f, NULL));
       for (int k = 0; k < 3 && step >= settle; ++k) {
         sum[k] += f[k] / measure;
       }
     }
-    printf("  %s: mean force on the plane (%.4g, %.5g, %.4g) N, weight %.5g N\n",
-           b == 0 ? "cpu" : "opencl", sum[0], sum[1], sum[2], weight);
+    printf("  %s, %s: mean force on the slope (%.4g, %.5g, %.4g) N, weight %.5g N\n",
+           b % 2 == 0 ? "cpu" : "opencl", slope == WT_SLOPE_MESH ? "mesh" : "plane", sum[0], sum[1],
+           sum[2], weight);
     CHECK_MSG(t, fabs(-sum[1] - weight) < 0.02 * weight, "%.5g N down, weight %.5g N", -sum[1],
               weight);
     CHECK_MSG(t, fabs(sum[0]) < 0.02 * weight && fabs(sum[2]) < 0.02 * weight,

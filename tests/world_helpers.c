@@ -317,8 +317,46 @@ uint64_t wt_squashed_box_hash(piola_iteration_scheme scheme, int32_t threads) {
   return hash;
 }
 
+/* The collider of wt_incline_make_on: the slab's corners are (+-2, 0 or -0.5, +-2) turned by th
+ * about z. */
+static piola_status incline_collider(piola_world *w, double th, float mu, wt_slope slope,
+                                     piola_collider_id *out) {
+  const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
+  if (slope == WT_SLOPE_PLANE) {
+    return piola_world_add_plane(w, normal, 0.0f, mu, out);
+  }
+  float corner[24];
+  for (int i = 0; i < 8; ++i) {
+    const double x = (i & 1) ? 2.0 : -2.0, y = (i & 2) ? 0.0 : -0.5;
+    corner[3 * i] = (float)(x * cos(th) - y * sin(th));
+    corner[3 * i + 1] = (float)(x * sin(th) + y * cos(th));
+    corner[3 * i + 2] = (i & 4) ? 2.0f : -2.0f;
+  }
+  /* the faces -z, +z, -y, +y, -x, +x, each two triangles wound outwards */
+  static const int32_t quad[6][4] = {{0, 2, 3, 1}, {4, 5, 7, 6}, {0, 1, 5, 4},
+                                     {2, 6, 7, 3}, {0, 4, 6, 2}, {1, 3, 7, 5}};
+  int32_t tri[36];
+  for (int f = 0; f < 6; ++f) {
+    const int32_t t[6] = {quad[f][0], quad[f][1], quad[f][2], quad[f][0], quad[f][2], quad[f][3]};
+    memcpy(tri + 6 * f, t, sizeof t);
+  }
+  piola_collider_def def = piola_default_collider_def();
+  def.type = PIOLA_COLLIDER_MESH;
+  def.shape.mesh.positions = corner;
+  def.shape.mesh.vertex_count = 8;
+  def.shape.mesh.triangles = tri;
+  def.shape.mesh.triangle_count = 12;
+  def.static_friction = def.dynamic_friction = mu;
+  return piola_world_add_collider(w, &def, out);
+}
+
 piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world **out,
                              piola_body_id *body, piola_collider_id *plane) {
+  return wt_incline_make_on(def, mu, WT_SLOPE_PLANE, out, body, plane);
+}
+
+piola_status wt_incline_make_on(const piola_world_def *def, float mu, wt_slope slope,
+                                piola_world **out, piola_body_id *body, piola_collider_id *plane) {
   const double th = 20.0 * WT_PI / 180.0;
   const int32_t cells[3] = {2, 2, 2};
   const float size[3] = {0.2f, 0.2f, 0.2f};
@@ -338,12 +376,11 @@ piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world *
   }
   piola_material mat = piola_default_material();
   mat.youngs_modulus = 1e6f;
-  const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
   if (s == PIOLA_OK) {
     s = piola_world_add_tet_body(*out, &box, &mat, NULL, body);
   }
   if (s == PIOLA_OK) {
-    s = piola_world_add_plane(*out, normal, 0.0f, mu, plane);
+    s = incline_collider(*out, th, mu, slope, plane);
   }
   piola_mesh_free(&box);
   if (s != PIOLA_OK) {
@@ -354,11 +391,15 @@ piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world *
 }
 
 double wt_incline_slide(const piola_world_def *def, float mu, double *lowest) {
+  return wt_incline_slide_on(def, mu, WT_SLOPE_PLANE, lowest);
+}
+
+double wt_incline_slide_on(const piola_world_def *def, float mu, wt_slope slope, double *lowest) {
   const double th = 20.0 * WT_PI / 180.0;
   const float normal[3] = {(float)-sin(th), (float)cos(th), 0.0f};
   piola_world *w = NULL;
   piola_body_id id;
-  if (wt_incline_make(def, mu, &w, &id, NULL) != PIOLA_OK) {
+  if (wt_incline_make_on(def, mu, slope, &w, &id, NULL) != PIOLA_OK) {
     return NAN;
   }
   const int32_t n = w->vertex_count; /* the box is the world's only body */

@@ -66,10 +66,21 @@ piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, fl
 piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world **out,
                              piola_body_id *body, piola_collider_id *plane);
 
+/* The slope of wt_incline_make: the analytic plane, or a closed triangle mesh (a slab 4 x 0.5 x 4
+ * m, 12 triangles) whose top face lies in that plane. */
+typedef enum wt_slope { WT_SLOPE_PLANE, WT_SLOPE_MESH } wt_slope;
+
+/* wt_incline_make on the given slope; *collider its id. */
+piola_status wt_incline_make_on(const piola_world_def *def, float mu, wt_slope slope,
+                                piola_world **out, piola_body_id *body,
+                                piola_collider_id *collider);
+
 /* The scene of wt_incline_make: how far the box's centre moves in 200 steps (m; NaN where a call
  * fails), and into *lowest (unless NULL) the lowest signed distance of any of its vertices from
  * the plane after any step (m). */
 double wt_incline_slide(const piola_world_def *def, float mu, double *lowest);
+/* wt_incline_slide on the given slope. */
+double wt_incline_slide_on(const piola_world_def *def, float mu, wt_slope slope, double *lowest);
 
 /* A funnel collider with its base at (0, 0, 0) and axis +y, radii (m) at the bottom and the top,
  * height (m); the default friction. */

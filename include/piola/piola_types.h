@@ -211,9 +211,10 @@ typedef struct piola_world_def {
   bool contacts;
   /** Edge-edge contacts between surface edges (of two bodies, or of one body with itself),
    * besides the vertex-triangle ones, so that thin parts cannot cut through each other where no
-   * vertex comes near; default false: on the funnel they multiply the contact stages' time by
-   * about 5 to 7 (bench/RESULTS.md), so turn them on for scenes with thin parts that cross edge
-   * on edge (bars, cloth borders). Only with contacts on. */
+   * vertex comes near (the pairs of concave edges are skipped: they never hold what the others
+   * do not); default false: on the funnel they multiply the contact stages' time by about 3 on
+   * PoCL (bench/RESULTS.md), so turn them on for scenes with thin parts that cross edge on edge
+   * (bars, cloth borders). Only with contacts on. */
   bool edge_contacts;
   /** m (> 0): the distance kept between a surface vertex and a surface triangle; default
    * 0.01. Keep it below the smallest feature of the bodies' rest shapes (a pair of one body

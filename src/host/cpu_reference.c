@@ -339,8 +339,8 @@ static void solve_cloth(piola_world *w, double h) {
  * the substep (w->collider_time into the step), from where it would be without its support;
  * a vertex that a collider pushed is supported by the last such collider (its index in
  * w->support_collider) until the next COLLIDE, the others are free (piola_tet_support). Under
- * the multigrid scheme an analytic collider pushes without friction: its friction acts in the
- * Newton step (newton.c). */
+ * the multigrid scheme a collider pushes without friction: its friction acts in the Newton step
+ * (newton.c). */
 static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
   const stage_job *job = ctx;
@@ -368,7 +368,8 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
         w->support_collider[i] = c;
       }
       p = piola_v3_add(p, d);
-      if (hit && k->kind >= PIOLA_COLLIDER_KIND_MESH) {
+      if (hit && k->kind >= PIOLA_COLLIDER_KIND_MESH &&
+          !(job->collide_mode & PIOLA_COLLIDE_NORMAL_ONLY)) {
         n = piola_v3_make(0.0, 0.0, 0.0); /* no support normal (piola_mesh_supports) */
       }
       if (hit && (job->collide_mode & PIOLA_COLLIDE_RECORD)) {

@@ -24,11 +24,11 @@
  * normal in the solve (the filter of a constrained particle, Baraff, Witkin 1998, "Large Steps
  * in Cloth Simulation", Sec. 5.3) and moves along its surface against the collider's friction;
  * colliders and body contacts then project as in the XPBD step, after each iteration (world.c),
- * the analytic colliders without friction.
+ * the colliders without friction.
  *
- * Friction: a supported vertex's friction with its collider (an analytic one: a mesh or SDF
- * collider gives no support normal and keeps its friction in COLLIDE) is a potential of the
- * step, lagged as in IPC (Li et al. 2020, "Incremental Potential Contact", Sec. 5): with the
+ * Friction: a supported vertex's friction with its collider (of any kind: under this scheme a
+ * mesh or SDF collider gives its supports their normals too, piola_mesh_supports) is a potential of
+ * the step, lagged as in IPC (Li et al. 2020, "Incremental Potential Contact", Sec. 5): with the
  * normal force lambda it pressed on the collider with at the end of the last substep (n . grad
  * G at a new contact), held through the substep so that its Newton steps minimize one function,
  * and its slip u from its anchor (tangential part, |u| = y), the friction force has

@@ -158,7 +158,7 @@ static inline double piola_damping_factor(const piola_world_def *def, double h) 
  * always, but under the multigrid scheme only in a substep's last pass, since each of its passes
  * pushes a supported vertex by the depth of the whole normal force of the Newton step before it
  * (newton.c's held motion), and its first pass (iteration -1, before the Newton steps) only moves
- * the prediction out; under that scheme the analytic colliders push along their normals only. */
+ * the prediction out; under that scheme the colliders push along their normals only. */
 static inline int piola_collide_mode(const piola_world *w) {
   const bool multigrid = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID;
   return (!multigrid || w->iteration == w->def.iterations - 1 ? PIOLA_COLLIDE_RECORD : 0) |
