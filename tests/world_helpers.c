@@ -347,7 +347,18 @@ static piola_status incline_collider(piola_world *w, double th, float mu, wt_slo
   def.shape.mesh.triangles = tri;
   def.shape.mesh.triangle_count = 12;
   def.static_friction = def.dynamic_friction = mu;
-  return piola_world_add_collider(w, &def, out);
+  if (slope == WT_SLOPE_MESH) {
+    return piola_world_add_collider(w, &def, out);
+  }
+  piola_sdf_shape grid;
+  piola_status s = piola_sdf_from_mesh(&def.shape.mesh, 0.05f, 0.1f, &grid);
+  if (s == PIOLA_OK) {
+    def.type = PIOLA_COLLIDER_SDF;
+    def.shape.sdf = grid;
+    s = piola_world_add_collider(w, &def, out);
+    piola_sdf_free(&grid);
+  }
+  return s;
 }
 
 piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world **out,

@@ -66,9 +66,9 @@ piola_tet_mesh wt_box(int32_t cx, int32_t cy, int32_t cz, float sx, float sy, fl
 piola_status wt_incline_make(const piola_world_def *def, float mu, piola_world **out,
                              piola_body_id *body, piola_collider_id *plane);
 
-/* The slope of wt_incline_make: the analytic plane, or a closed triangle mesh (a slab 4 x 0.5 x 4
- * m, 12 triangles) whose top face lies in that plane. */
-typedef enum wt_slope { WT_SLOPE_PLANE, WT_SLOPE_MESH } wt_slope;
+/* The slope of wt_incline_make: the analytic plane, a closed triangle mesh (a slab 4 x 0.5 x 4 m,
+ * 12 triangles) whose top face lies in that plane, or the slab's distance field (5 cm cells). */
+typedef enum wt_slope { WT_SLOPE_PLANE, WT_SLOPE_MESH, WT_SLOPE_SDF } wt_slope;
 
 /* wt_incline_make on the given slope; *collider its id. */
 piola_status wt_incline_make_on(const piola_world_def *def, float mu, wt_slope slope,
