@@ -134,25 +134,29 @@ PIOLA_FN void piola_edge_narrow_cluster(
   }
 }
 
-/* NARROW_PHASE, after piola_contact_narrow, before piola_edge_contact_narrow: cluster a's list
- * of the clusters its edges test (piola_edge_clusters_may_meet, boxes overlapping), from the
- * grid's cells that its box looks into, each once (piola_pair_cell), in cluster_pairs[a
- * PIOLA_CLUSTER_PAIRS ..] and their count in cluster_pair_count[a]: PIOLA_CLUSTER_PAIRS + 1
- * where it met more (its edges then walk the cells themselves). */
-PIOLA_KERNEL void piola_edge_cluster_pairs(
-    __global const float4 *cluster_box, __global const int4 *triangles,
-    __global const uint4 *body_filter, __global const float *grid, __global const int *bucket_start,
-    __global const int *bucket_clusters, int bucket_mask, int cluster_count,
-    __global const int *cluster_edge_max, __global const int *cluster_edge_min,
-    __global const int *cluster_near, __global const ulong *cluster_near_mask,
-    __global int *cluster_pair_count, __global int *cluster_pairs, __global const int4 *tri_edges,
-    __global const int4 *edges, __global const int2 *edge_wing, __global const float4 *sv_x,
-    __global const float4 *sv_p, __global uchar *edge_convex) {
+/* NARROW_PHASE, after piola_contact_narrow, before piola_edge_contact_narrow: first whether
+ * each edge that cluster a's triangles own is convex (edge_convex, piola_edge_convex_moving),
+ * then a's list of the clusters its convex edges test (piola_edge_clusters_may_meet above the
+ * lowest of them, boxes overlapping; none where all are concave), from the grid's cells that its
+ * box looks into, each once (piola_pair_cell), in cluster_pairs[a PIOLA_CLUSTER_PAIRS ..] and
+ * their count in cluster_pair_count[a]: PIOLA_CLUSTER_PAIRS + 1 where it met more (its edges
+ * then walk the cells themselves). */
+PIOLA_KERNEL void
+piola_edge_cluster_pairs(__global const float4 *cluster_box, __global const int4 *triangles,
+                         __global const uint4 *body_filter, __global const float *grid,
+                         __global const int *bucket_start, __global const int *bucket_clusters,
+                         int bucket_mask, int cluster_count, __global const int *cluster_edge_max,
+                         __global const int *cluster_near, __global const ulong *cluster_near_mask,
+                         __global int *cluster_pair_count, __global int *cluster_pairs,
+                         __global const int4 *tri_edges, __global const int4 *edges,
+                         __global const int2 *edge_wing, __global const float4 *sv_x,
+                         __global const float4 *sv_p, __global uchar *edge_convex) {
   const int a = get_global_id(0);
   if (a >= cluster_count) {
     return;
   }
-  const int least = cluster_edge_min[a], near_first = cluster_near[a];
+  const int near_first = cluster_near[a];
+  int least = INT_MAX; /* the lowest convex edge a owns */
   const ulong near_mask = cluster_near_mask[a];
   const float4 alo = cluster_box[2 * a], ahi = cluster_box[2 * a + 1];
   for (int t = as_int(alo.w); t < as_int(ahi.w); ++t) {
@@ -160,7 +164,9 @@ PIOLA_KERNEL void piola_edge_cluster_pairs(
     for (int k = 0; k < 3; ++k) {
       if ((q.w >> k) & 1) {
         const int f = piola_triangle_edge(q, k);
-        edge_convex[f] = (uchar)piola_edge_convex_moving(sv_x, sv_p, edges[f], edge_wing[f]);
+        const int convex = piola_edge_convex_moving(sv_x, sv_p, edges[f], edge_wing[f]);
+        edge_convex[f] = (uchar)convex;
+        least = convex && f < least ? f : least;
       }
     }
   }

@@ -451,13 +451,13 @@ static piola_status ee_pile(piola_world *w, const piola_tet_mesh *a, const piola
 
 /* Each cluster lists the clusters its edges test per substep (piola_edge_clusters_may_meet), so
  * that an edge does not scan its own neighbourhood's entries in the grid's buckets: the contacts
- * are those of the walk of the cells only if every cluster whose box overlaps an edge's box, not
- * skipped by the edge's own rules, and owning a pair with it that no rest rule skips, is on the
- * list of the edge's cluster. Checked by brute force over all clusters at every 4th of 40 steps
- * of a pile (three thin bars crossed and a creature thrown onto them, self-collision on), CPU
- * reference;
- * and every cluster of a near window must hold only pairs that the rules skip. The lists must
- * also be short: fewer clusters per edge than a quarter of the bucket entries of its walk. */
+ * are those of the walk of the cells only if every cluster whose box overlaps a convex edge's box
+ * (a concave edge has no pairs), not skipped by the edge's own rules, and owning a pair with it
+ * that no rest rule skips, is on the list of the edge's cluster. Checked by brute force over all
+ * clusters at every 4th of 40 steps of a pile (three thin bars crossed and a creature thrown onto
+ * them, self-collision on), CPU reference; and every cluster of a near window must hold only pairs
+ * that the rules skip. The lists must also be short: fewer clusters per edge than a quarter of the
+ * bucket entries of its walk. */
 void test_contact_edges_cluster_lists(piola_test *t) {
   piola_test_log log;
   int misuse = 0;
@@ -494,6 +494,9 @@ void test_contact_edges_cluster_lists(piola_test *t) {
     contacts += c->edge_total;
     const double inv_cell = 1.0 / c->cell;
     for (int32_t e = 0; e < c->edge_count; ++e) {
+      if (!c->edge_convex[e]) { /* a concave edge has no pairs (piola_edge_convex) */
+        continue;
+      }
       const int32_t *ea = c->edge + 4 * (size_t)e;
       const int32_t va = c->vertex[ea[0]], vb = c->vertex[ea[1]];
       const piola_box box =

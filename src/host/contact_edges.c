@@ -432,18 +432,21 @@ static bool edge_convex(const piola_world *w, int32_t e) {
 
 /* Cluster a's list of the clusters its edges test this substep (piola_edge_clusters_may_meet,
  * boxes overlapping), from the grid's cells that its box looks into; PIOLA_CLUSTER_PAIRS + 1
- * where there are more. First, whether each edge that a's triangles own is convex. */
+ * where there are more, for the convex edges it owns: first, whether each edge that a's triangles
+ * own is convex (a cluster whose edges are all concave lists none). */
 static void cluster_pairs_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
   (void)chunk;
   piola_world *w = ctx;
   piola_solver_contacts *c = &w->contacts;
   const double inv_cell = 1.0 / c->cell;
   for (int32_t a = begin; a < end; ++a) {
+    int32_t least = INT32_MAX; /* the lowest convex edge a owns */
     for (int32_t t = c->cluster_first[a]; t < c->cluster_first[a + 1]; ++t) {
       for (int k = 0; k < 3; ++k) {
         if ((c->triangle_owned[t] >> k) & 1u) {
           const int32_t e = c->triangle_edge[3 * (size_t)t + (size_t)k];
           c->edge_convex[e] = edge_convex(w, e) ? 1u : 0u;
+          least = c->edge_convex[e] && e < least ? e : least;
         }
       }
     }
@@ -455,15 +458,14 @@ static void cluster_pairs_range(void *ctx, int32_t chunk, int32_t begin, int32_t
     const piola_box query = piola_grid_vertex(box, c->margin);
     piola_int lo[3], hi[3];
     piola_cell_range(query, inv_cell, 3, lo, hi);
-    for (piola_int ci = lo[0]; ci <= hi[0] && c->cluster_edge_min[a] < INT32_MAX; ++ci) {
+    for (piola_int ci = lo[0]; ci <= hi[0] && least < INT32_MAX; ++ci) {
       for (piola_int cj = lo[1]; cj <= hi[1]; ++cj) {
         for (piola_int ck = lo[2]; ck <= hi[2]; ++ck) {
           const piola_int bucket = piola_cell_hash(ci, cj, ck, c->bucket_mask);
           for (int32_t k = c->bucket_start[bucket]; k < c->bucket_start[bucket + 1]; ++k) {
             const int32_t b = c->bucket_clusters[k];
             const piola_box cbox = piola_box_at(c->cluster_box, b);
-            if (c->cluster_edge_max[b] <= c->cluster_edge_min[a] ||
-                !piola_boxes_overlap(box, cbox)) {
+            if (c->cluster_edge_max[b] <= least || !piola_boxes_overlap(box, cbox)) {
               continue;
             }
             const int32_t other = c->triangle_body[c->cluster_first[b]];
@@ -471,9 +473,8 @@ static void cluster_pairs_range(void *ctx, int32_t chunk, int32_t begin, int32_t
             const int same = other == body;
             const int collide =
                 same ? fa[2] != 0u : piola_contact_bodies_collide(fa[0], fa[1], fb[0], fb[1]);
-            if (piola_edge_clusters_may_meet(b, c->cluster_edge_max[b], c->cluster_edge_min[a],
-                                             same, collide, c->cluster_near[a],
-                                             c->cluster_near_mask[a]) &&
+            if (piola_edge_clusters_may_meet(b, c->cluster_edge_max[b], least, same, collide,
+                                             c->cluster_near[a], c->cluster_near_mask[a]) &&
                 piola_pair_cell(query, piola_grid_cluster(cbox, c->margin), inv_cell, ci, cj, ck)) {
               if (n < PIOLA_CLUSTER_PAIRS) {
                 list[n] = b;

@@ -207,10 +207,6 @@ static piola_status upload_contacts(piola_world *w) {
                                c->cluster_edge_max);
   }
   if (s == PIOLA_OK && c->edge_count > 0) {
-    s = piola_ocl_write_buffer(w, BUF_CLUSTER_EDGE_MIN, 0, 4 * (size_t)c->cluster_count,
-                               c->cluster_edge_min);
-  }
-  if (s == PIOLA_OK && c->edge_count > 0) {
     s = piola_ocl_write_buffer(w, BUF_CLUSTER_NEAR, 0, 4 * (size_t)c->cluster_count,
                                c->cluster_near);
   }
@@ -412,7 +408,6 @@ piola_status piola_ocl_upload_all(piola_world *w) {
       {BUF_EDGES, 16 * ne},
       {BUF_TRI_EDGES, 16 * ntr},
       {BUF_CLUSTER_EDGE_MAX, ne > 0 ? 4 * ncl : 0},
-      {BUF_CLUSTER_EDGE_MIN, ne > 0 ? 4 * ncl : 0},
       {BUF_CLUSTER_NEAR, ne > 0 ? 4 * ncl : 0},
       {BUF_CLUSTER_NEAR_MASK, ne > 0 ? 8 * ncl : 0},
       {BUF_EDGE_CLUSTER, 4 * ne},

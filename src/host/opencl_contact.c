@@ -126,17 +126,16 @@ static piola_status edge_narrow_phase(piola_world *w, piola_stage stage) {
   SET_ARG(pairs, 6, mask);
   SET_ARG(pairs, 7, ncl);
   SET_ARG(pairs, 8, b[BUF_CLUSTER_EDGE_MAX]);
-  SET_ARG(pairs, 9, b[BUF_CLUSTER_EDGE_MIN]);
-  SET_ARG(pairs, 10, b[BUF_CLUSTER_NEAR]);
-  SET_ARG(pairs, 11, b[BUF_CLUSTER_NEAR_MASK]);
-  SET_ARG(pairs, 12, b[BUF_CLUSTER_PAIR_COUNT]);
-  SET_ARG(pairs, 13, b[BUF_CLUSTER_PAIRS]);
-  SET_ARG(pairs, 14, b[BUF_TRI_EDGES]);
-  SET_ARG(pairs, 15, b[BUF_EDGES]);
-  SET_ARG(pairs, 16, b[BUF_EDGE_WING]);
-  SET_ARG(pairs, 17, b[BUF_SV_X]);
-  SET_ARG(pairs, 18, b[BUF_SV_P]);
-  SET_ARG(pairs, 19, b[BUF_EDGE_CONVEX]);
+  SET_ARG(pairs, 9, b[BUF_CLUSTER_NEAR]);
+  SET_ARG(pairs, 10, b[BUF_CLUSTER_NEAR_MASK]);
+  SET_ARG(pairs, 11, b[BUF_CLUSTER_PAIR_COUNT]);
+  SET_ARG(pairs, 12, b[BUF_CLUSTER_PAIRS]);
+  SET_ARG(pairs, 13, b[BUF_TRI_EDGES]);
+  SET_ARG(pairs, 14, b[BUF_EDGES]);
+  SET_ARG(pairs, 15, b[BUF_EDGE_WING]);
+  SET_ARG(pairs, 16, b[BUF_SV_X]);
+  SET_ARG(pairs, 17, b[BUF_SV_P]);
+  SET_ARG(pairs, 18, b[BUF_EDGE_CONVEX]);
   piola_status s = piola_ocl_enqueue(w, pairs, ncl, stage);
   if (s != PIOLA_OK) {
     return s;

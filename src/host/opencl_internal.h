@@ -147,7 +147,6 @@ enum {
   BUF_EDGES,     /* per surface edge: its two surface vertices, body, owner triangle (int4) */
   BUF_TRI_EDGES, /* per triangle: its three edges, the mask of those it owns (int4) */
   BUF_CLUSTER_EDGE_MAX,   /* per cluster: the highest edge its triangles own */
-  BUF_CLUSTER_EDGE_MIN,   /* and the lowest (INT_MAX if none) */
   BUF_CLUSTER_NEAR,       /* per cluster: its near window among its body's clusters (first) */
   BUF_CLUSTER_NEAR_MASK,  /* and its mask (ulong) */
   BUF_EDGE_CLUSTER,       /* per surface edge: the cluster of its owner triangle */
