@@ -946,9 +946,11 @@ void test_multigrid_friction_on_inclined_mesh(piola_test *t) {
 
 /* The box of friction_on_inclined_plane held by friction 0.8 on the 20-degree plane, and on the
  * mesh slope of wt_incline_make_on: the force it exerts on the collider
- * (piola_world_get_collider_force), the mean over 0.5 s after 0.5 s, is its weight straight down,
- * the normal push and the friction of the Newton step together (without the friction's record it
- * leans by 20 degrees: m g cos 20 along the plane's normal). Both backends. */
+ * (piola_world_get_collider_force), the mean over 0.5 s after 0.5 s, is its weight straight down
+ * within 0.5%, the normal push and the friction of the Newton step together (without the
+ * friction's record it leans by 20 degrees: m g cos 20 along the plane's normal; where a closed
+ * mesh pushed a vertex resting on it along its rounding-turned direction to the surface, the
+ * mesh on OpenCL took 78.0 N down and 1.3 N sideways). Both backends. */
 void test_multigrid_collider_force_on_slope(piola_test *t) {
   const double g = 9.81;
   for (int b = 0; b < 4; ++b) {
@@ -978,9 +980,9 @@ void test_multigrid_collider_force_on_slope(piola_test *t) {
     }
     printf("  %s, %s: mean force on the slope (%.4g, %.5g, %.4g) N, weight %.5g N\n",
            b % 2 == 0 ? "cpu" : "opencl", slope_name(slope), sum[0], sum[1], sum[2], weight);
-    CHECK_MSG(t, fabs(-sum[1] - weight) < 0.02 * weight, "%.5g N down, weight %.5g N", -sum[1],
+    CHECK_MSG(t, fabs(-sum[1] - weight) < 0.005 * weight, "%.5g N down, weight %.5g N", -sum[1],
               weight);
-    CHECK_MSG(t, fabs(sum[0]) < 0.02 * weight && fabs(sum[2]) < 0.02 * weight,
+    CHECK_MSG(t, fabs(sum[0]) < 0.005 * weight && fabs(sum[2]) < 0.005 * weight,
               "sideways (%.4g, %.4g) N", sum[0], sum[2]);
     piola_world_destroy(w);
   }
