@@ -372,12 +372,10 @@ PIOLA_FN void piola_collider_frames(PIOLA_COLLIDER_RECORD const piola_collider_d
 #define PIOLA_COLLIDE_RECORD 1
 #define PIOLA_COLLIDE_NORMAL_ONLY 2 /* and every collider's supports keep their normals */
 
-/* Collider c's correction of a vertex as COLLIDE applies it under `mode`: as given, or, with
+/* A collider's correction of a vertex as COLLIDE applies it under `mode`: as given, or, with
  * PIOLA_COLLIDE_NORMAL_ONLY, its part along the normal n only (the collider's friction then acts
  * in the Newton step, newton.c). */
-PIOLA_FN piola_v3 piola_collide_correction_in_mode(
-    PIOLA_COLLIDER_RECORD const piola_collider_data *c, piola_v3 n, piola_v3 correction, int mode) {
-  (void)c;
+PIOLA_FN piola_v3 piola_collide_correction_in_mode(piola_v3 n, piola_v3 correction, int mode) {
   if (mode & PIOLA_COLLIDE_NORMAL_ONLY) {
     return piola_v3_scale(n, piola_v3_dot(n, correction));
   }

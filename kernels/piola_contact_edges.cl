@@ -1,5 +1,5 @@
 /* Piola OpenCL 1.2 edge-edge contact kernels: the narrow phase and the projection of
- * kernels/piola_contact.h's "Edge against edge" on the device. Follows piola_contact.cl in the
+ * kernels/piola_contact_edges.h on the device. Follows piola_contact.cl in the
  * program (it uses its helpers, the grid and the per-vertex lists of corner entries).
  *
  * Surface edges are int4 (their two surface vertices, lower first; their body; their owner, the
@@ -18,7 +18,7 @@
  * counters[3], [4]: the edge contacts kept and dropped; counters[5]: the listed edges.
  */
 #ifndef PIOLA_EMBEDDED
-#include "piola_contact.h"
+#include "piola_contact_edges.h"
 #endif
 
 #define PIOLA_KE PIOLA_CONTACTS_PER_EDGE
@@ -28,17 +28,17 @@ PIOLA_FN int piola_triangle_edge(int4 q, int k) {
   return k == 0 ? q.x : k == 1 ? q.y : q.z;
 }
 
-/* Whether surface edge `edge` (its int4) with wings `wing` is convex or flat at the start or the
- * prediction (piola_edge_convex), or has no wings: else the narrow phase skips its pairs. */
+/* Whether surface edge `edge` (its int4) with wings `wing` takes part in the substep's pairs
+ * (piola_edge_convex_in_substep), or has no wings: else the narrow phase skips its pairs. */
 PIOLA_FN int piola_edge_convex_moving(__global const float4 *sv_x, __global const float4 *sv_p,
                                       int4 edge, int2 wing) {
   if (wing.x < 0) {
     return 1;
   }
-  return piola_edge_convex(piola_v3_from4(sv_x[edge.x]), piola_v3_from4(sv_x[edge.y]),
-                           piola_v3_from4(sv_x[wing.x]), piola_v3_from4(sv_x[wing.y])) ||
-         piola_edge_convex(piola_v3_from4(sv_p[edge.x]), piola_v3_from4(sv_p[edge.y]),
-                           piola_v3_from4(sv_p[wing.x]), piola_v3_from4(sv_p[wing.y]));
+  return piola_edge_convex_in_substep(piola_v3_from4(sv_x[edge.x]), piola_v3_from4(sv_x[edge.y]),
+                                      piola_v3_from4(sv_x[wing.x]), piola_v3_from4(sv_x[wing.y]),
+                                      piola_v3_from4(sv_p[edge.x]), piola_v3_from4(sv_p[edge.y]),
+                                      piola_v3_from4(sv_p[wing.x]), piola_v3_from4(sv_p[wing.y]));
 }
 
 /* NARROW_PHASE, one edge pair: edge ea (ends at the start xa0, xa1, predicted pa0, pa1; rest

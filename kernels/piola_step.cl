@@ -346,7 +346,7 @@ PIOLA_FN void piola_record_impulse(__global float4 *impulse, int stride, int c, 
       }                                                                                            \
       piola_v3 correction;                                                                         \
       if (CORRECTION(k, shapes, xs, piola_position(xi, di), t_end, h, &correction, &n)) {          \
-        correction = piola_collide_correction_in_mode(k, n, correction, mode);                     \
+        correction = piola_collide_correction_in_mode(n, correction, mode);                        \
         di = piola_displace(di, correction);                                                       \
         pushed = 1;                                                                                \
         by = c;                                                                                    \

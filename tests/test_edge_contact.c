@@ -1,4 +1,4 @@
-/* Tests of edge-edge contacts (kernels/piola_contact.h, "Edge against edge"; src/host/
+/* Tests of edge-edge contacts (kernels/piola_contact_edges.h; src/host/
  * contact_edges.c; the edge kernels of kernels/piola_contact.cl): the segment math, two thin bars
  * dropped crossed onto each other and a thin bar dropped across a cloth's edge, on the CPU
  * reference and on OpenCL, each run twice (bitwise the same) and once with edge contacts off.
@@ -7,7 +7,7 @@
  * every edge of a surface triangle of one body against every surface triangle of the other, by
  * the signs of tetrahedral volumes (a segment crosses a triangle when its ends lie strictly on
  * both sides of the triangle's plane and the segment passes strictly inside the three sides). */
-#include "piola_contact.h"
+#include "piola_contact_edges.h"
 #include "test_opencl_common.h"
 #include "world.h"
 #include "world_helpers.h"

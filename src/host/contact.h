@@ -7,6 +7,7 @@
 #include "piola/piola.h"
 
 #include "piola_contact.h"
+#include "piola_contact_edges.h"
 #include "thread_pool.h"
 
 #include <stdbool.h>
@@ -63,7 +64,7 @@ typedef struct piola_solver_contacts {
    * substep (the narrow phase's marks, piola_contact_self_untangled) */
   unsigned char *turned;
   int32_t total, overflow; /* kept and dropped contacts of the last substep */
-  /* Surface edges (kernels/piola_contact.h, "Edge against edge"), the unique edges of the
+  /* Surface edges (kernels/piola_contact_edges.h), the unique edges of the
    * triangles, numbered body by body, each body's in ascending order of (lower, higher) surface
    * vertex: edge e joins surface vertices edge[4 e] < edge[4 e + 1], of dense body edge[4 e + 2];
    * edge[4 e + 3] is its owner, the lowest-numbered triangle that has it. triangle_edge, 3 per

@@ -1,6 +1,6 @@
 /* Piola edge-edge contacts on the host: the surface edges of the collision surfaces (built with
  * them, piola_contacts_build), and the CPU reference's edge stages in double precision through
- * the functions of kernels/piola_contact.h ("Edge against edge") that the OpenCL kernels call
+ * the functions of kernels/piola_contact_edges.h that the OpenCL kernels call
  * too (Bridson, Fedkiw, Anderson 2002, Sec. 6-7, for the thickness-based edge-edge proximity over
  * the step; Ericson 2004, Sec. 5.1.9, for the closest points of two segments).
  *
@@ -414,8 +414,8 @@ static void edge_query_grid(const piola_world *w, edge_query *q) {
   }
 }
 
-/* Whether surface edge e is convex or flat at the start of the substep or at the prediction
- * (piola_edge_convex), or has no wings: else the narrow phase skips its pairs. */
+/* Whether surface edge e takes part in the substep's pairs (piola_edge_convex_in_substep), or has
+ * no wings: else the narrow phase skips its pairs. */
 static bool edge_convex(const piola_world *w, int32_t e) {
   const piola_solver_contacts *c = &w->contacts;
   const int32_t *wing = c->edge_wing + 2 * (size_t)e;
@@ -424,10 +424,10 @@ static bool edge_convex(const piola_world *w, int32_t e) {
   }
   const int32_t lo = c->vertex[c->edge[4 * (size_t)e]], hi = c->vertex[c->edge[4 * (size_t)e + 1]];
   const int32_t left = c->vertex[wing[0]], right = c->vertex[wing[1]];
-  return piola_edge_convex(piola_vertex_at(w->x, lo), piola_vertex_at(w->x, hi),
-                           piola_vertex_at(w->x, left), piola_vertex_at(w->x, right)) ||
-         piola_edge_convex(piola_vertex_at(w->p, lo), piola_vertex_at(w->p, hi),
-                           piola_vertex_at(w->p, left), piola_vertex_at(w->p, right));
+  return piola_edge_convex_in_substep(piola_vertex_at(w->x, lo), piola_vertex_at(w->x, hi),
+                                      piola_vertex_at(w->x, left), piola_vertex_at(w->x, right),
+                                      piola_vertex_at(w->p, lo), piola_vertex_at(w->p, hi),
+                                      piola_vertex_at(w->p, left), piola_vertex_at(w->p, right));
 }
 
 /* Cluster a's list of the clusters its edges test this substep (piola_edge_clusters_may_meet,

@@ -364,7 +364,7 @@ static void collide_range(void *ctx, int32_t chunk, int32_t begin, int32_t end) 
           piola_collider_correction_shapes(k, w->shapes, x, p, w->collider_time, h, &d, &n);
       pushed |= hit;
       if (hit) {
-        d = piola_collide_correction_in_mode(k, n, d, job->collide_mode);
+        d = piola_collide_correction_in_mode(n, d, job->collide_mode);
         w->support_collider[i] = c;
       }
       p = piola_v3_add(p, d);
