@@ -862,6 +862,62 @@ PIOLA_FN piola_real piola_vbd_supported_step(piola_m3 h, piola_v3 n, piola_v3 *d
   *dx = piola_v3_add(*dx, piola_v3_scale(hn, into / nhn));
   return -into;
 }
+
+/* The rigid motion of a free body that minimizes the incremental potential of its block descent
+ * step (vbd.c, "The rigid modes of a free body"). Of G(x) = sum m/(2h^2) |x - y|^2 + E(x), E does
+ * not change under a rigid motion of the whole body, so along the motions
+ * x -> c + t + R (x - c) (c the centre of mass of x) G changes as its inertia term does, which is
+ * least at t = c_y - c the translation of the centres of mass (exactly) and, to first order in
+ * the rotation, at R = exp(w) with w = I^-1 sum m (x - c) x (y - x), I = sum m (|x - c|^2 1 -
+ * (x - c)(x - c)^T) the body's inertia tensor: the least-squares rotation of the gaps y - x, as in
+ * shape matching's linearization (Mueller, Heidelberger, Teschner, Gross 2005, "Meshless
+ * Deformations Based on Shape Matching", Sec. 3.3), here a Gauss-Newton step of Kabsch's problem.
+ * The sums are taken of the gaps y - x, not of y, so that the motion keeps the precision of the
+ * small gaps (a float device rounds a position to about 1e-8 m). From the sums over the body's
+ * vertices about a point o near it: mass = sum m (kg), mx = sum m (x - o), mg = sum m (y - x) (kg
+ * m), mxx = sum m (x - o)(x - o)^T (kg m^2), lg = sum m (x - o) x (y - x) (kg m^2); returns w
+ * (rad; zero where the inertia tensor is singular to rounding: a body on a line), the centre *c
+ * about o and *t (m). */
+PIOLA_FN piola_v3 piola_vbd_rigid_fit(piola_real mass, piola_v3 mx, piola_v3 mg, piola_m3 mxx,
+                                      piola_v3 lg, piola_v3 *c, piola_v3 *t) {
+  *c = piola_v3_scale(mx, PIOLA_R(1.0) / mass);
+  *t = piola_v3_scale(mg, PIOLA_R(1.0) / mass);
+  /* about the centre: sum m a a^T = mxx - mass c c^T, sum m a x g = lg - c x mg */
+  const piola_real cv[3] = {c->x, c->y, c->z};
+  piola_m3 s = mxx;
+  for (int r = 0; r < 3; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      s.m[3 * r + k] -= mass * cv[r] * cv[k];
+    }
+  }
+  const piola_v3 l = piola_v3_sub(lg, piola_v3_cross(*c, mg));
+  const piola_real trace = s.m[0] + s.m[4] + s.m[8];
+  piola_m3 inertia = piola_m3_scale(s, PIOLA_R(-1.0));
+  inertia.m[0] += trace;
+  inertia.m[4] += trace;
+  inertia.m[8] += trace;
+  piola_v3 w;
+  /* the Newton step of gradient -l on the symmetric inertia: w = I^-1 l */
+  if (!piola_vbd_newton_step(inertia, piola_v3_scale(l, PIOLA_R(-1.0)), &w)) {
+    w = piola_v3_make(PIOLA_R(0.0), PIOLA_R(0.0), PIOLA_R(0.0));
+  }
+  return w;
+}
+
+/* The displacement piola_vbd_rigid_fit's motion gives a vertex at x (about o):
+ * t + (exp(w) - 1)(x - c), the rotation by Rodrigues' formula, (exp(w) - 1) a = sin|w|/|w| w x a
+ * + (1 - cos|w|)/|w|^2 w x (w x a), with the series of both factors for small angles. */
+PIOLA_FN piola_v3 piola_vbd_rigid_displacement(piola_v3 w, piola_v3 c, piola_v3 t, piola_v3 x) {
+  const piola_v3 a = piola_v3_sub(x, c);
+  const piola_real q = piola_v3_dot(w, w), angle = sqrt(q);
+  const piola_real sinc =
+      angle < PIOLA_R(1e-3) ? PIOLA_R(1.0) - q / PIOLA_R(6.0) : sin(angle) / angle;
+  const piola_real cosc =
+      angle < PIOLA_R(1e-3) ? PIOLA_R(0.5) - q / PIOLA_R(24.0) : (PIOLA_R(1.0) - cos(angle)) / q;
+  const piola_v3 wa = piola_v3_cross(w, a);
+  return piola_v3_add(
+      t, piola_v3_add(piola_v3_scale(wa, sinc), piola_v3_scale(piola_v3_cross(w, wa), cosc)));
+}
 #endif /* one lane */
 
 /* ---- Plasticity (paper Sec. 4.2) ------------------------------------------------------ */

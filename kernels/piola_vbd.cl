@@ -339,3 +339,117 @@ PIOLA_KERNEL void piola_vbd_accelerate(__global const float4 *x, __global float4
     piola_vbd_chebyshev_vertex(x, d, older, omega, blend, keep, i);
   }
 }
+
+/* The rigid fit of the free bodies at the end of a substep's last iteration (src/host/vbd.c, "The
+ * rigid modes of a free body"), a work-group per body with vertex colors; bodies holds per body
+ * (first vertex, vertex count, first surface vertex, surface vertex count). A body is left as it
+ * is where a vertex of it is pinned or attached (attach_vertex: the attached vertices, ascending),
+ * a collider pushed one in the substep (support.w >= 0) or, with `contacts`, a surface vertex has
+ * a listed contact of its own or as a corner of another's (corner_start). Otherwise the sums of
+ * piola_vbd_rigid_fit about the first vertex's inertia target x + y0: work-item l sums vertices
+ * l, l + PIOLA_WG, ... in order, then the partial sums are added pairwise in a fixed tree (the
+ * same result every run); work-item 0 finds the motion and every vertex moves by it. */
+PIOLA_KERNEL void piola_vbd_fit_bodies(__global const float4 *x, __global float4 *d,
+                                       __global const float4 *y0, __global const float4 *support,
+                                       __global const int4 *bodies,
+                                       __global const int *attach_vertex, int attached,
+                                       __global const int *contact_count,
+                                       __global const int *corner_start, int contacts) {
+  const int lid = get_local_id(0);
+  const int4 r = bodies[get_group_id(0)];
+  __local int flag;
+  /* per work-item: (mass, m x), (m g, m x x^T's diagonal), (m x cross g), its off-diagonal */
+  __local float4 sums[4 * PIOLA_WG];
+  __local float fit[9]; /* w, c, t */
+  if (lid == 0) {
+    flag = 0;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int held = 0;
+  if (lid == 0 && attached > 0) {
+    int lo = 0, hi = attached;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (attach_vertex[mid] < r.x) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    held = lo < attached && attach_vertex[lo] < r.x + r.y;
+  }
+  for (int i = r.x + lid; i < r.x + r.y; i += PIOLA_WG) {
+    held |= !(x[i].w > 0.0f) || support[i].w >= 0.0f;
+  }
+  for (int sv = r.z + lid; contacts && sv < r.z + r.w; sv += PIOLA_WG) {
+    held |= contact_count[sv] > 0 || corner_start[sv + 1] > corner_start[sv];
+  }
+  if (piola_group_any(held, &flag)) {
+    return; /* the whole group */
+  }
+  const float4 x0 = x[r.x];
+  float4 s0 = (float4)(0.0f), s1 = (float4)(0.0f), s2 = (float4)(0.0f), s3 = (float4)(0.0f);
+  for (int i = r.x + lid; i < r.x + r.y; i += PIOLA_WG) {
+    const float4 xi = x[i], di = d[i];
+    const float m = 1.0f / xi.w;
+    const piola_v3 p = piola_v3_from4((xi - x0) + (di - y0[r.x])), g = piola_v3_from4(y0[i] - di);
+    const piola_v3 l = piola_v3_cross(p, g);
+    s0 += (float4)(m, m * p.x, m * p.y, m * p.z);
+    s1 += (float4)(m * g.x, m * g.y, m * g.z, m * p.x * p.x);
+    s2 += (float4)(m * l.x, m * l.y, m * l.z, m * p.y * p.y);
+    s3 += (float4)(m * p.x * p.y, m * p.x * p.z, m * p.y * p.z, m * p.z * p.z);
+  }
+  sums[4 * lid] = s0;
+  sums[4 * lid + 1] = s1;
+  sums[4 * lid + 2] = s2;
+  sums[4 * lid + 3] = s3;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = 1; s < PIOLA_WG; s <<= 1) {
+    if (lid % (2 * s) == 0 && lid + s < PIOLA_WG) {
+      for (int k = 0; k < 4; ++k) {
+        sums[4 * lid + k] += sums[4 * (lid + s) + k];
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    const float4 a = sums[0], b = sums[1], e = sums[2], f = sums[3];
+    piola_m3 mxx;
+    mxx.m[0] = b.w;
+    mxx.m[1] = f.x;
+    mxx.m[2] = f.y;
+    mxx.m[3] = f.x;
+    mxx.m[4] = e.w;
+    mxx.m[5] = f.z;
+    mxx.m[6] = f.y;
+    mxx.m[7] = f.z;
+    mxx.m[8] = f.w;
+    piola_v3 c, shift;
+    const piola_v3 spin =
+        piola_vbd_rigid_fit(a.x, piola_v3_make(a.y, a.z, a.w), piola_v3_make(b.x, b.y, b.z), mxx,
+                            piola_v3_make(e.x, e.y, e.z), &c, &shift);
+    fit[0] = spin.x;
+    fit[1] = spin.y;
+    fit[2] = spin.z;
+    fit[3] = c.x;
+    fit[4] = c.y;
+    fit[5] = c.z;
+    fit[6] = shift.x;
+    fit[7] = shift.y;
+    fit[8] = shift.z;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const piola_v3 spin = piola_v3_make(fit[0], fit[1], fit[2]);
+  const piola_v3 c = piola_v3_make(fit[3], fit[4], fit[5]);
+  const piola_v3 shift = piola_v3_make(fit[6], fit[7], fit[8]);
+  for (int i = r.x + lid; i < r.x + r.y; i += PIOLA_WG) {
+    const float4 xi = x[i];
+    float4 di = d[i];
+    const float4 p = (xi - x0) + (di - y0[r.x]);
+    const piola_v3 dx = piola_vbd_rigid_displacement(spin, c, shift, piola_v3_from4(p));
+    di.x += dx.x;
+    di.y += dx.y;
+    di.z += dx.z;
+    d[i] = di;
+  }
+}

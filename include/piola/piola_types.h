@@ -558,7 +558,8 @@ typedef struct piola_stats {
    * (vertex_color_count), the attachments are part of them (no pass of their own), there is
    * no inverted-tet pass, and with vbd_chebyshev_rho > 0 an iteration ends with its Chebyshev
    * pass (every iteration where there are at least 4; with 3, the first and the third; none with
-   * fewer). Under PIOLA_SCHEME_MULTIGRID an iteration's solve is one Newton step:
+   * fewer), and the last iteration (of at least 2) ends with the rigid fit of the bodies that
+   * nothing touches (one pass). Under PIOLA_SCHEME_MULTIGRID an iteration's solve is one Newton step:
    * the assembly, per conjugate-gradient iteration (the last step's mean over its Newton steps,
    * from linear_iterations) its product, its two sums and a V-cycle (11 passes per level above
    * the coarsest, 1 for the coarsest), and the line search; the setup of each multigrid level

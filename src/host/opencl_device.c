@@ -46,6 +46,7 @@ const char *const piola_ocl_kernel_names[KERNEL_COUNT] = {"piola_predict",
                                                           "piola_vbd_color",
                                                           "piola_vbd_accelerate",
                                                           "piola_vbd_bodies",
+                                                          "piola_vbd_fit_bodies",
                                                           "piola_solve_color_packets",
                                                           "piola_solve_body_packets",
                                                           "piola_vbd_tet_blocks"};

@@ -63,6 +63,7 @@ enum {
   KERNEL_VBD_COLOR,
   KERNEL_VBD_ACCELERATE,
   KERNEL_VBD_BODIES,
+  KERNEL_VBD_RIGID_FIT,
   KERNEL_SOLVE_PACKETS, /* these three from the packet program (piola_packet.cl), where built */
   KERNEL_SOLVE_BODY_PACKETS,
   KERNEL_VBD_TET_BLOCKS,
@@ -191,6 +192,9 @@ enum {
    * region; the regions (each as large as the body's largest color's tet entries) */
   BUF_VBD_BODY_SLOT,
   BUF_VBD_BODY_BLOCKS,
+  /* per body with vertex colors (the lists' order), int4: its vertices (first, count), its
+   * surface vertices (first, count), for the rigid fit of the free bodies (piola_vbd_fit_bodies) */
+  BUF_VBD_BODY_FIT,
   BUF_COUNT
 };
 

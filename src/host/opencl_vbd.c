@@ -8,7 +8,9 @@
  * are one dependent pass of the algorithm. The lists (vertices by color, each vertex's element
  * entries, the colors' tet entries) are uploaded with the rest of the state; the tet data is the
  * XPBD scheme's own buffers. With def.vbd_chebyshev_rho > 0 an iteration ends with one more
- * launch over every vertex (piola_vbd_accelerate), the Chebyshev pass of the reference's. */
+ * launch over every vertex (piola_vbd_accelerate), the Chebyshev pass of the reference's. The
+ * substep's last iteration ends with the rigid fit of the free bodies, a work-group per body
+ * (piola_vbd_fit_bodies). */
 #include "opencl_internal.h"
 
 #include <math.h>
@@ -248,6 +250,14 @@ piola_status piola_ocl_upload_vbd(piola_world *w) {
   if (s == PIOLA_OK) {
     s = piola_ocl_write_buffer(w, BUF_VBD_ELEMENTS, 0, sizes[2].bytes, v->elements);
   }
+  /* the bodies' ranges for the rigid fit (piola_solver_vbd.body_range, the lists' order) */
+  const size_t fit_bytes = 16 * (size_t)(v->body_count > 0 ? v->body_count : 1);
+  if (s == PIOLA_OK) {
+    s = piola_ocl_ensure_buffer(w, BUF_VBD_BODY_FIT, fit_bytes, CL_MEM_READ_ONLY);
+  }
+  if (s == PIOLA_OK && v->body_count > 0) {
+    s = piola_ocl_write_buffer(w, BUF_VBD_BODY_FIT, 0, 16 * (size_t)v->body_count, v->body_range);
+  }
   int32_t *body_base = NULL;
   if (s == PIOLA_OK) {
     s = upload_tet_entries(w, &body_base);
@@ -309,6 +319,31 @@ static piola_status accelerate(piola_world *w) {
   SET_ARG(k, 5, keep_arg);
   SET_ARG(k, 6, nv);
   return piola_ocl_enqueue(w, k, nv, PIOLA_STAGE_SOLVE_VERTICES);
+}
+
+/* The rigid fit of the free bodies (piola_vbd_fit_bodies), a work-group per body, after the
+ * substep's last iteration (piola_vbd_fits_free_bodies). */
+static piola_status fit_free_bodies(piola_world *w) {
+  piola_opencl *cl = piola_ocl(w);
+  cl_mem *b = cl->buffers;
+  const int k = KERNEL_VBD_RIGID_FIT;
+  const piola_solver_attachments *a = &w->attach;
+  cl_int attached = a->count > 0 ? a->vertex_count : 0;
+  cl_mem attach_vertex = attached > 0 ? (cl_mem)a->device[1] : b[BUF_VBD_START];
+  cl_int contacts = piola_contacts_active(w) && cl->sv_count > 0;
+  SET_ARG(k, 0, b[BUF_X]);
+  SET_ARG(k, 1, b[BUF_D]);
+  SET_ARG(k, 2, b[BUF_D0]);
+  SET_ARG(k, 3, b[BUF_SUPPORT]);
+  SET_ARG(k, 4, b[BUF_VBD_BODY_FIT]);
+  SET_ARG(k, 5, attach_vertex);
+  SET_ARG(k, 6, attached);
+  cl_mem count = contacts ? b[BUF_CONTACT_COUNT] : b[BUF_VBD_START];
+  cl_mem corner_start = contacts ? b[BUF_CORNER_START] : b[BUF_VBD_START];
+  SET_ARG(k, 7, count);
+  SET_ARG(k, 8, corner_start);
+  SET_ARG(k, 9, contacts);
+  return piola_ocl_enqueue(w, k, w->vbd.body_count * (int32_t)cl->wg, PIOLA_STAGE_SOLVE_VERTICES);
 }
 
 /* Arguments 0 to 24 of piola_vbd_color and piola_vbd_bodies (PIOLA_VBD_STEP_PARAMS). */
@@ -390,7 +425,8 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
     s = begin_substep(w, h);
   }
   if (s == PIOLA_OK && per_body(w)) {
-    return solve_bodies(w, h);
+    s = solve_bodies(w, h);
+    return s == PIOLA_OK && piola_vbd_fits_free_bodies(w) ? fit_free_bodies(w) : s;
   }
   const int k = KERNEL_VBD_COLOR;
   cl_int stride = cl->tet_count;
@@ -437,5 +473,8 @@ piola_status piola_ocl_solve_vertices(piola_world *w, double h) {
       s = piola_ocl_enqueue(w, k, count, PIOLA_STAGE_SOLVE_VERTICES);
     }
   }
-  return s == PIOLA_OK ? accelerate(w) : s;
+  if (s == PIOLA_OK) {
+    s = accelerate(w);
+  }
+  return s == PIOLA_OK && piola_vbd_fits_free_bodies(w) ? fit_free_bodies(w) : s;
 }

@@ -35,6 +35,11 @@ typedef struct piola_solver_vbd {
   int32_t *element_start; /* world vertex_count + 1 */
   int32_t *elements;
   int32_t element_count;
+  /* The bodies with vertex colors, in slot order (the order of the colors' vertices): 4 each,
+   * the first vertex and the vertex count, the first surface vertex in the contact arrays
+   * (piola_solver_contacts) and the surface vertex count; for the rigid fit of free bodies. */
+  int32_t body_count;
+  int32_t *body_range;
   /* CPU reference: 3 per world vertex, the velocity at the start of the last substep (m/s), for
    * the initial guess; valid once have_last is set (the first substep after a build has none). */
   double *v_last;
@@ -53,6 +58,11 @@ void piola_solver_vbd_free(piola_solver_vbd *v);
  * *out (all or nothing; empty unless the scheme is PIOLA_SCHEME_VBD). */
 piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tets *st,
                                     const piola_solver_cloth *sc, piola_solver_vbd *out);
+
+/* Whether the iteration in w->iteration ends with the rigid fit of the free bodies (vbd.c, "The
+ * rigid modes of a free body"): the last of at least 2 (the first has no collider's pushes of the
+ * substep to tell a free body by). */
+bool piola_vbd_fits_free_bodies(const piola_world *w);
 
 /* Chebyshev acceleration (def.vbd_chebyshev_rho): whether iteration k (1-based) ends with a
  * Chebyshev pass: *blend, it extrapolates the positions (k >= 3); *keep, it keeps them for

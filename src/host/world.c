@@ -475,8 +475,10 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
                                   : tets + st->cloth_color_count;
   const int64_t iteration =
       solve + (contacts ? 2 : 0) + (attachments && !vbd) + (w->collider_count > 0);
-  int64_t accelerated = 0; /* VBD's Chebyshev passes */
-  for (int32_t k = 1; k <= w->def.iterations && w->def.iteration_scheme == PIOLA_SCHEME_VBD; ++k) {
+  /* VBD's Chebyshev passes and the rigid fit of its free bodies */
+  const bool block_descent = w->def.iteration_scheme == PIOLA_SCHEME_VBD;
+  int64_t accelerated = block_descent && w->def.iterations >= 2;
+  for (int32_t k = 1; k <= w->def.iterations && block_descent; ++k) {
     bool blend, keep;
     accelerated += piola_vbd_chebyshev_pass(w, k, &blend, &keep);
   }
