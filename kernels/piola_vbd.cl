@@ -358,8 +358,9 @@ PIOLA_KERNEL void piola_vbd_fit_bodies(__global const float4 *x, __global float4
   const int lid = get_local_id(0);
   const int4 r = bodies[get_group_id(0)];
   __local int flag;
-  /* per work-item: (mass, m x), (m g, m x x^T's diagonal), (m x cross g), its off-diagonal */
-  __local float4 sums[4 * PIOLA_WG];
+  __local float4 scratch[PIOLA_WG];
+  /* the sums: (mass, m x), (m g, m x x^T's diagonal), (m x cross g, ...), its off-diagonal */
+  __local float4 sums[4];
   __local float fit[9]; /* w, c, t */
   if (lid == 0) {
     flag = 0;
@@ -388,27 +389,29 @@ PIOLA_KERNEL void piola_vbd_fit_bodies(__global const float4 *x, __global float4
     return; /* the whole group */
   }
   const float4 x0 = x[r.x];
-  float4 s0 = (float4)(0.0f), s1 = (float4)(0.0f), s2 = (float4)(0.0f), s3 = (float4)(0.0f);
+  float4 part[4] = {(float4)(0.0f), (float4)(0.0f), (float4)(0.0f), (float4)(0.0f)};
   for (int i = r.x + lid; i < r.x + r.y; i += PIOLA_WG) {
     const float4 xi = x[i], di = d[i];
     const float m = 1.0f / xi.w;
     const piola_v3 p = piola_v3_from4((xi - x0) + (di - y0[r.x])), g = piola_v3_from4(y0[i] - di);
     const piola_v3 l = piola_v3_cross(p, g);
-    s0 += (float4)(m, m * p.x, m * p.y, m * p.z);
-    s1 += (float4)(m * g.x, m * g.y, m * g.z, m * p.x * p.x);
-    s2 += (float4)(m * l.x, m * l.y, m * l.z, m * p.y * p.y);
-    s3 += (float4)(m * p.x * p.y, m * p.x * p.z, m * p.y * p.z, m * p.z * p.z);
+    part[0] += (float4)(m, m * p.x, m * p.y, m * p.z);
+    part[1] += (float4)(m * g.x, m * g.y, m * g.z, m * p.x * p.x);
+    part[2] += (float4)(m * l.x, m * l.y, m * l.z, m * p.y * p.y);
+    part[3] += (float4)(m * p.x * p.y, m * p.x * p.z, m * p.y * p.z, m * p.z * p.z);
   }
-  sums[4 * lid] = s0;
-  sums[4 * lid + 1] = s1;
-  sums[4 * lid + 2] = s2;
-  sums[4 * lid + 3] = s3;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int s = 1; s < PIOLA_WG; s <<= 1) {
-    if (lid % (2 * s) == 0 && lid + s < PIOLA_WG) {
-      for (int k = 0; k < 4; ++k) {
-        sums[4 * lid + k] += sums[4 * (lid + s) + k];
+  /* one float4 at a time, so that the scratch is one float4 per work-item at any group size */
+  for (int k = 0; k < 4; ++k) {
+    scratch[lid] = part[k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 1; s < PIOLA_WG; s <<= 1) {
+      if (lid % (2 * s) == 0 && lid + s < PIOLA_WG) {
+        scratch[lid] += scratch[lid + s];
       }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+      sums[k] = scratch[0];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
