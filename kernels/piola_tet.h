@@ -651,6 +651,15 @@ PIOLA_FN piola_m3 piola_m3_outer(piola_v3 a, piola_v3 b) {
   return r;
 }
 
+/* The relative step of the inversion path's central differences (below): cbrt(FLT_EPSILON), the
+ * step that balances a float device's rounding against the difference's truncation, in both
+ * precisions, so that the CPU reference takes the secant the device takes. With cbrt of each
+ * precision's own epsilon (6e-6 in double) the two secants differed by design, and squashed
+ * Armadillos under VBD left the device 1.6e-4 of the scene's diagonal off the reference after two
+ * steps (5.5e-6 with one step for both; bench/LOG.md, "One secant step for both precisions"). The
+ * secant only shapes the block's Newton step; the gradient it descends is exact. */
+#define PIOLA_VBD_SECANT_STEP PIOLA_R(4.9215e-3)
+
 /* One tet's part of vertex `corner`'s block (see above), in units of E, before the projection:
  * writes the gradient grad_corner U / E (m^2) and the symmetric Hessian block
  * d2U/dx_corner^2 / E (m), and returns U / E (m^3). A tet whose energy is undefined at F
@@ -725,9 +734,9 @@ PIOLA_FN piola_real piola_tet_vertex_block_unprojected(const piola_tet_material 
   }
   if (PIOLA_ANY(used_svd)) {
     /* The inversion path: the secant of the extended energy's stress along e_k b^T, with the
-     * central difference's step |e dF| = cbrt(epsilon) max(1, |F|). */
+     * central difference's step |e dF| = PIOLA_VBD_SECANT_STEP max(1, |F|). */
     const piola_real scale = fmax(PIOLA_R(1.0), sqrt(piola_m3_frobenius2(f)));
-    const piola_real step = cbrt(PIOLA_REAL_EPSILON) * scale / sqrt(bb);
+    const piola_real step = PIOLA_VBD_SECANT_STEP * scale / sqrt(bb);
     piola_m3 hc, hs;
     PIOLA_UNROLL
     for (int k = 0; k < 3; ++k) {
