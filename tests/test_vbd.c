@@ -848,6 +848,91 @@ void test_vbd_free_fall(piola_test *t) {
             drift);
 }
 
+/* The sums of piola_vbd_rigid_fit over n points x with masses m and targets y, about x[0]. */
+static piola_v3 rigid_fit_of(int n, const double *m, const piola_v3 *x, const piola_v3 *y,
+                             piola_v3 *c, piola_v3 *shift) {
+  double mass = 0.0;
+  piola_v3 mx = piola_v3_make(0.0, 0.0, 0.0), mg = mx, lg = mx;
+  piola_m3 mxx = piola_m3_scale(piola_m3_identity(), 0.0);
+  for (int i = 0; i < n; ++i) {
+    const piola_v3 a = piola_v3_sub(x[i], x[0]), g = piola_v3_sub(y[i], x[i]);
+    const double av[3] = {a.x, a.y, a.z};
+    mass += m[i];
+    mx = piola_v3_add(mx, piola_v3_scale(a, m[i]));
+    mg = piola_v3_add(mg, piola_v3_scale(g, m[i]));
+    lg = piola_v3_add(lg, piola_v3_scale(piola_v3_cross(a, g), m[i]));
+    for (int k = 0; k < 9; ++k) {
+      mxx.m[k] += m[i] * av[k / 3] * av[k % 3];
+    }
+  }
+  return piola_vbd_rigid_fit(mass, mx, mg, mxx, lg, c, shift);
+}
+
+/* The rigid fit's math (kernels/piola_tet.h): of targets y that are a rigid motion of the points
+ * (a turn of 1e-3 rad about their centre and a shift), it finds the shift exactly and the turn to
+ * first order, and moves the points onto y to within the second order; of targets that are not,
+ * it lowers the inertia term sum m |x - y|^2; a pure shift gives no turn. */
+void test_vbd_rigid_fit_math(piola_test *t) {
+  enum { N = 40 };
+  uint64_t rng = 7;
+  double m[N];
+  piola_v3 x[N], y[N];
+  const piola_v3 w0 = piola_v3_make(4e-4, -7e-4, 5e-4), t0 = piola_v3_make(0.01, -0.02, 0.005);
+  piola_v3 centre = piola_v3_make(0.0, 0.0, 0.0);
+  double mass = 0.0;
+  for (int i = 0; i < N; ++i) {
+    m[i] = 1.0 + 0.5 * piola_test_rand(&rng);
+    x[i] = piola_v3_make(1.0 + 0.3 * piola_test_rand(&rng), 2.0 + 0.2 * piola_test_rand(&rng),
+                         -0.5 + 0.4 * piola_test_rand(&rng));
+    centre = piola_v3_add(centre, piola_v3_scale(x[i], m[i]));
+    mass += m[i];
+  }
+  centre = piola_v3_scale(centre, 1.0 / mass);
+  for (int i = 0; i < N; ++i) { /* y = centre + t0 + exp(w0) (x - centre) */
+    y[i] =
+        piola_v3_add(piola_v3_add(x[i], t0),
+                     piola_vbd_rigid_displacement(w0, centre, piola_v3_make(0.0, 0.0, 0.0), x[i]));
+  }
+  piola_v3 c, shift;
+  const piola_v3 w = rigid_fit_of(N, m, x, y, &c, &shift);
+  const double turn = piola_v3_length(piola_v3_sub(w, w0)) / piola_v3_length(w0);
+  const double moved = piola_v3_length(piola_v3_sub(piola_v3_add(c, x[0]), centre));
+  CHECK_MSG(t, moved < 1e-12 && piola_v3_length(piola_v3_sub(shift, t0)) < 1e-12,
+            "centre off by %g, shift by %g", moved, piola_v3_length(piola_v3_sub(shift, t0)));
+  CHECK_MSG(t, turn < 2e-3, "turn off by %g of itself", turn);
+  double off = 0.0;
+  for (int i = 0; i < N; ++i) {
+    const piola_v3 p =
+        piola_v3_add(x[i], piola_vbd_rigid_displacement(w, c, shift, piola_v3_sub(x[i], x[0])));
+    off = fmax(off, piola_v3_length(piola_v3_sub(p, y[i])));
+  }
+  CHECK_MSG(t, off < 1e-6, "points off their targets by %g m", off);
+  /* targets that are no rigid motion: the inertia term falls */
+  double before = 0.0, after = 0.0;
+  for (int i = 0; i < N; ++i) {
+    y[i] =
+        piola_v3_add(y[i], piola_v3_make(0.01 * piola_test_rand(&rng), 0.01 * piola_test_rand(&rng),
+                                         0.01 * piola_test_rand(&rng)));
+  }
+  const piola_v3 w2 = rigid_fit_of(N, m, x, y, &c, &shift);
+  for (int i = 0; i < N; ++i) {
+    const piola_v3 p =
+        piola_v3_add(x[i], piola_vbd_rigid_displacement(w2, c, shift, piola_v3_sub(x[i], x[0])));
+    before += m[i] * pow(piola_v3_length(piola_v3_sub(x[i], y[i])), 2);
+    after += m[i] * pow(piola_v3_length(piola_v3_sub(p, y[i])), 2);
+  }
+  CHECK_MSG(t, after < before, "inertia term %g -> %g", before, after);
+  /* a pure shift: no turn */
+  for (int i = 0; i < N; ++i) {
+    y[i] = piola_v3_add(x[i], t0);
+  }
+  const piola_v3 w3 = rigid_fit_of(N, m, x, y, &c, &shift);
+  CHECK_MSG(t, piola_v3_length(w3) < 1e-15, "a shift turned by %g rad", piola_v3_length(w3));
+  printf("  rigid target: turn off by %.2g of itself, points by %.2g m; other targets: inertia "
+         "term %.4g -> %.4g\n",
+         turn, off, before, after);
+}
+
 /* A box (4 x 4 x 4 cells, 0.3 m, Neo-Hookean, E = 1 MPa) released at rest squashed to 60% of its
  * height and sheared by 30%, in zero gravity with nothing to touch, under the scheme with
  * `iterations` for `steps` steps of 5 ms on the backend with the schedule: how far its centre of
