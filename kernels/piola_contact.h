@@ -524,27 +524,35 @@ PIOLA_FN void piola_contact_unswap(piola_v3 dx[4], piola_real length[4]) {
   length[3] = u;
 }
 
-/* Inserts (key, tri) into the list of the vertex's nearest triangles (ascending by key, then
- * by triangle index), which holds *count of at most PIOLA_CONTACTS_PER_VERTEX entries. */
-PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *count,
-                                 piola_real key, piola_int tri) {
+/* Inserts (key, item) into a list of the nearest (ascending by key, then by item), which holds
+ * *count of at most `capacity` entries: past capacity the last entry drops out, or the new one
+ * is not taken. */
+PIOLA_FN void piola_contact_keep_nearest(piola_real *keys, piola_int *items, piola_int *count,
+                                         piola_int capacity, piola_real key, piola_int item) {
   piola_int n = *count;
-  if (n == PIOLA_CONTACTS_PER_VERTEX) {
+  if (n == capacity) {
     piola_real lk = keys[n - 1];
-    if (key > lk || (key == lk && tri > tris[n - 1])) {
+    if (key > lk || (key == lk && item > items[n - 1])) {
       return;
     }
     n--; /* the last entry drops out */
   }
   piola_int i = n;
-  while (i > 0 && (keys[i - 1] > key || (keys[i - 1] == key && tris[i - 1] > tri))) {
+  while (i > 0 && (keys[i - 1] > key || (keys[i - 1] == key && items[i - 1] > item))) {
     keys[i] = keys[i - 1];
-    tris[i] = tris[i - 1];
+    items[i] = items[i - 1];
     i--;
   }
   keys[i] = key;
-  tris[i] = tri;
+  items[i] = item;
   *count = n + 1;
+}
+
+/* Inserts (key, tri) into the list of the vertex's nearest triangles (ascending by key, then
+ * by triangle index), which holds *count of at most PIOLA_CONTACTS_PER_VERTEX entries. */
+PIOLA_FN void piola_contact_keep(piola_real *keys, piola_int *tris, piola_int *count,
+                                 piola_real key, piola_int tri) {
+  piola_contact_keep_nearest(keys, tris, count, PIOLA_CONTACTS_PER_VERTEX, key, tri);
 }
 
 /* ---- Projection ---------------------------------------------------------------------- */

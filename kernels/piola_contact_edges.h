@@ -284,23 +284,7 @@ PIOLA_FN int piola_edge_self_allowed(piola_v3 ra0, piola_v3 ra1, piola_v3 rb0, p
  * PIOLA_CONTACTS_PER_EDGE entries. */
 PIOLA_FN void piola_edge_contact_keep(piola_real *keys, piola_int *entries, piola_int *count,
                                       piola_real key, piola_int entry) {
-  piola_int n = *count;
-  if (n == PIOLA_CONTACTS_PER_EDGE) {
-    piola_real lk = keys[n - 1];
-    if (key > lk || (key == lk && entry > entries[n - 1])) {
-      return;
-    }
-    n--;
-  }
-  piola_int i = n;
-  while (i > 0 && (keys[i - 1] > key || (keys[i - 1] == key && entries[i - 1] > entry))) {
-    keys[i] = keys[i - 1];
-    entries[i] = entries[i - 1];
-    i--;
-  }
-  keys[i] = key;
-  entries[i] = entry;
-  *count = n + 1;
+  piola_contact_keep_nearest(keys, entries, count, PIOLA_CONTACTS_PER_EDGE, key, entry);
 }
 
 /* The part of the edge contact's projection that reads the positions (see
