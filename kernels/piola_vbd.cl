@@ -361,7 +361,7 @@ PIOLA_KERNEL void piola_vbd_fit_bodies(__global const float4 *x, __global float4
   __local float4 scratch[PIOLA_WG];
   /* the sums: (mass, m x), (m g, m x x^T's diagonal), (m x cross g, ...), its off-diagonal */
   __local float4 sums[4];
-  __local float fit[9]; /* w, c, t */
+  __local piola_v3 fit[3]; /* w, c, t (piola_vbd_rigid_fit) */
   if (lid == 0) {
     flag = 0;
   }
@@ -417,34 +417,15 @@ PIOLA_KERNEL void piola_vbd_fit_bodies(__global const float4 *x, __global float4
   }
   if (lid == 0) {
     const float4 a = sums[0], b = sums[1], e = sums[2], f = sums[3];
-    piola_m3 mxx;
-    mxx.m[0] = b.w;
-    mxx.m[1] = f.x;
-    mxx.m[2] = f.y;
-    mxx.m[3] = f.x;
-    mxx.m[4] = e.w;
-    mxx.m[5] = f.z;
-    mxx.m[6] = f.y;
-    mxx.m[7] = f.z;
-    mxx.m[8] = f.w;
-    piola_v3 c, shift;
-    const piola_v3 spin =
-        piola_vbd_rigid_fit(a.x, piola_v3_make(a.y, a.z, a.w), piola_v3_make(b.x, b.y, b.z), mxx,
-                            piola_v3_make(e.x, e.y, e.z), &c, &shift);
-    fit[0] = spin.x;
-    fit[1] = spin.y;
-    fit[2] = spin.z;
-    fit[3] = c.x;
-    fit[4] = c.y;
-    fit[5] = c.z;
-    fit[6] = shift.x;
-    fit[7] = shift.y;
-    fit[8] = shift.z;
+    const piola_sym3 mxx = {b.w, e.w, f.w, f.x, f.y, f.z};
+    piola_v3 c, shift; /* private: OpenCL 1.2 passes no local pointer as a private one */
+    fit[0] = piola_vbd_rigid_fit(a.x, piola_v3_make(a.y, a.z, a.w), piola_v3_make(b.x, b.y, b.z),
+                                 piola_sym3_to_m3(mxx), piola_v3_make(e.x, e.y, e.z), &c, &shift);
+    fit[1] = c;
+    fit[2] = shift;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  const piola_v3 spin = piola_v3_make(fit[0], fit[1], fit[2]);
-  const piola_v3 c = piola_v3_make(fit[3], fit[4], fit[5]);
-  const piola_v3 shift = piola_v3_make(fit[6], fit[7], fit[8]);
+  const piola_v3 spin = fit[0], c = fit[1], shift = fit[2];
   for (int i = r.x + lid; i < r.x + r.y; i += PIOLA_WG) {
     const float4 xi = x[i];
     float4 di = d[i];
