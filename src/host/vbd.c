@@ -379,8 +379,12 @@ static double chebyshev_omega(const piola_world *w, int32_t k, double last) {
   return k == 3 ? 2.0 / (2.0 - rho * rho) : 4.0 / (4.0 - rho * rho * last);
 }
 
+bool piola_vbd_fit_after(const piola_world *w, int32_t k) {
+  return w->def.iterations >= 2 && k == w->def.iterations;
+}
+
 bool piola_vbd_fits_free_bodies(const piola_world *w) {
-  return w->def.iterations >= 2 && w->iteration == w->def.iterations - 1;
+  return piola_vbd_fit_after(w, w->iteration + 1);
 }
 
 bool piola_vbd_chebyshev_pass(const piola_world *w, int32_t k, bool *blend, bool *keep) {

@@ -59,9 +59,10 @@ void piola_solver_vbd_free(piola_solver_vbd *v);
 piola_status piola_solver_vbd_build(const piola_world *w, const piola_solver_tets *st,
                                     const piola_solver_cloth *sc, piola_solver_vbd *out);
 
-/* Whether the iteration in w->iteration ends with the rigid fit of the free bodies (vbd.c, "The
- * rigid modes of a free body"): the last of at least 2 (the first has no collider's pushes of the
- * substep to tell a free body by). */
+/* Whether iteration k (1-based) ends with the rigid fit of the free bodies (vbd.c, "The rigid
+ * modes of a free body"): the last of at least 2 (the first has no collider's pushes of the
+ * substep to tell a free body by); piola_vbd_fits_free_bodies, the iteration in w->iteration. */
+bool piola_vbd_fit_after(const piola_world *w, int32_t k);
 bool piola_vbd_fits_free_bodies(const piola_world *w);
 
 /* Chebyshev acceleration (def.vbd_chebyshev_rho): whether iteration k (1-based) ends with a

@@ -475,16 +475,14 @@ static int32_t dependent_passes(const piola_world *w, const piola_stats *st) {
                                   : tets + st->cloth_color_count;
   const int64_t iteration =
       solve + (contacts ? 2 : 0) + (attachments && !vbd) + (w->collider_count > 0);
-  /* VBD's Chebyshev passes and the rigid fit of its free bodies */
-  const bool block_descent = w->def.iteration_scheme == PIOLA_SCHEME_VBD;
-  int64_t accelerated = block_descent && w->def.iterations >= 2;
-  for (int32_t k = 1; k <= w->def.iterations && block_descent; ++k) {
+  int64_t vertex_passes = 0; /* VBD's Chebyshev passes and the rigid fit of its free bodies */
+  for (int32_t k = 1; k <= w->def.iterations && w->def.iteration_scheme == PIOLA_SCHEME_VBD; ++k) {
     bool blend, keep;
-    accelerated += piola_vbd_chebyshev_pass(w, k, &blend, &keep);
+    vertex_passes += piola_vbd_chebyshev_pass(w, k, &blend, &keep) + piola_vbd_fit_after(w, k);
   }
   const int64_t substep =
       1 + (contacts ? 2 : 0) + (multigrid ? levels + (w->collider_count > 0) : 0) +
-      (int64_t)w->def.iterations * iteration + accelerated +
+      (int64_t)w->def.iterations * iteration + vertex_passes +
       (contacts && !vbd ? PIOLA_INVERTED_PASSES * tets + (w->collider_count > 0) + attachments
                         : 0) +
       1 + plastic;
