@@ -850,3 +850,109 @@ void test_state_multigrid_friction(piola_test *t) {
   piola_world_destroy(c);
   piola_world_destroy(gs);
 }
+
+/* Two boxes (2 x 2 x 2 cells, 0.3 m), the upper resting on the lower, under the multigrid scheme,
+ * whose body contacts' friction takes the normal force each contact pressed with in the last
+ * substep (newton.c, "Contacts"; at rest they sum to the upper box's weight, and the contact
+ * stage's push of what the penalty lets in, 1%): the state holds those forces (flag bit 2, the last
+ * section), a world loading it steps as the saved one, bitwise, and one loading it with the forces
+ * zeroed steps otherwise; an entry out of range or a negative force is refused, the world
+ * unchanged. */
+static piola_status stacked_boxes_make(capture_log *log, int *misuse, piola_world **out) {
+  piola_world_def def = opencl_test_world_def(PIOLA_BACKEND_CPU_REFERENCE, log, misuse);
+  def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
+  def.contact_friction = 0.5f;
+  piola_status s = piola_world_create(&def, out);
+  piola_tet_mesh box = wt_box(2, 2, 2, 0.3f, 0.3f, 0.3f);
+  piola_material mat = piola_default_material();
+  mat.model = PIOLA_MODEL_NEOHOOKEAN;
+  mat.youngs_modulus = 1e6f;
+  const float up[3] = {0.0f, 1.0f, 0.0f}, lower[3] = {0.0f, 0.0f, 0.0f},
+              upper[3] = {0.0f, 0.305f, 0.0f};
+  if (s == PIOLA_OK) {
+    s = piola_world_add_plane(*out, up, 0.0f, 0.5f, NULL);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(*out, &box, &mat, lower, NULL);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(*out, &box, &mat, upper, NULL);
+  }
+  piola_mesh_free(&box);
+  return s;
+}
+
+void test_state_multigrid_contact_forces(piola_test *t) {
+  capture_log log;
+  int misuse = 0;
+  piola_world *a = NULL, *b = NULL, *c = NULL;
+  REQUIRE_OK(t, stacked_boxes_make(&log, &misuse, &a));
+  REQUIRE_OK(t, stacked_boxes_make(&log, &misuse, &b));
+  REQUIRE_OK(t, stacked_boxes_make(&log, &misuse, &c));
+  CHECK_STATUS(t, steps(a, 160), PIOLA_OK);
+  size_t na = 0, nb = 0, nc = 0;
+  unsigned char *sa = save(t, a, &na);
+  REQUIRE(t, sa != NULL);
+  const int32_t nsv = get_i32(sa + PIOLA_STATE_OFFSET_SURFACE_VERTICES);
+  const size_t slots = PIOLA_CONTACTS_PER_VERTEX * (size_t)nsv;
+  const size_t forces = na - PIOLA_STATE_CONTACT_FORCE_BYTES * slots;
+  CHECK(t,
+        (get_i32(sa + PIOLA_STATE_OFFSET_FLAGS) & (int32_t)PIOLA_STATE_FLAG_CONTACT_FORCES) != 0);
+  double total = 0.0;
+  int32_t pressing = 0;
+  for (size_t k = 0; k < slots; ++k) {
+    const unsigned char *r = sa + forces + PIOLA_STATE_CONTACT_FORCE_BYTES * k;
+    pressing += get_i32(r) >= 0 && get_f64(r + 8) > 0.0;
+    total += get_f64(r + 8);
+  }
+  /* the upper box weighs 0.3^3 m^3 x 1000 kg/m^3 x 9.81 m/s^2 = 265 N */
+  printf("  %d contacts pressing, %.1f N in all (the upper box weighs 265 N)\n", (int)pressing,
+         total);
+  CHECK(t, pressing >= 4);
+  CHECK_MSG(t, fabs(total / 265.0 - 1.0) < 0.05, "contact forces sum to %.1f N", total);
+
+  CHECK_STATUS(t, piola_world_load_state(b, sa, na), PIOLA_OK);
+  unsigned char *sb = save(t, b, &nb);
+  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world saves other bytes");
+  free(sb);
+  unsigned char *zeroed = malloc(na);
+  REQUIRE(t, zeroed != NULL);
+  memcpy(zeroed, sa, na);
+  for (size_t k = 0; k < slots; ++k) {
+    put_f64(zeroed + forces + PIOLA_STATE_CONTACT_FORCE_BYTES * k + 8, 0.0);
+  }
+  CHECK_STATUS(t, piola_world_load_state(c, zeroed, na), PIOLA_OK);
+  /* Refused, nothing changed: an entry past the surface's triangles, a negative force. */
+  const int32_t ntri = get_i32(sa + PIOLA_STATE_OFFSET_SURFACE_TRIANGLES);
+  put_i32(zeroed + forces, 2 * ntri);
+  CHECK_STATUS(t, piola_world_load_state(b, zeroed, na), PIOLA_ERROR_INVALID_ARGUMENT);
+  put_i32(zeroed + forces, -1);
+  put_f64(zeroed + forces + 8, -1.0);
+  CHECK_STATUS(t, piola_world_load_state(b, zeroed, na), PIOLA_ERROR_INVALID_ARGUMENT);
+  sb = save(t, b, &nb);
+  CHECK_MSG(t, same_state(sa, na, sb, nb), "a refused state changed the world");
+  free(sb);
+  free(zeroed);
+  CHECK(t, log.count[PIOLA_LOG_ERROR] == 2);
+
+  CHECK_STATUS(t, steps(a, 10), PIOLA_OK);
+  CHECK_STATUS(t, steps(b, 10), PIOLA_OK);
+  CHECK_STATUS(t, steps(c, 10), PIOLA_OK);
+  free(sa);
+  sa = save(t, a, &na);
+  sb = save(t, b, &nb);
+  unsigned char *sc = save(t, c, &nc);
+  printf("  10 steps on: loaded %.3g m from the saved world, loaded without the forces %.3g m\n",
+         sa != NULL && sb != NULL ? state_position_gap(sa, sb) : -1.0,
+         sa != NULL && sc != NULL ? state_position_gap(sa, sc) : -1.0);
+  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world ends in another state");
+  CHECK_MSG(t, sc != NULL && !same_state(sa, na, sc, nc),
+            "without the contact forces the loaded world ends in the same state");
+  CHECK(t, misuse == 0);
+  free(sa);
+  free(sb);
+  free(sc);
+  piola_world_destroy(a);
+  piola_world_destroy(b);
+  piola_world_destroy(c);
+}

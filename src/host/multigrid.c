@@ -799,6 +799,9 @@ int32_t piola_multigrid_solve(piola_multigrid *mg, const double *b, const uint8_
   *relative = 1.0;
   while (it < max_iterations) {
     rows(mg, l, product_rows, NULL, p, q);
+    if (mg->extra != NULL) {
+      mg->extra(mg->extra_ctx, p, q);
+    }
     filter(n, kind, normal, q);
     const double pq = dot(p, q, nv);
     if (!(pq > 0.0) || !(rz > 0.0)) {

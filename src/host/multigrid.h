@@ -50,6 +50,11 @@ typedef struct piola_multigrid {
   double *factor, *dense_b;
   /* PCG's vectors on the finest level (n 3 each) */
   double *cg_r, *cg_z, *cg_p, *cg_q;
+  /* A term the conjugate gradients add to the finest matrix's products (NULL: none), out += B x
+   * for a symmetric positive semidefinite B: couplings outside the matrix's pattern (the body
+   * contacts of newton.c). The V-cycle, the preconditioner, does not see it. */
+  void (*extra)(void *ctx, const double *x, double *out);
+  void *extra_ctx;
   piola_pool *pool;
 } piola_multigrid;
 
@@ -67,7 +72,8 @@ void piola_multigrid_free(piola_multigrid *mg);
  * Mandel, Brezina 1996; coarse matrices by the Galerkin product P^T A P). */
 void piola_multigrid_setup(piola_multigrid *mg, const double *positions);
 
-/* Solves A x = b by conjugate gradients preconditioned by one V-cycle per iteration, x from
+/* Solves (A + B) x = b (B: mg->extra, if set) by conjugate gradients preconditioned by one
+ * V-cycle of A per iteration, x from
  * zero, in the subspace the filter leaves: per node kind[i] 0 (free), 1 (no motion along the
  * unit normal[3 i]) or 2 (fixed; its row and column of A must be the identity times a
  * positive number). Stops when |r| <= tolerance |b| (filtered) or after max_iterations;

@@ -32,6 +32,28 @@
  * to mu_s lambda; past it the anchor follows the vertex (newton.c, "Friction"). */
 #define PIOLA_NEWTON_STICK_SLIP 1e-5
 
+/* Per body contact in the solve (newton.c, "Contacts"), piola_solver_newton.pair_vertex holds
+ * PIOLA_NEWTON_PAIR_INTS: the vertex, its triangle's three corners (world vertex indices) and its
+ * slot in the contact lists; pair_frame holds PIOLA_NEWTON_PAIR_REALS: the triangle's unit normal
+ * n (3), the barycentric weights b (3) of the point under the vertex, then the reals named below.
+ * Over the Newton step the vertex's height over the plane beyond the contact thickness is OFFSET
+ * + n . (x_v - sum_j b_j x_j) (m). */
+#define PIOLA_NEWTON_PAIR_INTS 5
+#define PIOLA_NEWTON_PAIR_REALS 16
+#define PIOLA_NEWTON_PAIR_OFFSET 6    /* m */
+#define PIOLA_NEWTON_PAIR_STIFFNESS 7 /* N/m */
+#define PIOLA_NEWTON_PAIR_NEAR 8      /* 1 where the penalty is in the step's matrix, else 0 */
+#define PIOLA_NEWTON_PAIR_LAMBDA 9    /* the friction's lagged normal force (N) */
+#define PIOLA_NEWTON_PAIR_MU 10       /* the friction coefficient */
+#define PIOLA_NEWTON_PAIR_ACROSS 11   /* the friction's Hessian across the slip (N/m) */
+#define PIOLA_NEWTON_PAIR_ALONG 12    /* along it, less across (N/m) */
+#define PIOLA_NEWTON_PAIR_SLIP 13     /* the slip's unit direction (3) at the step's start */
+/* A body contact's stiffness in the solve: this times the pair's effective mass over h^2. */
+#define PIOLA_NEWTON_CONTACT_STIFFNESS 100.0
+/* A pair's penalty is in the Newton step's matrix where its gap beyond the thickness at the
+ * step's start is below this many thicknesses (in contact, or about to be). */
+#define PIOLA_NEWTON_CONTACT_NEAR 0.25
+
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
  * and its neighbours through the elements) and the multigrid hierarchy over it, built with the
  * other solver arrays under PIOLA_SCHEME_MULTIGRID (empty otherwise). The elements are the
@@ -78,6 +100,14 @@ typedef struct piola_solver_newton {
   /* Whether the next iteration sets the Hessian up again (the last line search shortened its
    * step). */
   bool refresh;
+  /* The body contacts in the solve at the current Newton step (newton.c, "Contacts"):
+   * PIOLA_NEWTON_PAIR_INTS and PIOLA_NEWTON_PAIR_REALS per pair; per slot of the contact lists
+   * (pair_capacity of them, as the pairs, sized with the contact lists) the list's entry
+   * it was last seen with (-1: none) and the normal force its penalty pressed with at the end of
+   * the last substep (N; after its first Newton step for a new contact), its friction's lambda. */
+  int32_t pair_count, pair_capacity;
+  int32_t *pair_vertex, *pair_entry;
+  double *pair_frame, *pair_lambda;
   double gradient_norm; /* the last iteration's, over what the solve moves (N) */
   double cg_relative;
 } piola_solver_newton;
@@ -94,8 +124,15 @@ piola_status piola_solver_newton_build(const piola_world *w, const piola_solver_
  * potential. */
 void piola_cpu_solve_global(piola_world *w, double h);
 
+/* The same on any backend's positions (w->p, w->x, w->y), with the substep's body contact
+ * lists as the narrow phase left them (per surface vertex its count and its
+ * PIOLA_CONTACTS_PER_VERTEX entries; NULL: no body contacts). */
+void piola_newton_solve(piola_world *w, double h, const int32_t *contact_count,
+                        const int32_t *contact_triangle);
+
 /* Before a step of the multigrid scheme (either backend): the colliders' friction records sized
- * for the world's colliders and zeroed. Fails (out of memory) before anything ran. */
+ * for the world's colliders and zeroed. Fails
+ * (out of memory) before anything ran. */
 piola_status piola_newton_begin_step(piola_world *w);
 
 #endif /* PIOLA_NEWTON_H */

@@ -253,13 +253,15 @@ struct piola_opencl {
    * schemes): x of the substep and the positions p the solve works on (3 doubles per vertex
    * each), the staging of the transfers (2 float4 per vertex), the tets' M with the plastic
    * tets' read from the device (9 doubles per tet) and the staging of that read (9 floats per
-   * tet; both NULL without plastic tets), and the host time of the step's SOLVE_GLOBAL stages
-   * (ms, profiling). */
+   * tet; both NULL without plastic tets), the substep's body contact lists read from the device
+   * (per surface vertex its count, then its PIOLA_CONTACTS_PER_VERTEX entries; NULL without
+   * contacts) and the host time of the step's SOLVE_GLOBAL stages (ms, profiling). */
   double *global_x;
   double *global_p;
   cl_float4 *global_staging;
   double *global_tet_m;
   float *global_tet_planes;
+  int32_t *global_lists;
   double global_ms;
 };
 

@@ -27,6 +27,10 @@ piola_status piola_ocl_upload_global(piola_world *w) {
   cl->global_x = malloc(sizeof(double) * 3 * nv);
   cl->global_p = malloc(sizeof(double) * 3 * nv);
   cl->global_staging = malloc(sizeof(cl_float4) * 2 * nv);
+  const size_t nsv = (size_t)cl->sv_count;
+  if (nsv > 0) {
+    cl->global_lists = malloc(sizeof(int32_t) * (1 + PIOLA_CONTACTS_PER_VERTEX) * nsv);
+  }
   if (w->solver.plastic_count > 0) {
     cl->global_tet_m = malloc(sizeof(double) * 9 * nt);
     cl->global_tet_planes = malloc(sizeof(float) * 9 * nt);
@@ -35,6 +39,7 @@ piola_status piola_ocl_upload_global(piola_world *w) {
     }
   }
   if (cl->global_x == NULL || cl->global_p == NULL || cl->global_staging == NULL ||
+      (nsv > 0 && cl->global_lists == NULL) ||
       (w->solver.plastic_count > 0 &&
        (cl->global_tet_m == NULL || cl->global_tet_planes == NULL))) {
     piola_ocl_release_global(cl);
@@ -49,6 +54,8 @@ void piola_ocl_release_global(piola_opencl *cl) {
   free(cl->global_staging);
   free(cl->global_tet_m);
   free(cl->global_tet_planes);
+  free(cl->global_lists);
+  cl->global_lists = NULL;
   cl->global_x = NULL;
   cl->global_p = NULL;
   cl->global_staging = NULL;
@@ -57,7 +64,8 @@ void piola_ocl_release_global(piola_opencl *cl) {
 }
 
 /* The first iteration of a substep: x (BUF_X) into cl->global_x, y = x + d0 (BUF_D0) into w->y,
- * and the plastic tets' M (BUF_TET_M, 9 planes of tet_count floats) into cl->global_tet_m. */
+ * the plastic tets' M (BUF_TET_M, 9 planes of tet_count floats) into cl->global_tet_m and, with
+ * contacts, the narrow phase's lists (BUF_CONTACT_COUNT, BUF_CONTACT_TRI) into cl->global_lists. */
 static piola_status read_substep(piola_world *w) {
   piola_opencl *cl = piola_ocl(w);
   const int32_t nv = cl->vertex_count;
@@ -71,6 +79,15 @@ static piola_status read_substep(piola_world *w) {
       const size_t k = 3 * (size_t)i + (size_t)c;
       cl->global_x[k] = (double)x[i].s[c];
       w->y[k] = (double)x[i].s[c] + (double)d0[i].s[c];
+    }
+  }
+  const size_t nsv = (size_t)cl->sv_count;
+  if (s == PIOLA_OK && piola_contacts_active(w) && nsv > 0) {
+    s = piola_ocl_read_buffer(w, BUF_CONTACT_COUNT, 0, sizeof(int32_t) * nsv, cl->global_lists);
+    if (s == PIOLA_OK) {
+      s = piola_ocl_read_buffer(w, BUF_CONTACT_TRI, 0,
+                                sizeof(int32_t) * PIOLA_CONTACTS_PER_VERTEX * nsv,
+                                cl->global_lists + nsv);
     }
   }
   const size_t nt = (size_t)cl->tet_count, np = (size_t)cl->plastic_count;
@@ -130,7 +147,10 @@ piola_status piola_ocl_solve_global(piola_world *w, double h) {
   if (cl->global_tet_m != NULL) {
     w->solver.tet_m = cl->global_tet_m;
   }
-  piola_cpu_solve_global(w, h);
+  const bool lists =
+      piola_contacts_active(w) && cl->sv_count > 0 && cl->sv_count == w->contacts.vertex_count;
+  piola_newton_solve(w, h, lists ? cl->global_lists : NULL,
+                     lists ? cl->global_lists + cl->sv_count : NULL);
   w->x = host_x;
   w->p = host_p;
   w->solver.tet_m = host_tet_m;

@@ -8,7 +8,8 @@
  * persists: it skips the start-side test, and a two-sided triangle keeps the side it was met
  * from); the colliders' poses and velocities (the pose at the start of the next step); the
  * attachments' targets; under the multigrid scheme, per vertex where its collider's friction
- * holds it (newton.c, "Friction": the anchor, its collider and the last normal force); the step
+ * holds it (newton.c, "Friction": the anchor, its collider and the last normal force) and per slot
+ * of the contact lists the normal force its contact pressed with (newton.c, "Contacts"); the step
  * count and the simulated time. Everything else a step reads is
  * made anew in it (the predicted positions, the multipliers, reset every substep, the supports,
  * the grid, the marks of turned tets, the mass split) or is the scene and its settings (the
@@ -24,7 +25,8 @@
  *     16 u64 total bytes of the state
  *     24 i32 bodies  28 vertices  32 tets  36 plastic tets  40 surface vertices
  *     44 i32 surface triangles  48 colliders  52 attachments  56 contacts per vertex (8)
- *     60 u32 flags (bit 0: the world has external forces; bit 1: the friction section follows)
+ *     60 u32 flags (bit 0: the world has external forces; bit 1: the friction section follows;
+ *        bit 2: the contact forces section follows)
  *     64 i64 step count           72 f64 simulated time (s)
  *   vertices, in the world's order (the bodies' vertices in the order the bodies were added),
  *     80 bytes each: f64 position[3] (m), velocity[3] (m/s), force[3] (N), inverse mass (1/kg)
@@ -45,6 +47,14 @@
  *     u32 0, f64 anchor[3] (m), the normal force of its last solve (N). A world of another
  *     scheme skips the section; a multigrid world loading a state without it starts with no
  *     vertex held.
+ *   contact forces (with flag bit 2, saved by worlds of the multigrid scheme with contacts on),
+ *     per surface vertex
+ *     in the solver's order, 8 records of 16 bytes, one per slot of its contact list: i32 the
+ *     entry (as in the contacts section) the slot last named in the step's solve (-1: none), u32
+ *     0, f64 the normal force that contact pressed with at the end of the last substep (N; the
+ *     lambda of its friction in the solve, newton.c, "Contacts"). A world of another scheme skips
+ *     the section; a multigrid world loading a state without it starts with no contact force
+ *     known.
  *
  * Saving first brings the host arrays up to date (the backend's pull, which reads the contact
  * lists too); a world that has not stepped since its bodies changed lists no contacts (the
@@ -131,7 +141,8 @@ static double get_f64(const unsigned char *p) {
 typedef struct state_counts {
   int32_t bodies, vertices, tets, plastic, surface_vertices, surface_triangles, colliders,
       attachments;
-  int32_t friction; /* friction records: the vertices, or 0 (no section) */
+  int32_t friction;       /* friction records: the vertices, or 0 (no section) */
+  int32_t contact_forces; /* contact force records: the surface vertices, or 0 (no section) */
 } state_counts;
 
 static bool body_plastic(const piola_world *w, const piola_body *b) {
@@ -157,12 +168,14 @@ static state_counts world_counts(const piola_world *w) {
     c.attachments += piola_id_pool_alive(&w->attachment_ids, i);
   }
   c.friction = w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID ? c.vertices : 0;
+  c.contact_forces =
+      w->def.iteration_scheme == PIOLA_SCHEME_MULTIGRID && w->def.contacts ? c.surface_vertices : 0;
   return c;
 }
 
 /* Where each section starts, and the total. */
 typedef struct state_layout {
-  size_t vertices, plastic, contacts, colliders, attachments, friction, total;
+  size_t vertices, plastic, contacts, colliders, attachments, friction, contact_forces, total;
 } state_layout;
 
 static state_layout layout_of(const state_counts *c) {
@@ -173,7 +186,8 @@ static state_layout layout_of(const state_counts *c) {
   l.colliders = l.contacts + PIOLA_STATE_CONTACT_BYTES * (size_t)c->surface_vertices;
   l.attachments = l.colliders + PIOLA_STATE_COLLIDER_BYTES * (size_t)c->colliders;
   l.friction = l.attachments + PIOLA_STATE_ATTACHMENT_BYTES * (size_t)c->attachments;
-  l.total = l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)c->friction;
+  l.contact_forces = l.friction + PIOLA_STATE_FRICTION_BYTES * (size_t)c->friction;
+  l.total = l.contact_forces + PIOLA_STATE_CONTACT_FORCE_BYTES * K * (size_t)c->contact_forces;
   return l;
 }
 
@@ -257,8 +271,10 @@ piola_status piola_world_save_state(piola_world *w, void *buffer, size_t bytes) 
   put_i32(out + PIOLA_STATE_OFFSET_COLLIDERS, c.colliders);
   put_i32(out + PIOLA_STATE_OFFSET_ATTACHMENTS, c.attachments);
   put_i32(out + PIOLA_STATE_OFFSET_CONTACTS_PER_VERTEX, K);
-  put_u32(out + PIOLA_STATE_OFFSET_FLAGS, (w->f != NULL ? PIOLA_STATE_FLAG_FORCES : 0u) |
-                                              (c.friction > 0 ? PIOLA_STATE_FLAG_FRICTION : 0u));
+  put_u32(out + PIOLA_STATE_OFFSET_FLAGS,
+          (w->f != NULL ? PIOLA_STATE_FLAG_FORCES : 0u) |
+              (c.friction > 0 ? PIOLA_STATE_FLAG_FRICTION : 0u) |
+              (c.contact_forces > 0 ? PIOLA_STATE_FLAG_CONTACT_FORCES : 0u));
   put_u64(out + PIOLA_STATE_OFFSET_STEP_COUNT, (uint64_t)w->step_count);
   put_f64(out + PIOLA_STATE_OFFSET_SIMULATED_TIME, w->simulated_time);
 
@@ -361,6 +377,15 @@ piola_status piola_world_save_state(piola_world *w, void *buffer, size_t bytes) 
             held ? nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + PIOLA_NEWTON_NORMAL_FORCE]
                  : 0.0);
   }
+  /* Contact forces: none known before the solver arrays are built. */
+  const int32_t slots = K * c.contact_forces;
+  const bool known = !w->tets_dirty && nw->pair_entry != NULL && nw->pair_capacity == slots;
+  for (int32_t k = 0; k < slots; ++k) {
+    unsigned char *r = out + l.contact_forces + PIOLA_STATE_CONTACT_FORCE_BYTES * (size_t)k;
+    put_i32(r, known ? nw->pair_entry[k] : -1);
+    put_u32(r + 4, 0u);
+    put_f64(r + 8, known ? nw->pair_lambda[k] : 0.0);
+  }
   return PIOLA_OK;
 }
 
@@ -424,7 +449,7 @@ static piola_status check_state(const piola_world *w, const unsigned char *in, s
     return PIOLA_ERROR_INVALID_ARGUMENT;
   }
   if (get_u32(in + PIOLA_STATE_OFFSET_FLAGS) &
-      ~(PIOLA_STATE_FLAG_FORCES | PIOLA_STATE_FLAG_FRICTION)) {
+      ~(PIOLA_STATE_FLAG_FORCES | PIOLA_STATE_FLAG_FRICTION | PIOLA_STATE_FLAG_CONTACT_FORCES)) {
     snprintf(reason, n, "the state has unknown flags (%#x)",
              (unsigned)get_u32(in + PIOLA_STATE_OFFSET_FLAGS));
     return PIOLA_ERROR_INVALID_ARGUMENT;
@@ -544,6 +569,25 @@ static piola_status check_state(const piola_world *w, const unsigned char *in, s
       return PIOLA_ERROR_INVALID_ARGUMENT;
     }
   }
+  for (int32_t k = 0; k < K * c->contact_forces; ++k) {
+    const unsigned char *r = in + l->contact_forces + PIOLA_STATE_CONTACT_FORCE_BYTES * (size_t)k;
+    const int32_t e = get_i32(r);
+    const double f = get_f64(r + 8);
+    if (e < -1 || e >= 2 * c->surface_triangles) {
+      snprintf(reason, n,
+               "surface vertex %d: its contact force's entry %d is out of range (-1 to %d)",
+               (int)(k / K), (int)e, (int)(2 * c->surface_triangles - 1));
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+    if (!isfinite(f)) {
+      snprintf(reason, n, "surface vertex %d: its contact force is not finite", (int)(k / K));
+      return PIOLA_ERROR_NON_FINITE;
+    }
+    if (!(f >= 0.0)) {
+      snprintf(reason, n, "surface vertex %d: its contact force is negative (%g)", (int)(k / K), f);
+      return PIOLA_ERROR_INVALID_ARGUMENT;
+    }
+  }
   return PIOLA_OK;
 }
 
@@ -565,6 +609,10 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
                        (get_u32(in + PIOLA_STATE_OFFSET_FLAGS) & PIOLA_STATE_FLAG_FRICTION) != 0u
                    ? c.vertices
                    : 0;
+  c.contact_forces = bytes >= PIOLA_STATE_HEADER_BYTES && (get_u32(in + PIOLA_STATE_OFFSET_FLAGS) &
+                                                           PIOLA_STATE_FLAG_CONTACT_FORCES) != 0u
+                         ? c.surface_vertices
+                         : 0;
   const state_layout l = layout_of(&c);
   char reason[256];
   piola_status s = check_state(w, in, bytes, &c, &l, reason, sizeof reason);
@@ -678,6 +726,14 @@ piola_status piola_world_load_state(piola_world *w, const void *buffer, size_t b
     }
     nw->friction[PIOLA_NEWTON_FRICTION_REALS * (size_t)i + PIOLA_NEWTON_NORMAL_FORCE] =
         saved ? get_f64(r + 32) : 0.0;
+  }
+  /* Contact forces (multigrid worlds): the state's, else none known. */
+  for (int32_t k = 0; k < nw->pair_capacity && nw->pair_entry != NULL; ++k) {
+    const bool saved = k < K * c.contact_forces;
+    const unsigned char *r =
+        in + l.contact_forces + PIOLA_STATE_CONTACT_FORCE_BYTES * (size_t)(saved ? k : 0);
+    nw->pair_entry[k] = saved ? get_i32(r) : -1;
+    nw->pair_lambda[k] = saved ? get_f64(r + 8) : 0.0;
   }
 
   w->step_count = (int64_t)get_u64(in + PIOLA_STATE_OFFSET_STEP_COUNT);

@@ -36,6 +36,8 @@
 #define PIOLA_STATE_FLAG_FORCES 1u
 /* Flag: the state holds the friction section (the world runs the multigrid scheme). */
 #define PIOLA_STATE_FLAG_FRICTION 2u
+/* Flag: the state holds the contact forces section (the world runs the multigrid scheme). */
+#define PIOLA_STATE_FLAG_CONTACT_FORCES 4u
 
 /* The records that follow the header, section after section, each section's records in the
  * order given in state.c. */
@@ -48,5 +50,7 @@
 #define PIOLA_STATE_ATTACHMENT_BYTES 32 /* i32 body slot, i32 vertex, f64 target[3] */
 /* i32 collider (-1: none), u32 0, f64 anchor[3], normal force */
 #define PIOLA_STATE_FRICTION_BYTES 40
+/* per slot of a surface vertex's contact list: i32 entry (-1: none), u32 0, f64 normal force */
+#define PIOLA_STATE_CONTACT_FORCE_BYTES 16
 
 #endif /* PIOLA_STATE_H */
