@@ -780,7 +780,8 @@ void test_multigrid_box_on_box(piola_test *t) {
  * undamped) placed 1.2 cm above another with 40% of its width past the lower box's edge (its
  * centre of mass 3 cm inside it), friction 0.5, 2 substeps. The body contacts are in the Newton
  * step (newton.c, "Contacts"): the upper box rests, its centre moving less than 5 mm along x from
- * 0.5 s to 2 s, and the step converges with the contacts (relative residual below 0.2 at rest).
+ * 0.5 s to 1.5 s, and the step converges with the contacts (relative residual below 0.2 over the
+ * last 0.5 s).
  * With the contacts projected only between the Newton steps the box tipped off at 0.6 s (the
  * 6 x 6 x 6 cells of piola_stack_drift), the residual 0.95 while it touched. */
 static void stack_overhang(piola_test *t, piola_backend backend) {
@@ -805,7 +806,7 @@ static void stack_overhang(piola_test *t, piola_backend backend) {
   float *x = malloc(sizeof *x * 3 * (size_t)n);
   REQUIRE(t, x != NULL);
   double start = 0.0, moved = 0.0, lowest = INFINITY, residual = 0.0;
-  for (int s = 1; s <= 400; ++s) {
+  for (int s = 1; s <= 300; ++s) {
     REQUIRE_OK(t, piola_world_step(w));
     REQUIRE_OK(t, piola_body_get_positions(w, ids[1], x, n));
     double mean = 0.0;
@@ -820,13 +821,13 @@ static void stack_overhang(piola_test *t, piola_backend backend) {
     if (s > 100) {
       moved = fmax(moved, fabs(mean - start));
     }
-    if (s > 300) {
+    if (s > 200) {
       piola_stats st;
       REQUIRE_OK(t, piola_world_get_stats(w, &st));
       residual = fmax(residual, st.relative_residual);
     }
   }
-  printf("  upper box 40%% over the edge: centre moved %.2f mm along x from 0.5 s to 2 s, lowest "
+  printf("  upper box 40%% over the edge: centre moved %.2f mm along x from 0.5 s to 1.5 s, lowest "
          "vertex at %.4f m, largest relative residual over the last 0.5 s %.3g\n",
          1e3 * moved, lowest, residual);
   CHECK_MSG(t, moved < 0.005, "centre moved %.4f m", moved);

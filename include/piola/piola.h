@@ -129,7 +129,8 @@ PIOLA_API piola_status piola_world_get_state_size(const piola_world *world, size
  * header size (80); 16 u64 size of the state; the counts that define the scene's shape, i32 each:
  * 24 bodies, 28 vertices, 32 tets, 36 plastic tets, 40 surface vertices, 44 surface triangles, 48
  * colliders, 52 attachments, 56 contacts per vertex (8); 60 u32 flags (bit 0: the world has
- * external forces; bit 1: the friction section follows); 64 i64 step count; 72 f64 simulated time
+ * external forces; bit 1: the friction section follows; bit 2: the contact forces section
+ * follows); 64 i64 step count; 72 f64 simulated time
  * (s). Then fixed-size records, section after section: per vertex (world order: the bodies'
  * vertices in the order the bodies were added) 80 bytes, position[3], velocity[3], force[3],
  * inverse mass; per plastic tet (the live plastic tet bodies in the order added, each body's tets
@@ -141,8 +142,12 @@ PIOLA_API piola_status piola_world_get_state_size(const piola_world *world, size
  * velocity[3]; per live attachment (the order added) 32 bytes, i32 body slot, i32 vertex
  * (body-local), target[3]; with flag bit 1 (a world of the multigrid scheme saved it) per vertex
  * (world order) 40 bytes, i32 the collider whose friction holds it (-1: none), u32 0, anchor[3],
- * normal force. A world of another scheme skips that section; a multigrid world loading a state
- * without it starts with no vertex held. With OpenCL this waits for the queued steps and reads the
+ * normal force; with flag bit 2 (a world of the multigrid scheme with contacts on saved it) per
+ * surface vertex (the solver's order) 8 records of 16 bytes, one per slot of its contact list,
+ * i32 the entry the slot last named in the solve (-1: none), u32 0, the normal force that contact
+ * pressed with at the end of the last substep (N). A world of another scheme skips these
+ * sections; a multigrid world loading a state without them starts with no vertex held and no
+ * contact force known. With OpenCL this waits for the queued steps and reads the
  * state back. PIOLA_ERROR_INVALID_ARGUMENT for a NULL or too small buffer (nothing is written). */
 PIOLA_API piola_status piola_world_save_state(piola_world *world, void *buffer, size_t bytes);
 
@@ -158,8 +163,9 @@ PIOLA_API piola_status piola_world_save_state(piola_world *world, void *buffer, 
  * the reason goes to the logger: PIOLA_ERROR_INVALID_ARGUMENT for a NULL buffer, fewer bytes than
  * the state, a wrong magic, another format version, unknown flags, a negative step count or
  * inverse mass, contact lists that name no triangle, a collider of another type or an
- * attachment on another vertex than the world's, or friction records that name no collider or
- * have a negative normal force; PIOLA_ERROR_COUNT_MISMATCH when a count of the
+ * attachment on another vertex than the world's, friction records that name no collider or
+ * have a negative normal force, or contact force records that name no triangle or have a
+ * negative force; PIOLA_ERROR_COUNT_MISMATCH when a count of the
  * header differs from the world's (a state of another scene); PIOLA_ERROR_NON_FINITE for a
  * non-finite value. */
 PIOLA_API piola_status piola_world_load_state(piola_world *world, const void *buffer, size_t bytes);

@@ -23,8 +23,9 @@
  * collider pushed in the substep's last COLLIDE stage keeps its place along the collider's
  * normal in the solve (the filter of a constrained particle, Baraff, Witkin 1998, "Large Steps
  * in Cloth Simulation", Sec. 5.3) and moves along its surface against the collider's friction;
- * colliders and body contacts then project as in the XPBD step, after each iteration (world.c),
- * the colliders without friction.
+ * body contacts are penalties of the solve with their friction (see "Contacts" below); colliders
+ * and body contacts then project as in the XPBD step, after each iteration (world.c), the
+ * colliders without friction.
  *
  * Friction: a supported vertex's friction with its collider (of any kind: under this scheme a
  * mesh or SDF collider gives its supports their normals too, piola_mesh_supports) is a potential of
@@ -716,10 +717,12 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
  * resting on another presses on it in the step's solve, instead of falling through it in the
  * step and being pushed back after it by the CONTACT stage, which left the elastic state out of
  * balance (relative residual 0.95 in a stack, against 0.02 now) and let a box resting 40% over
- * the edge of another tip off. The pairs' Hessian (k J^T J for the pairs within a quarter
- * thickness of contact, J the 12-vector of c_j n, and the friction's c_i c_j blocks) couples two
- * bodies' vertices, outside the matrix's pattern: the conjugate gradients add it to their
- * products (piola_multigrid.extra); the preconditioner leaves it out. */
+ * the edge of another tip off. The pairs' Hessian (k J^T J, J the 12-vector of c_j n, for every
+ * pair: its model at the step's start, two-sided, so that where a pair is about to touch the step
+ * sees it coming and the result does not hang on whether it touched at the start; and the
+ * friction's c_i c_j blocks) couples two bodies' vertices, outside the matrix's pattern: the
+ * conjugate gradients add it to their products (piola_multigrid.extra); the preconditioner leaves
+ * it out. */
 
 /* Pair m's vertex and corner weights c_j. */
 static void pair_weights(const double *f, double c[4]) {
@@ -830,7 +833,6 @@ static void gather_pairs(piola_world *w, double h, const int32_t *count, const i
           height - thickness -
           piola_v3_dot(n, piola_v3_sub(p, piola_barycentric_point(bary, a, b, d)));
       f[PIOLA_NEWTON_PAIR_STIFFNESS] = PIOLA_NEWTON_CONTACT_STIFFNESS / (sum_w * h * h);
-      f[PIOLA_NEWTON_PAIR_NEAR] = height - thickness < PIOLA_NEWTON_CONTACT_NEAR * thickness;
       f[PIOLA_NEWTON_PAIR_LAMBDA] = nw->pair_lambda[slot];
       f[PIOLA_NEWTON_PAIR_MU] = mu;
       /* the friction's Hessian at p, held through the step: across the slip F / slip, along it
@@ -885,19 +887,17 @@ static double pairs_energy(const piola_world *w, const double *x, double *gradie
 }
 
 /* The conjugate gradients' term of the pairs (piola_multigrid.extra): out += H x for the pairs'
- * Hessian H at the Newton step's start (the penalties of the pairs near contact and the
- * friction of those pressed). */
+ * Hessian H at the Newton step's start (every pair's penalty, and the friction of those
+ * pressed). */
 static void pairs_product(void *ctx, const double *x, double *out) {
   const piola_solver_newton *nw = ctx;
   for (int32_t m = 0; m < nw->pair_count; ++m) {
     const double *f = nw->pair_frame + PIOLA_NEWTON_PAIR_REALS * (size_t)m;
     double r[3], y[3] = {0.0, 0.0, 0.0};
     pair_motion(nw, m, x, NULL, r);
-    if (f[PIOLA_NEWTON_PAIR_NEAR] > 0.0) {
-      const double s = f[PIOLA_NEWTON_PAIR_STIFFNESS] * (r[0] * f[0] + r[1] * f[1] + r[2] * f[2]);
-      for (int a = 0; a < 3; ++a) {
-        y[a] += s * f[a];
-      }
+    const double s = f[PIOLA_NEWTON_PAIR_STIFFNESS] * (r[0] * f[0] + r[1] * f[1] + r[2] * f[2]);
+    for (int a = 0; a < 3; ++a) {
+      y[a] += s * f[a];
     }
     if (f[PIOLA_NEWTON_PAIR_LAMBDA] > 0.0) {
       double t[3];

@@ -39,19 +39,18 @@
  * Over the Newton step the vertex's height over the plane beyond the contact thickness is OFFSET
  * + n . (x_v - sum_j b_j x_j) (m). */
 #define PIOLA_NEWTON_PAIR_INTS 5
-#define PIOLA_NEWTON_PAIR_REALS 16
+#define PIOLA_NEWTON_PAIR_REALS 15
 #define PIOLA_NEWTON_PAIR_OFFSET 6    /* m */
 #define PIOLA_NEWTON_PAIR_STIFFNESS 7 /* N/m */
-#define PIOLA_NEWTON_PAIR_NEAR 8      /* 1 where the penalty is in the step's matrix, else 0 */
-#define PIOLA_NEWTON_PAIR_LAMBDA 9    /* the friction's lagged normal force (N) */
-#define PIOLA_NEWTON_PAIR_MU 10       /* the friction coefficient */
-#define PIOLA_NEWTON_PAIR_ACROSS 11   /* the friction's Hessian across the slip (N/m) */
-#define PIOLA_NEWTON_PAIR_ALONG 12    /* along it, less across (N/m) */
-#define PIOLA_NEWTON_PAIR_SLIP 13     /* the slip's unit direction (3) at the step's start */
+#define PIOLA_NEWTON_PAIR_LAMBDA 8    /* the friction's lagged normal force (N) */
+#define PIOLA_NEWTON_PAIR_MU 9        /* the friction coefficient */
+#define PIOLA_NEWTON_PAIR_ACROSS 10   /* the friction's Hessian across the slip (N/m) */
+#define PIOLA_NEWTON_PAIR_ALONG 11    /* along it, less across (N/m) */
+#define PIOLA_NEWTON_PAIR_SLIP 12     /* the slip's unit direction (3) at the step's start */
 /* A body contact's stiffness in the solve: this times the pair's effective mass over h^2. */
 #define PIOLA_NEWTON_CONTACT_STIFFNESS 100.0
-/* A pair's penalty is in the Newton step's matrix where its gap beyond the thickness at the
- * step's start is below this many thicknesses (in contact, or about to be). */
+/* How far beside its triangle (in contact thicknesses) a contact's vertex may lie and still be
+ * in the solve: on the triangle's border, within rounding, or just past it. */
 #define PIOLA_NEWTON_CONTACT_NEAR 0.25
 
 /* The step's matrix over the world's vertices (3x3 blocks; a vertex's row holds its diagonal
