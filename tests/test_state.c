@@ -215,6 +215,26 @@ static double state_position_gap(const unsigned char *a, const unsigned char *b)
   return gap;
 }
 
+/* World a saved its state, b loaded it as saved and c loaded it with a part changed (`changed`
+ * names it): all three step `more` steps on; b ends as a, bitwise, and c elsewhere. */
+static void check_continuation(piola_test *t, piola_world *a, piola_world *b, piola_world *c,
+                               int more, const char *changed) {
+  CHECK_STATUS(t, steps(a, more), PIOLA_OK);
+  CHECK_STATUS(t, steps(b, more), PIOLA_OK);
+  CHECK_STATUS(t, steps(c, more), PIOLA_OK);
+  size_t na = 0, nb = 0, nc = 0;
+  unsigned char *sa = save(t, a, &na), *sb = save(t, b, &nb), *sc = save(t, c, &nc);
+  printf("  %d steps on: loaded %.3g m from the saved world, loaded without %s %.3g m\n", more,
+         sa != NULL && sb != NULL ? state_position_gap(sa, sb) : -1.0, changed,
+         sa != NULL && sc != NULL ? state_position_gap(sa, sc) : -1.0);
+  CHECK_MSG(t, sa != NULL && same_state(sa, na, sb, nb), "the loaded world ends in another state");
+  CHECK_MSG(t, sa != NULL && sc != NULL && !same_state(sa, na, sc, nc),
+            "without %s the loaded world ends in the same state", changed);
+  free(sa);
+  free(sb);
+  free(sc);
+}
+
 /* ---- Round trips -------------------------------------------------------------------------- */
 
 /* A world of the scene steps `warm` steps and saves its state; a fresh world of the scene loads
@@ -773,7 +793,7 @@ void test_state_multigrid_friction(piola_test *t) {
   REQUIRE_OK(t, incline_make(PIOLA_SCHEME_MULTIGRID, &log, &misuse, &c));
   REQUIRE_OK(t, incline_make(PIOLA_SCHEME_GAUSS_SEIDEL, &log, &misuse, &gs));
   CHECK_STATUS(t, steps(a, 60), PIOLA_OK);
-  size_t na = 0, nb = 0, nc = 0, ng = 0;
+  size_t na = 0, nb = 0, ng = 0;
   unsigned char *sa = save(t, a, &na);
   REQUIRE(t, sa != NULL);
   const int32_t nv = get_i32(sa + PIOLA_STATE_OFFSET_VERTICES);
@@ -815,19 +835,9 @@ void test_state_multigrid_friction(piola_test *t) {
   const int errors = log.count[PIOLA_LOG_ERROR];
   CHECK(t, errors == 1);
 
-  CHECK_STATUS(t, steps(a, 20), PIOLA_OK);
-  CHECK_STATUS(t, steps(b, 20), PIOLA_OK);
-  CHECK_STATUS(t, steps(c, 20), PIOLA_OK);
+  check_continuation(t, a, b, c, 20, "its anchors");
   free(sa);
   sa = save(t, a, &na);
-  sb = save(t, b, &nb);
-  unsigned char *sc = save(t, c, &nc);
-  printf("  20 steps on: loaded %.3g m from the saved world, loaded without anchors %.3g m\n",
-         sa != NULL && sb != NULL ? state_position_gap(sa, sb) : -1.0,
-         sa != NULL && sc != NULL ? state_position_gap(sa, sc) : -1.0);
-  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world ends in another state");
-  CHECK_MSG(t, sc != NULL && !same_state(sa, na, sc, nc),
-            "without its anchors the loaded world ends in the same state");
 
   /* Across schemes: Gauss-Seidel's state (no section) into the multigrid world, and back. */
   CHECK_STATUS(t, steps(gs, 5), PIOLA_OK);
@@ -842,8 +852,6 @@ void test_state_multigrid_friction(piola_test *t) {
   CHECK(t, log.count[PIOLA_LOG_ERROR] == errors);
   CHECK(t, misuse == 0);
   free(sa);
-  free(sb);
-  free(sc);
   free(sg);
   piola_world_destroy(a);
   piola_world_destroy(b);
@@ -890,7 +898,7 @@ void test_state_multigrid_contact_forces(piola_test *t) {
   REQUIRE_OK(t, stacked_boxes_make(&log, &misuse, &b));
   REQUIRE_OK(t, stacked_boxes_make(&log, &misuse, &c));
   CHECK_STATUS(t, steps(a, 160), PIOLA_OK);
-  size_t na = 0, nb = 0, nc = 0;
+  size_t na = 0, nb = 0;
   unsigned char *sa = save(t, a, &na);
   REQUIRE(t, sa != NULL);
   const int32_t nsv = get_i32(sa + PIOLA_STATE_OFFSET_SURFACE_VERTICES);
@@ -935,23 +943,9 @@ void test_state_multigrid_contact_forces(piola_test *t) {
   free(zeroed);
   CHECK(t, log.count[PIOLA_LOG_ERROR] == 2);
 
-  CHECK_STATUS(t, steps(a, 10), PIOLA_OK);
-  CHECK_STATUS(t, steps(b, 10), PIOLA_OK);
-  CHECK_STATUS(t, steps(c, 10), PIOLA_OK);
-  free(sa);
-  sa = save(t, a, &na);
-  sb = save(t, b, &nb);
-  unsigned char *sc = save(t, c, &nc);
-  printf("  10 steps on: loaded %.3g m from the saved world, loaded without the forces %.3g m\n",
-         sa != NULL && sb != NULL ? state_position_gap(sa, sb) : -1.0,
-         sa != NULL && sc != NULL ? state_position_gap(sa, sc) : -1.0);
-  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world ends in another state");
-  CHECK_MSG(t, sc != NULL && !same_state(sa, na, sc, nc),
-            "without the contact forces the loaded world ends in the same state");
+  check_continuation(t, a, b, c, 10, "the contact forces");
   CHECK(t, misuse == 0);
   free(sa);
-  free(sb);
-  free(sc);
   piola_world_destroy(a);
   piola_world_destroy(b);
   piola_world_destroy(c);
