@@ -731,6 +731,29 @@ void test_multigrid_plasticity(piola_test *t) {
             twist[1], twist[0]);
 }
 
+/* Two 0.3 m boxes of 4 x 4 x 4 cells (Neo-Hookean, E 1 MPa, material damping `damping` s) on
+ * the ground of w (friction 0.5), their corners at `lower` and `upper` (m): ids into ids, the
+ * vertices of each into *vertex_count. */
+static piola_status two_boxes(piola_world *w, const float lower[3], const float upper[3],
+                              float damping, piola_body_id ids[2], int32_t *vertex_count) {
+  piola_tet_mesh box = wt_box(4, 4, 4, 0.3f, 0.3f, 0.3f);
+  piola_material mat = piola_default_material();
+  mat.model = PIOLA_MODEL_NEOHOOKEAN;
+  mat.youngs_modulus = 1e6f;
+  mat.damping = damping;
+  const float up[3] = {0.0f, 1.0f, 0.0f};
+  piola_status s = piola_world_add_plane(w, up, 0.0f, 0.5f, NULL);
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &box, &mat, lower, &ids[0]);
+  }
+  if (s == PIOLA_OK) {
+    s = piola_world_add_tet_body(w, &box, &mat, upper, &ids[1]);
+  }
+  *vertex_count = box.vertex_count;
+  piola_mesh_free(&box);
+  return s;
+}
+
 /* Bodies in contact: a box dropped onto another stays on it, no vertex through the lower box's
  * top (the contacts in the Newton step, newton.c "Contacts", and projected after it as under
  * XPBD), with the material damping docs/contact.md gives stacks (5 ms). Undamped it stays within
@@ -741,20 +764,13 @@ void test_multigrid_box_on_box(piola_test *t) {
   def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;
   piola_world *w = NULL;
   REQUIRE_OK(t, piola_world_create(&def, &w));
-  piola_tet_mesh box = wt_box(4, 4, 4, 0.3f, 0.3f, 0.3f);
-  piola_material mat = piola_default_material();
-  mat.model = PIOLA_MODEL_NEOHOOKEAN;
-  mat.youngs_modulus = 1e6f;
-  mat.damping = 0.005f;
-  const float up[3] = {0.0f, 1.0f, 0.0f}, above[3] = {0.0f, 0.4f, 0.0f};
+  const float origin[3] = {0.0f, 0.0f, 0.0f}, above[3] = {0.0f, 0.4f, 0.0f};
   piola_body_id ids[2];
-  REQUIRE_OK(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL));
-  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, NULL, &ids[0]));
-  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, above, &ids[1]));
+  int32_t n = 0;
+  REQUIRE_OK(t, two_boxes(w, origin, above, 0.005f, ids, &n));
   for (int s = 0; s < 200; ++s) {
     REQUIRE_OK(t, piola_world_step(w));
   }
-  const int32_t n = box.vertex_count;
   float *x = malloc(sizeof *x * 3 * (size_t)n);
   REQUIRE(t, x != NULL);
   REQUIRE_OK(t, piola_body_get_positions(w, ids[1], x, n));
@@ -771,7 +787,6 @@ void test_multigrid_box_on_box(piola_test *t) {
   CHECK_MSG(t, lowest > 0.3 - 0.002 && lowest < 0.3 + 0.02, "lowest vertex at %.4f m", lowest);
   CHECK(t, fabs(mean - 0.15) < 0.005 && st.inverted_tets == 0);
   free(x);
-  piola_mesh_free(&box);
   piola_world_destroy(w);
 }
 
@@ -791,17 +806,10 @@ static void stack_overhang(piola_test *t, piola_backend backend) {
   def.contact_friction = 0.5f;
   piola_world *w = NULL;
   REQUIRE_OK(t, piola_world_create(&def, &w));
-  piola_tet_mesh box = wt_box(4, 4, 4, 0.3f, 0.3f, 0.3f);
-  piola_material mat = piola_default_material();
-  mat.model = PIOLA_MODEL_NEOHOOKEAN;
-  mat.youngs_modulus = 1e6f;
-  const float up[3] = {0.0f, 1.0f, 0.0f}, lower_at[3] = {-0.15f, 0.0f, -0.15f},
-              upper_at[3] = {-0.15f + 0.12f, 0.312f, -0.15f};
+  const float lower_at[3] = {-0.15f, 0.0f, -0.15f}, upper_at[3] = {-0.15f + 0.12f, 0.312f, -0.15f};
   piola_body_id ids[2];
-  REQUIRE_OK(t, piola_world_add_plane(w, up, 0.0f, 0.5f, NULL));
-  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, lower_at, &ids[0]));
-  REQUIRE_OK(t, piola_world_add_tet_body(w, &box, &mat, upper_at, &ids[1]));
-  const int32_t n = box.vertex_count;
+  int32_t n = 0;
+  REQUIRE_OK(t, two_boxes(w, lower_at, upper_at, 0.0f, ids, &n));
   float *x = malloc(sizeof *x * 3 * (size_t)n);
   REQUIRE(t, x != NULL);
   double start = 0.0, moved = 0.0, drift = 0.0, lowest = INFINITY, residual = 0.0;
@@ -836,7 +844,6 @@ static void stack_overhang(piola_test *t, piola_backend backend) {
   CHECK_MSG(t, lowest > 0.29, "the upper box fell off (lowest vertex at %.4f m)", lowest);
   CHECK_MSG(t, residual < 0.2, "relative residual %.3g", residual);
   free(x);
-  piola_mesh_free(&box);
   piola_world_destroy(w);
 }
 
