@@ -711,18 +711,18 @@ static void rows_chunk(void *ctx, int32_t chunk, int32_t begin, int32_t end) {
  * x_j^n) (c = 1, -b_a, -b_b, -b_c; T the projection off n), with the normal force lambda the
  * pair pressed with at the end of the last substep: its penalty's force and the CONTACT stage's
  * push of what the penalty let in (a hundredth of it). lambda is kept per slot of the contact
- * lists while the slot names the same triangle; a new contact takes it from its first Newton
- * step. n, b, o and lambda are held through the line search, so that it minimizes one function.
- * So the Newton step carries the bodies' loads and their friction through their contacts: a body
- * resting on another presses on it in the step's solve, instead of falling through it in the
- * step and being pushed back after it by the CONTACT stage, which left the elastic state out of
- * balance (relative residual 0.95 in a stack, against 0.02 now) and let a box resting 40% over
- * the edge of another tip off. The pairs' Hessian (k J^T J, J the 12-vector of c_j n, for every
- * pair: its model at the step's start, two-sided, so that where a pair is about to touch the step
- * sees it coming and the result does not hang on whether it touched at the start; and the
- * friction's c_i c_j blocks) couples two bodies' vertices, outside the matrix's pattern: the
- * conjugate gradients add it to their products (piola_multigrid.extra); the preconditioner leaves
- * it out. */
+ * lists and follows its contact when the narrow phase lists it in another slot of the vertex;
+ * a new contact takes it from its first Newton step. n, b, o and lambda are held through the line
+ * search, so that it minimizes one function. So the Newton step carries the bodies' loads and their
+ * friction through their contacts: a body resting on another presses on it in the step's solve,
+ * instead of falling through it in the step and being pushed back after it by the CONTACT stage,
+ * which left the elastic state out of balance (relative residual 0.95 in a stack, against 0.02 now)
+ * and let a box resting 40% over the edge of another tip off. The pairs' Hessian (k J^T J, J the
+ * 12-vector of c_j n, for every pair: its model at the step's start, two-sided, so that where a
+ * pair is about to touch the step sees it coming and the result does not hang on whether it touched
+ * at the start; and the friction's c_i c_j blocks) couples two bodies' vertices, outside the
+ * matrix's pattern: the conjugate gradients add it to their products (piola_multigrid.extra); the
+ * preconditioner leaves it out. */
 
 /* Pair m's vertex and corner weights c_j. */
 static void pair_weights(const double *f, double c[4]) {
@@ -790,12 +790,24 @@ static void gather_pairs(piola_world *w, double h, const int32_t *count, const i
   const int32_t surface = nw->pair_capacity / PIOLA_CONTACTS_PER_VERTEX;
   for (int32_t sv = 0; sv < c->vertex_count && sv < surface; ++sv) {
     const int32_t v = c->vertex[sv];
+    /* The vertex's slots as they were: a contact the new list holds in another slot keeps its
+     * normal force; a new contact (or none) has none known. */
+    const int32_t *was_entry = nw->pair_entry + PIOLA_CONTACTS_PER_VERTEX * (size_t)sv;
+    const double *was_lambda = nw->pair_lambda + PIOLA_CONTACTS_PER_VERTEX * (size_t)sv;
+    int32_t kept_entry[PIOLA_CONTACTS_PER_VERTEX];
+    double kept_lambda[PIOLA_CONTACTS_PER_VERTEX];
+    memcpy(kept_entry, was_entry, sizeof kept_entry);
+    memcpy(kept_lambda, was_lambda, sizeof kept_lambda);
     for (int32_t k = 0; k < PIOLA_CONTACTS_PER_VERTEX; ++k) {
       const int32_t slot = PIOLA_CONTACTS_PER_VERTEX * sv + k;
       const int32_t entry = k < count[sv] ? entries[slot] : -1;
-      if (nw->pair_entry[slot] != entry) { /* a new contact (or none): no normal force known */
-        nw->pair_entry[slot] = entry;
-        nw->pair_lambda[slot] = 0.0;
+      nw->pair_entry[slot] = entry;
+      nw->pair_lambda[slot] = 0.0;
+      for (int32_t j = 0; j < PIOLA_CONTACTS_PER_VERTEX && entry >= 0; ++j) {
+        if (kept_entry[j] == entry) {
+          nw->pair_lambda[slot] = kept_lambda[j];
+          break;
+        }
       }
       if (entry < 0) {
         continue;
