@@ -755,7 +755,7 @@ static piola_status two_boxes(piola_world *w, const float lower[3], const float 
 }
 
 /* Bodies in contact: a box dropped onto another stays on it, no vertex through the lower box's
- * top (the contacts in the Newton step, newton.c "Contacts", and projected after it as under
+ * top (the contacts in the Newton step, newton_contact.c, and projected after it as under
  * XPBD), with the material damping docs/contact.md gives stacks (5 ms). Undamped it stays within
  * 0.2 mm of the centre too (it landed 2 cm off in 1 s while the contacts acted only between the
  * Newton steps; bench/LOG.md, "Body contacts in the Newton step"). */
@@ -793,7 +793,7 @@ void test_multigrid_box_on_box(piola_test *t) {
 /* Issue 41's stack under the scheme: a 0.3 m box (4 x 4 x 4 cells, Neo-Hookean, E 1 MPa,
  * undamped) placed 1.2 cm above another with 40% of its width past the lower box's edge (its
  * centre of mass 3 cm inside it), friction 0.5, 2 substeps. The body contacts are in the Newton
- * step (newton.c, "Contacts"): the upper box rests, its centre drifting less than 5 mm along x from
+ * step (newton_contact.c): the upper box rests, its centre drifting less than 5 mm along x from
  * 0.5 s to 1.5 s (rocking by less than 1 cm: it is undamped), and the step converges with the
  * contacts (relative residual below 0.2 over the last 0.5 s). With the contacts projected only
  * between the Newton steps the box tipped off at 0.6 s (the 6 x 6 x 6 cells of piola_stack_drift),

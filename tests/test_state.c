@@ -861,7 +861,7 @@ void test_state_multigrid_friction(piola_test *t) {
 
 /* Two boxes (2 x 2 x 2 cells, 0.3 m), the upper resting on the lower, under the multigrid scheme,
  * whose body contacts' friction takes the normal force each contact pressed with in the last
- * substep (newton.c, "Contacts"; at rest they sum to the upper box's weight, and the contact
+ * substep (newton_contact.c; at rest they sum to the upper box's weight, and the contact
  * stage's push of what the penalty lets in, 1%): the state holds those forces (flag bit 2, the last
  * section), a world loading it steps as the saved one, bitwise, and one loading it with the forces
  * zeroed steps otherwise; an entry out of range or a negative force is refused, the world

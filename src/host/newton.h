@@ -32,7 +32,7 @@
  * to mu_s lambda; past it the anchor follows the vertex (newton.c, "Friction"). */
 #define PIOLA_NEWTON_STICK_SLIP 1e-5
 
-/* Per body contact in the solve (newton.c, "Contacts"), piola_solver_newton.pair_vertex holds
+/* Per body contact in the solve (newton_contact.c), piola_solver_newton.pair_vertex holds
  * PIOLA_NEWTON_PAIR_INTS: the vertex, its triangle's three corners (world vertex indices) and its
  * slot in the contact lists; pair_frame holds PIOLA_NEWTON_PAIR_REALS: the triangle's unit normal
  * n (3), the barycentric weights b (3) of the point under the vertex, then the reals named below.
@@ -99,7 +99,7 @@ typedef struct piola_solver_newton {
   /* Whether the next iteration sets the Hessian up again (the last line search shortened its
    * step). */
   bool refresh;
-  /* The body contacts in the solve at the current Newton step (newton.c, "Contacts"):
+  /* The body contacts in the solve at the current Newton step (newton_contact.c):
    * PIOLA_NEWTON_PAIR_INTS and PIOLA_NEWTON_PAIR_REALS per pair; per slot of the contact lists
    * (pair_capacity of them, as the pairs, sized with the contact lists) the list's entry
    * it was last seen with (-1: none) and the normal force its penalty pressed with at the end of
@@ -128,6 +128,28 @@ void piola_cpu_solve_global(piola_world *w, double h);
  * PIOLA_CONTACTS_PER_VERTEX entries; NULL: no body contacts). */
 void piola_newton_solve(piola_world *w, double h, const int32_t *contact_count,
                         const int32_t *contact_triangle);
+
+/* A supported vertex's friction (newton.c, "Friction"): f its lambda (N), mu_s and mu_k, slip
+ * the length of its slip from its anchor (m), eps the static slip (m). The force's magnitude F
+ * (N); into *energy the potential's value (J), into *rate dF/dslip where it is positive, else 0
+ * (N/m). */
+double piola_newton_friction_force(const double *f, double slip, double eps, double *energy,
+                                   double *rate);
+/* That friction's Hessian in the tangent plane (N/m), from its force and rate at `slip`: F / slip
+ * across the slip, dF/dslip (where positive) along it; at no slip both 2 lambda mu_s / eps. */
+void piola_newton_friction_stiffness(const double *f, double slip, double eps, double force,
+                                     double rate, double *across, double *along);
+
+/* The body contacts in the solve (newton_contact.c): the pairs of the current Newton step from the
+ * substep's contact lists (count, entries; NULL: none) at w->p; their part of G at x (J), their
+ * gradients added to `gradient` where it is not NULL; the conjugate gradients' product of their
+ * Hessian (piola_multigrid.extra, ctx the piola_solver_newton); after a Newton step that the line
+ * search took whole (alpha 1) or shortened, their normal forces kept for their friction. */
+void piola_newton_gather_pairs(piola_world *w, double h, const int32_t *count,
+                               const int32_t *entries);
+double piola_newton_pairs_energy(const piola_world *w, const double *x, double *gradient);
+void piola_newton_pairs_product(void *ctx, const double *x, double *out);
+void piola_newton_keep_pair_forces(piola_world *w, double alpha);
 
 /* Before a step of the multigrid scheme (either backend): the colliders' friction records sized
  * for the world's colliders and zeroed. Fails

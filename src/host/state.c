@@ -9,7 +9,7 @@
  * from); the colliders' poses and velocities (the pose at the start of the next step); the
  * attachments' targets; under the multigrid scheme, per vertex where its collider's friction
  * holds it (newton.c, "Friction": the anchor, its collider and the last normal force) and per slot
- * of the contact lists the normal force its contact pressed with (newton.c, "Contacts"); the step
+ * of the contact lists the normal force its contact pressed with (newton_contact.c); the step
  * count and the simulated time. Everything else a step reads is
  * made anew in it (the predicted positions, the multipliers, reset every substep, the supports,
  * the grid, the marks of turned tets, the mass split) or is the scene and its settings (the
@@ -52,7 +52,7 @@
  *     in the solver's order, 8 records of 16 bytes, one per slot of its contact list: i32 the
  *     entry (as in the contacts section) the slot last named in the step's solve (-1: none), u32
  *     0, f64 the normal force that contact pressed with at the end of the last substep (N; the
- *     lambda of its friction in the solve, newton.c, "Contacts"). A world of another scheme skips
+ *     lambda of its friction in the solve, newton_contact.c). A world of another scheme skips
  *     the section; a multigrid world loading a state without it starts with no contact force
  *     known.
  *
