@@ -26,6 +26,15 @@ typedef struct piola_bsr {
   double *val;
 } piola_bsr;
 
+/* One term of a coupling B outside the finest matrix's pattern (the body contacts of
+ * newton_contact.c): B += (w w^T) (x) K over the term's four finest nodes, K a symmetric positive
+ * semidefinite 3 x 3 (row-major); a weight of 0 leaves its node out. */
+typedef struct piola_mg_term {
+  int32_t node[4];
+  double weight[4];
+  double k[9];
+} piola_mg_term;
+
 /* One level: its matrix, its smoother, and the way down to the next (none on the coarsest). */
 typedef struct piola_mg_level {
   piola_bsr a;
@@ -36,25 +45,46 @@ typedef struct piola_mg_level {
   int32_t *coarse_block; /* per block of `a`, the next level's block it adds to, or -1 */
   int32_t *member_start, *members; /* per node of the next level, the nodes of its aggregate */
   double *x, *b, *r;               /* work vectors (n bs) */
+  /* The coupling's terms on this level (set up with the values, where there are terms): per term
+   * its four nodes here (-1: none; levels after the finest) and the prolongations from their
+   * unknowns to the finest motion (3 x bs each, row-major); per node the block the terms add to
+   * its l1 block (bs x bs). */
+  int32_t *term_node;
+  double *term_g, *term_diag;
 } piola_mg_level;
 
 typedef struct piola_multigrid {
   int32_t level_count;
   piola_mg_level level[PIOLA_MG_MAX_LEVELS];
-  /* The coarsest level's connected components (the bodies' last clusters), each solved by a
-   * dense Cholesky factor: component c is nodes component_nodes[component_start[c] ..], its
-   * factor (size m = nodes bs, m x m lower, row-major) at factor + factor_start[c]. */
+  /* The coarsest level's connected components (the bodies' last clusters): component c is nodes
+   * component_nodes[component_start[c] ..]; node_component, per node, its component. */
   int32_t component_count;
-  int32_t *component_start, *component_nodes;
+  int32_t *component_start, *component_nodes, *node_component;
+  /* The coarsest level's groups, each solved by one dense Cholesky factor: the components that
+   * the terms join (up to PIOLA_MG_GROUP_UNKNOWNS unknowns a group), or one each. Group g is
+   * components group_components[group_start[g] ..], its factor (m x m lower, row-major, m its
+   * nodes times bs, in the order of its components' nodes) at factor + factor_start[g];
+   * node_place, per node, its row of blocks in its group; component_group, per component, its
+   * group. Set up with the values. */
+  int32_t group_count;
+  int32_t *group_start, *group_components, *node_place, *component_group;
   int64_t *factor_start;
   double *factor, *dense_b;
+  int64_t factor_capacity; /* doubles */
+  int32_t dense_capacity;  /* doubles */
   /* PCG's vectors on the finest level (n 3 each) */
   double *cg_r, *cg_z, *cg_p, *cg_q;
-  /* A term the conjugate gradients add to the finest matrix's products (NULL: none), out += B x
-   * for a symmetric positive semidefinite B: couplings outside the matrix's pattern (the body
-   * contacts of newton.c). The V-cycle, the preconditioner, does not see it. */
-  void (*extra)(void *ctx, const double *x, double *out);
-  void *extra_ctx;
+  /* The coupling B the conjugate gradients add to the finest matrix's products: term_count terms
+   * (0: none), each written by term(term_ctx, k, ...) when it is needed, the caller's through
+   * setup and solve. Each level of the V-cycle sees its Galerkin product (in its residuals, its
+   * smoother's blocks and, on the coarsest level, in the factors of the groups of bodies it
+   * joins): a body resting on another is held by it on every level, as it is in the step. */
+  void (*term)(const void *ctx, int32_t k, piola_mg_term *out); /* writes term k */
+  const void *term_ctx;
+  int32_t term_count;
+  /* The terms the V-cycle sees (term_count at the last setup; 0 where the room for them could
+   * not be had, the V-cycle then being the one of A alone) and the room for them. */
+  int32_t coupled_terms, term_capacity;
   piola_pool *pool;
 } piola_multigrid;
 
@@ -69,10 +99,14 @@ void piola_multigrid_free(piola_multigrid *mg);
 /* The values of the hierarchy for the finest matrix now in level[0].a.val, whose nodes stand at
  * `positions` (m, 3 per node): the rigid motions of each cluster about its centroid span the
  * next level (unsmoothed aggregation with the rigid-body modes as the near null space: Vanek,
- * Mandel, Brezina 1996; coarse matrices by the Galerkin product P^T A P). */
+ * Mandel, Brezina 1996; coarse matrices by the Galerkin product P^T A P), and the coarsest
+ * level's groups and factors, with the Galerkin product of mg's terms' coupling there. */
 void piola_multigrid_setup(piola_multigrid *mg, const double *positions);
 
-/* Solves (A + B) x = b (B: mg->extra, if set) by conjugate gradients preconditioned by one
+/* out += B x for the coupling of mg's terms, term by term. */
+void piola_multigrid_terms_product(const piola_multigrid *mg, const double *x, double *out);
+
+/* Solves (A + B) x = b (B: mg's terms) by conjugate gradients preconditioned by one
  * V-cycle of A per iteration, x from
  * zero, in the subspace the filter leaves: per node kind[i] 0 (free), 1 (no motion along the
  * unit normal[3 i]) or 2 (fixed; its row and column of A must be the identity times a

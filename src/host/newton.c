@@ -949,7 +949,11 @@ void piola_newton_solve(piola_world *w, double h, const int32_t *contact_count,
     g0 += nw->element_energy[e];
   }
   g0 += pairs_g;
-  /* The Newton step: H dx = -g by multigrid-preconditioned conjugate gradients. */
+  /* The Newton step: H dx = -g by multigrid-preconditioned conjugate gradients, the pairs'
+   * Hessian the solve's coupling. */
+  nw->mg.term = piola_newton_pair_term;
+  nw->mg.term_ctx = nw;
+  nw->mg.term_count = nw->pair_count;
   if (fresh) {
     piola_multigrid_setup(&nw->mg, w->p);
   }
@@ -957,8 +961,6 @@ void piola_newton_solve(piola_world *w, double h, const int32_t *contact_count,
     nw->trial[i] = -nw->gradient[i];
   }
   double relative = 0.0;
-  nw->mg.extra = nw->pair_count > 0 ? piola_newton_pairs_product : NULL;
-  nw->mg.extra_ctx = nw;
   nw->cg_iterations +=
       piola_multigrid_solve(&nw->mg, nw->trial, nw->kind, nw->normal, PIOLA_MULTIGRID_CG_TOLERANCE,
                             PIOLA_MULTIGRID_CG_MAX, nw->dx, &relative);

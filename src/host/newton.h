@@ -142,13 +142,14 @@ void piola_newton_friction_stiffness(const double *f, double slip, double eps, d
 
 /* The body contacts in the solve (newton_contact.c): the pairs of the current Newton step from the
  * substep's contact lists (count, entries; NULL: none) at w->p; their part of G at x (J), their
- * gradients added to `gradient` where it is not NULL; the conjugate gradients' product of their
- * Hessian (piola_multigrid.extra, ctx the piola_solver_newton); after a Newton step that the line
- * search took whole (alpha 1) or shortened, their normal forces kept for their friction. */
+ * gradients added to `gradient` where it is not NULL; pair k's Hessian as a term of the conjugate
+ * gradients' coupling (piola_multigrid.term, ctx the piola_solver_newton); after a Newton step that
+ * the line search took whole (alpha 1) or shortened, their normal forces kept for their friction.
+ */
 void piola_newton_gather_pairs(piola_world *w, double h, const int32_t *count,
                                const int32_t *entries);
 double piola_newton_pairs_energy(const piola_world *w, const double *x, double *gradient);
-void piola_newton_pairs_product(void *ctx, const double *x, double *out);
+void piola_newton_pair_term(const void *ctx, int32_t k, piola_mg_term *out);
 void piola_newton_keep_pair_forces(piola_world *w, double alpha);
 
 /* Before a step of the multigrid scheme (either backend): the colliders' friction records sized

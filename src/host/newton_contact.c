@@ -25,8 +25,10 @@
  * 12-vector of c_j n, for every pair: its model at the step's start, two-sided, so that where a
  * pair is about to touch the step sees it coming and the result does not hang on whether it touched
  * at the start; and the friction's c_i c_j blocks) couples two bodies' vertices, outside the
- * matrix's pattern: the conjugate gradients add it to their products (piola_multigrid.extra); the
- * preconditioner leaves it out. */
+ * matrix's pattern: the conjugate gradients add it to their products, and each level of the
+ * multigrid preconditioner its Galerkin product (piola_multigrid.term; the coarsest level solves
+ * the bodies it joins together), so a stack's solve takes about as many iterations as one body's
+ * (two boxes stacked: 22 a step, where a preconditioner without the pairs took 240). */
 #include "world.h"
 
 #include "newton.h"
@@ -219,29 +221,31 @@ double piola_newton_pairs_energy(const piola_world *w, const double *x, double *
   return total;
 }
 
-/* The conjugate gradients' term of the pairs (piola_multigrid.extra): out += H x for the pairs'
- * Hessian H at the Newton step's start (every pair's penalty, and the friction of those
- * pressed). */
-void piola_newton_pairs_product(void *ctx, const double *x, double *out) {
+/* Pair k's term of the conjugate gradients' coupling (piola_multigrid.term, ctx the
+ * piola_solver_newton): its Hessian at the Newton step's start, (c c^T) (x) K over its vertex and
+ * corners, K = k n n^T for its penalty plus, where it pressed, its friction's across (I - n n^T)
+ * + (along - across) e e^T (e the slip's direction, in the tangent plane). */
+void piola_newton_pair_term(const void *ctx, int32_t k, piola_mg_term *out) {
   const piola_solver_newton *nw = ctx;
-  for (int32_t m = 0; m < nw->pair_count; ++m) {
-    const double *f = nw->pair_frame + PIOLA_NEWTON_PAIR_REALS * (size_t)m;
-    double r[3], y[3] = {0.0, 0.0, 0.0};
-    pair_motion(nw, m, x, NULL, r);
-    const double s = f[PIOLA_NEWTON_PAIR_STIFFNESS] * (r[0] * f[0] + r[1] * f[1] + r[2] * f[2]);
-    for (int a = 0; a < 3; ++a) {
-      y[a] += s * f[a];
+  const double *f = nw->pair_frame + PIOLA_NEWTON_PAIR_REALS * (size_t)k;
+  const int32_t *i = nw->pair_vertex + PIOLA_NEWTON_PAIR_INTS * (size_t)k;
+  double c[4];
+  pair_weights(f, c);
+  const double stiffness = f[PIOLA_NEWTON_PAIR_STIFFNESS];
+  const bool friction = f[PIOLA_NEWTON_PAIR_LAMBDA] > 0.0;
+  const double across = friction ? f[PIOLA_NEWTON_PAIR_ACROSS] : 0.0;
+  const double along = friction ? f[PIOLA_NEWTON_PAIR_ALONG] : 0.0;
+  const double *e = f + PIOLA_NEWTON_PAIR_SLIP;
+  for (int j = 0; j < 4; ++j) {
+    out->node[j] = i[j];
+    out->weight[j] = c[j];
+  }
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 3; ++b) {
+      const double nn = f[a] * f[b];
+      out->k[3 * a + b] =
+          stiffness * nn + across * ((a == b ? 1.0 : 0.0) - nn) + along * e[a] * e[b];
     }
-    if (f[PIOLA_NEWTON_PAIR_LAMBDA] > 0.0) {
-      double t[3];
-      (void)pair_tangent(f, r, t);
-      const double *e = f + PIOLA_NEWTON_PAIR_SLIP;
-      const double et = e[0] * t[0] + e[1] * t[1] + e[2] * t[2];
-      for (int a = 0; a < 3; ++a) {
-        y[a] += f[PIOLA_NEWTON_PAIR_ACROSS] * t[a] + f[PIOLA_NEWTON_PAIR_ALONG] * et * e[a];
-      }
-    }
-    pair_add(nw, m, y, out);
   }
 }
 
