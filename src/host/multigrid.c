@@ -36,9 +36,6 @@
 #define PIOLA_MG_SMOOTHING 2
 /* Coarsening stops once no connected component of a level has more nodes than this. */
 #define PIOLA_MG_COARSE_NODES 24
-/* The most unknowns of a coarsest group that the coupling's terms join (a dense factor of m^2
- * doubles, m^3 / 3 operations a setup): eight bodies' coarsest components at most. */
-#define PIOLA_MG_GROUP_UNKNOWNS (8 * 6 * PIOLA_MG_COARSE_NODES)
 /* Rows per chunk of a level's loops split among the threads at least. */
 #define PIOLA_MG_GRAIN 1024
 
@@ -448,6 +445,7 @@ piola_status piola_multigrid_build(int32_t n, const int32_t *start, const int32_
                                    piola_pool *pool, piola_multigrid *mg) {
   memset(mg, 0, sizeof *mg);
   mg->pool = pool;
+  mg->group_unknowns_max = PIOLA_MG_GROUP_UNKNOWNS;
   const size_t nb = (size_t)(n > 0 ? n : 1);
   int32_t *s0 = malloc(sizeof(int32_t) * (nb + 1)),
           *c0 = malloc(sizeof(int32_t) * (start[n] > 0 ? (size_t)start[n] : 1));
@@ -735,7 +733,7 @@ static int32_t group_unknowns(const piola_multigrid *mg, int32_t g) {
 }
 
 /* The coarsest level's groups: with `join`, the components that mg's terms couple, joined term by
- * term while a group stays within PIOLA_MG_GROUP_UNKNOWNS; else one per component. Sets
+ * term while a group stays within mg->group_unknowns_max; else one per component. Sets
  * component_group, group_start, group_components, node_place and factor_start; returns false
  * where the factors or the dense vector need more room than they have. */
 static bool coarsest_groups(piola_multigrid *mg, bool join, int64_t *factor_doubles,
@@ -765,7 +763,7 @@ static bool coarsest_groups(piola_multigrid *mg, bool join, int64_t *factor_doub
       }
       if (root < 0 || r == root) {
         root = r;
-      } else if (size[root] + size[r] <= PIOLA_MG_GROUP_UNKNOWNS) {
+      } else if (size[root] + size[r] <= mg->group_unknowns_max) {
         const int32_t lo = r < root ? r : root, hi = r < root ? root : r;
         parent[hi] = lo; /* the lowest component is the root: a fixed order */
         size[lo] += size[hi];

@@ -14,6 +14,10 @@
 
 #include <stdint.h>
 
+/* The most unknowns of a coarsest group that a coupling's terms join by default (a dense factor of
+ * m^2 doubles, m^3 / 3 operations a setup): eight bodies' coarsest levels of 24 clusters. */
+#define PIOLA_MG_GROUP_UNKNOWNS (8 * 6 * 24)
+
 /* Levels at most (the finest included). */
 #define PIOLA_MG_MAX_LEVELS 12
 
@@ -61,12 +65,13 @@ typedef struct piola_multigrid {
   int32_t component_count;
   int32_t *component_start, *component_nodes, *node_component;
   /* The coarsest level's groups, each solved by one dense Cholesky factor: the components that
-   * the terms join (up to PIOLA_MG_GROUP_UNKNOWNS unknowns a group), or one each. Group g is
+   * the terms join (up to group_unknowns_max unknowns a group, PIOLA_MG_GROUP_UNKNOWNS from the
+   * build), or one each. Group g is
    * components group_components[group_start[g] ..], its factor (m x m lower, row-major, m its
    * nodes times bs, in the order of its components' nodes) at factor + factor_start[g];
    * node_place, per node, its row of blocks in its group; component_group, per component, its
    * group. Set up with the values. */
-  int32_t group_count;
+  int32_t group_count, group_unknowns_max; /* the most unknowns the terms join into a group */
   int32_t *group_start, *group_components, *node_place, *component_group;
   int64_t *factor_start;
   double *factor, *dense_b;
