@@ -130,6 +130,15 @@ static bool same_state(const unsigned char *a, size_t na, const unsigned char *b
   return a != NULL && b != NULL && na == nb && memcmp(a, b, na) == 0;
 }
 
+/* Checks that w saves the na bytes of sa (msg: what it means where it does not). */
+static void check_saves(piola_test *t, piola_world *w, const unsigned char *sa, size_t na,
+                        const char *msg) {
+  size_t nb = 0;
+  unsigned char *sb = save(t, w, &nb);
+  CHECK_MSG(t, same_state(sa, na, sb, nb), "%s", msg);
+  free(sb);
+}
+
 static int32_t get_i32(const unsigned char *p) {
   return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                    (uint32_t)p[3] << 24);
@@ -266,9 +275,7 @@ static void roundtrip(piola_test *t, piola_backend backend, int32_t warm, int32_
   CHECK_STATUS(t, s, PIOLA_OK);
   if (s == PIOLA_OK) {
     CHECK_STATUS(t, piola_world_load_state(b.w, sa, na), PIOLA_OK);
-    unsigned char *sb = save(t, b.w, &nb);
-    CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world saves other bytes");
-    free(sb);
+    check_saves(t, b.w, sa, na, "the loaded world saves other bytes");
     /* The same state without its contact lists. */
     const state_sections l = sections_of(sa);
     unsigned char *cleared = malloc(na);
@@ -288,7 +295,7 @@ static void roundtrip(piola_test *t, piola_backend backend, int32_t warm, int32_
     CHECK_STATUS(t, steps(c.w, more), PIOLA_OK);
     free(sa);
     sa = save(t, a.w, &na);
-    sb = save(t, b.w, &nb);
+    unsigned char *sb = save(t, b.w, &nb);
     unsigned char *sc = save(t, c.w, &nc);
     const uint64_t ha = wt_state_hash(a.w, a.body, 2), hb = wt_state_hash(b.w, b.body, 2),
                    hc = wt_state_hash(c.w, c.body, 2);
@@ -793,7 +800,7 @@ void test_state_multigrid_friction(piola_test *t) {
   REQUIRE_OK(t, incline_make(PIOLA_SCHEME_MULTIGRID, &log, &misuse, &c));
   REQUIRE_OK(t, incline_make(PIOLA_SCHEME_GAUSS_SEIDEL, &log, &misuse, &gs));
   CHECK_STATUS(t, steps(a, 60), PIOLA_OK);
-  size_t na = 0, nb = 0, ng = 0;
+  size_t na = 0, ng = 0;
   unsigned char *sa = save(t, a, &na);
   REQUIRE(t, sa != NULL);
   const int32_t nv = get_i32(sa + PIOLA_STATE_OFFSET_VERTICES);
@@ -812,9 +819,7 @@ void test_state_multigrid_friction(piola_test *t) {
 
   /* Loaded as saved: the same bytes, the same steps. */
   CHECK_STATUS(t, piola_world_load_state(b, sa, na), PIOLA_OK);
-  unsigned char *sb = save(t, b, &nb);
-  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world saves other bytes");
-  free(sb);
+  check_saves(t, b, sa, na, "the loaded world saves other bytes");
   /* Loaded with the anchors let go. */
   unsigned char *loose = malloc(na);
   REQUIRE(t, loose != NULL);
@@ -828,9 +833,7 @@ void test_state_multigrid_friction(piola_test *t) {
   /* A collider the world lacks: refused, nothing changed. */
   put_i32(loose + friction, 1);
   CHECK_STATUS(t, piola_world_load_state(b, loose, na), PIOLA_ERROR_INVALID_ARGUMENT);
-  sb = save(t, b, &nb);
-  CHECK_MSG(t, same_state(sa, na, sb, nb), "a refused state changed the world");
-  free(sb);
+  check_saves(t, b, sa, na, "a refused state changed the world");
   free(loose);
   const int errors = log.count[PIOLA_LOG_ERROR];
   CHECK(t, errors == 1);
@@ -898,7 +901,7 @@ void test_state_multigrid_contact_forces(piola_test *t) {
   REQUIRE_OK(t, stacked_boxes_make(&log, &misuse, &b));
   REQUIRE_OK(t, stacked_boxes_make(&log, &misuse, &c));
   CHECK_STATUS(t, steps(a, 160), PIOLA_OK);
-  size_t na = 0, nb = 0;
+  size_t na = 0;
   unsigned char *sa = save(t, a, &na);
   REQUIRE(t, sa != NULL);
   const int32_t nsv = get_i32(sa + PIOLA_STATE_OFFSET_SURFACE_VERTICES);
@@ -920,9 +923,7 @@ void test_state_multigrid_contact_forces(piola_test *t) {
   CHECK_MSG(t, fabs(total / 265.0 - 1.0) < 0.05, "contact forces sum to %.1f N", total);
 
   CHECK_STATUS(t, piola_world_load_state(b, sa, na), PIOLA_OK);
-  unsigned char *sb = save(t, b, &nb);
-  CHECK_MSG(t, same_state(sa, na, sb, nb), "the loaded world saves other bytes");
-  free(sb);
+  check_saves(t, b, sa, na, "the loaded world saves other bytes");
   unsigned char *zeroed = malloc(na);
   REQUIRE(t, zeroed != NULL);
   memcpy(zeroed, sa, na);
@@ -937,9 +938,7 @@ void test_state_multigrid_contact_forces(piola_test *t) {
   put_i32(zeroed + forces, -1);
   put_f64(zeroed + forces + 8, -1.0);
   CHECK_STATUS(t, piola_world_load_state(b, zeroed, na), PIOLA_ERROR_INVALID_ARGUMENT);
-  sb = save(t, b, &nb);
-  CHECK_MSG(t, same_state(sa, na, sb, nb), "a refused state changed the world");
-  free(sb);
+  check_saves(t, b, sa, na, "a refused state changed the world");
   free(zeroed);
   CHECK(t, log.count[PIOLA_LOG_ERROR] == 2);
 
