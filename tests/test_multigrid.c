@@ -755,13 +755,13 @@ static piola_status two_boxes(piola_world *w, const float lower[3], const float 
 }
 
 /* Bodies in contact: a box dropped onto another stays on it, no vertex through the lower box's
- * top (the contacts in the Newton step, newton_contact.c, and projected after it as under
- * XPBD), with the material damping docs/contact.md gives stacks (5 ms). Undamped it stays within
- * 0.2 mm of the centre too (it landed 2 cm off in 1 s while the contacts acted only between the
- * Newton steps; bench/LOG.md, "Body contacts in the Newton step"). The preconditioner sees the
- * contacts (multigrid.c, piola_multigrid.term): at rest the stack's solve takes at most 1.5 times
- * the conjugate-gradient iterations of the same boxes side by side (measured 29 against 36; 89
- * against 36 where the V-cycle left the contacts out). */
+ * top (the contacts in the Newton step, newton_contact.c, and projected after the last one), with
+ * the material damping docs/contact.md gives stacks (5 ms). Undamped it stays within 0.2 mm of the
+ * centre too (it landed 2 cm off in 1 s while the contacts acted only between the Newton steps;
+ * bench/LOG.md, "Body contacts in the Newton step"). The preconditioner sees the contacts
+ * (multigrid.c, piola_multigrid.term): at rest the stack's solve takes at most 1.5 times the
+ * conjugate-gradient iterations of the same boxes side by side (measured 49 against 36; 89 against
+ * 36 where the V-cycle left the contacts out). */
 void test_multigrid_box_on_box(piola_test *t) {
   piola_world_def def = piola_test_world_def(NULL, NULL);
   def.iteration_scheme = PIOLA_SCHEME_MULTIGRID;

@@ -23,9 +23,9 @@
  * collider pushed in the substep's last COLLIDE stage keeps its place along the collider's
  * normal in the solve (the filter of a constrained particle, Baraff, Witkin 1998, "Large Steps
  * in Cloth Simulation", Sec. 5.3) and moves along its surface against the collider's friction;
- * body contacts are penalties of the solve with their friction (newton_contact.c); colliders
- * and body contacts then project as in the XPBD step, after each iteration (world.c), the
- * colliders without friction.
+ * body contacts are penalties of the solve with their friction (newton_contact.c); the
+ * colliders then project as in the XPBD step after each iteration, without friction, and the
+ * body contacts after the last one (world.c).
  *
  * Friction: a supported vertex's friction with its collider (of any kind: under this scheme a
  * mesh or SDF collider gives its supports their normals too, piola_mesh_supports) is a potential of

@@ -7,25 +7,29 @@
  * the triangle's unit normal, b the barycentric weights of the point under the vertex), with k =
  * PIOLA_NEWTON_CONTACT_STIFFNESS m / h^2 for the pair's effective mass m = 1 / (w_v + sum_j b_j^2
  * w_j): the penalty lets a load in by a hundredth of what the load would move the pair's mass in
- * the substep, and the CONTACT stage after the step takes that out. Contacts beside a triangle
- * (its edges and corners, where the CONTACT stage's release rules decide) are left to that stage.
+ * the substep, and the CONTACT stage after the substep's last Newton step takes that out, with
+ * its own friction on what it pushes. The stage runs after the last step only: a projection
+ * between two steps would push every pressing pair out of its load, the next step would start
+ * that far from its balance, and the last one's residual would hold part of the load with no
+ * friction (a box sliding on a slope of another body went 12% past Coulomb's distance so).
+ * Contacts beside a triangle (its edges and corners, where the CONTACT stage's release rules
+ * decide) are left to that stage.
  * The pair's friction is IPC's lagged friction (Li et al. 2020, "Incremental Potential Contact",
  * Sec. 5): the potential of the supports' friction (newton.c, "Friction": the same smoothed
  * static part) over the pair's relative tangential motion in the substep, s = T sum_j c_j (x_j -
  * x_j^n) (c = 1, -b_a, -b_b, -b_c; T the projection off n), with the normal force lambda the
- * pair pressed with at the end of the last substep: its penalty's force and the CONTACT stage's
- * push of what the penalty let in (a hundredth of it). lambda is kept per slot of the contact
- * lists and follows its contact when the narrow phase lists it in another slot of the vertex;
- * a new contact takes it from its first Newton step. n, b, o and lambda are held through the line
- * search, so that it minimizes one function. So the Newton step carries the bodies' loads and their
- * friction through their contacts: a body resting on another presses on it in the step's solve,
- * instead of falling through it in the step and being pushed back after it by the CONTACT stage,
- * which left the elastic state out of balance (relative residual 0.95 in a stack, against 0.02 now)
- * and let a box resting 40% over the edge of another tip off. The pairs' Hessian (k J^T J, J the
- * 12-vector of c_j n, for every pair: its model at the step's start, two-sided, so that where a
- * pair is about to touch the step sees it coming and the result does not hang on whether it touched
- * at the start; and the friction's c_i c_j blocks) couples two bodies' vertices, outside the
- * matrix's pattern: the conjugate gradients add it to their products, and each level of the
+ * pair pressed with at the end of the last substep, its penalty's force. lambda is kept per slot of
+ * the contact lists and follows its contact when the narrow phase lists it in another slot of the
+ * vertex; a new contact takes it from its first Newton step. n, b, o and lambda are held through
+ * the line search, so that it minimizes one function. So the Newton step carries the bodies' loads
+ * and their friction through their contacts: a body resting on another presses on it in the step's
+ * solve, instead of falling through it in the step and being pushed back after it by the CONTACT
+ * stage, which left the elastic state out of balance (relative residual 0.95 in a stack, against
+ * 0.02 now) and let a box resting 40% over the edge of another tip off. The pairs' Hessian (k J^T
+ * J, J the 12-vector of c_j n, for every pair: its model at the step's start, two-sided, so that
+ * where a pair is about to touch the step sees it coming and the result does not hang on whether it
+ * touched at the start; and the friction's c_i c_j blocks) couples two bodies' vertices, outside
+ * the matrix's pattern: the conjugate gradients add it to their products, and each level of the
  * multigrid preconditioner its Galerkin product (piola_multigrid.term; the coarsest level solves
  * the bodies it joins together), so a stack's solve takes about as many iterations as one body's
  * (two boxes stacked: 22 a step, where a preconditioner without the pairs took 240). */
@@ -265,8 +269,6 @@ void piola_newton_keep_pair_forces(piola_world *w, double alpha) {
     }
     double r[3];
     const double gap = pair_gap(nw, m, w->p, r);
-    nw->pair_lambda[slot] = gap < 0.0 ? -f[PIOLA_NEWTON_PAIR_STIFFNESS] * gap *
-                                            (1.0 + 1.0 / PIOLA_NEWTON_CONTACT_STIFFNESS)
-                                      : 0.0;
+    nw->pair_lambda[slot] = gap < 0.0 ? -f[PIOLA_NEWTON_PAIR_STIFFNESS] * gap : 0.0;
   }
 }

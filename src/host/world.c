@@ -18,8 +18,9 @@
  * schedule runs with "solve vertices" (each vertex color in turn, one Newton step per vertex of
  * the color on its block of the incremental potential) in place of "solve tets", and without
  * the inverted-tet pass; under the multigrid scheme (PIOLA_SCHEME_MULTIGRID, newton.c) with
- * "solve global" (one Newton step on the whole incremental potential) in its place. Both hold
- * the attachments in their own solve.
+ * "solve global" (one Newton step on the whole incremental potential) in its place, and the
+ * contacts projected after the last iteration only (its contacts are penalties of the Newton
+ * steps, newton_contact.c). Both hold the attachments in their own solve.
  *
  * The inverted-tet pass: contacts are projected after the tets, so they have the last word in
  * every iteration, and where a contact presses on a flat tet whose four corners lie on the
@@ -311,7 +312,11 @@ piola_status piola_world_step(piola_world *w) {
         w->iteration = it;
         s = per_body ? w->ops->substep_bodies(w, h, PIOLA_BODIES_ITERATION)
                      : run_stage(w, solve, h);
-        if (s == PIOLA_OK && contacts) {
+        /* The multigrid scheme projects the body contacts once, after its last Newton step:
+         * its contacts over a triangle are penalties of the solve, and a projection between
+         * two Newton steps would push them out of the load the next step must find again. */
+        const bool project = !multigrid || it == w->def.iterations - 1;
+        if (s == PIOLA_OK && contacts && project) {
           s = run_stage(w, PIOLA_STAGE_CONTACT, h);
         }
         if (s == PIOLA_OK && attachments && !minimizes) { /* VBD: in the vertices' blocks */
