@@ -29,7 +29,7 @@
 /* The index of that last normal force among them. */
 #define PIOLA_NEWTON_NORMAL_FORCE 3
 /* The slip (m) from its anchor over which a supported vertex's static friction grows from zero
- * to mu_s lambda; past it the anchor follows the vertex (newton.c, "Friction"). */
+ * to mu_s lambda; past it the anchor follows the vertex (newton_support.c). */
 #define PIOLA_NEWTON_STICK_SLIP 1e-5
 
 /* Per body contact in the solve (newton_contact.c), piola_solver_newton.pair_vertex holds
@@ -67,10 +67,10 @@ typedef struct piola_solver_newton {
   piola_multigrid mg;
   double *gradient, *dx, *trial, *normal; /* 3 per vertex */
   uint8_t *kind;                          /* per vertex: 0 free, 1 supported, 2 fixed */
-  /* Per vertex, PIOLA_NEWTON_FRICTION_REALS: a supported vertex's friction (newton.c,
-   * "Friction"); zero coefficients where it has none. */
+  /* Per vertex, PIOLA_NEWTON_FRICTION_REALS: a supported vertex's friction
+   * (newton_support.c); zero coefficients where it has none. */
   double *friction;
-  /* Per vertex, where its friction holds it (m, 3; newton.c, "Friction") and the collider it
+  /* Per vertex, where its friction holds it (m, 3; newton_support.c) and the collider it
    * holds it on (-1: none). They carry from one step to the next (the saved state holds them). */
   double *anchor;
   int32_t *anchor_collider;
@@ -129,7 +129,34 @@ void piola_cpu_solve_global(piola_world *w, double h);
 void piola_newton_solve(piola_world *w, double h, const int32_t *contact_count,
                         const int32_t *contact_triangle);
 
-/* A supported vertex's friction (newton.c, "Friction"): f its lambda (N), mu_s and mu_k, slip
+/* The supported vertices (newton_support.c). At each Newton step, before the rows: vertex i's
+ * friction with its supporting collider (its coefficients; lambda left to be set with its row)
+ * and its anchor, carried by the surface's motion under it over the substep (at the substep's
+ * first Newton step), or placed where the vertex started the substep, so carried, where it meets
+ * the collider (kind 1); zero friction for the other kinds. */
+void piola_newton_support_start(piola_world *w, int32_t i, double h);
+/* Vertex i's friction energy at x (J; 0 where it has none). */
+double piola_newton_support_energy(const piola_world *w, const double *x, int32_t i);
+/* Vertex i's friction into its row at w->p, gradient gi (N) and diagonal block d (N/m); lambda
+ * from the normal part of the gradient so far where it has none yet. */
+void piola_newton_support_row(piola_world *w, int32_t i, double gi[3], double d[9]);
+/* Vertex i's slip at x from its anchor (in the tangent plane of its support normal), into u;
+ * returns its length (m). */
+double piola_newton_support_slip(const piola_world *w, const double *x, int32_t i, double u[3]);
+/* After the linear solve: a sliding supported vertex's step (w->newton.dx) stops where its slip
+ * would turn back: past that its friction's model (no curvature along the slip) is far from the
+ * potential, which has its sharp minimum at rest (the static part), and the line search would
+ * shorten every vertex's step for it. */
+void piola_newton_support_limit(piola_world *w);
+/* After the line search (a step of alpha dx): each supported vertex's held motion and normal
+ * force. */
+void piola_newton_hold_supported(piola_world *w, double alpha, double inv_h2);
+/* After the substep's last Newton step: the supports' forces into the colliders' records, and
+ * the anchors following their vertices. */
+void piola_newton_record_supports(piola_world *w, double inv_h2);
+void piola_newton_follow_anchors(piola_world *w);
+
+/* A supported vertex's friction (newton_support.c): f its lambda (N), mu_s and mu_k, slip
  * the length of its slip from its anchor (m), eps the static slip (m). The force's magnitude F
  * (N); into *energy the potential's value (J), into *rate dF/dslip where it is positive, else 0
  * (N/m). */

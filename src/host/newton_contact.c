@@ -15,7 +15,7 @@
  * Contacts beside a triangle (its edges and corners, where the CONTACT stage's release rules
  * decide) are left to that stage.
  * The pair's friction is IPC's lagged friction (Li et al. 2020, "Incremental Potential Contact",
- * Sec. 5): the potential of the supports' friction (newton.c, "Friction": the same smoothed
+ * Sec. 5): the potential of the supports' friction (newton_support.c: the same smoothed
  * static part) over the pair's relative tangential motion in the substep, s = T sum_j c_j (x_j -
  * x_j^n) (c = 1, -b_a, -b_b, -b_c; T the projection off n), with the normal force lambda the
  * pair pressed with at the end of the last substep, its penalty's force. lambda is kept per slot of

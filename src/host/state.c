@@ -8,7 +8,7 @@
  * persists: it skips the start-side test, and a two-sided triangle keeps the side it was met
  * from); the colliders' poses and velocities (the pose at the start of the next step); the
  * attachments' targets; under the multigrid scheme, per vertex where its collider's friction
- * holds it (newton.c, "Friction": the anchor, its collider and the last normal force) and per slot
+ * holds it (newton_support.c: the anchor, its collider and the last normal force) and per slot
  * of the contact lists the normal force its contact pressed with (newton_contact.c); the step
  * count and the simulated time. Everything else a step reads is
  * made anew in it (the predicted positions, the multipliers, reset every substep, the supports,
