@@ -194,7 +194,7 @@ void piola_newton_support_limit(piola_world *w) {
  * depth, a light cloth vertex pulled onto a box's edge by its membrane reached that bound, and
  * the cloth draped over the boxes of the cloth scene stuck and slipped from step to step on
  * rounding); piola_newton_record_supports adds what their pushes leave of N. The force N itself is
- * kept as the vertex's normal force for its friction (newton_support.c). */
+ * kept as the vertex's normal force for its friction (the module comment). */
 void piola_newton_hold_supported(piola_world *w, double alpha, double inv_h2) {
   const piola_solver_newton *nw = &w->newton;
   const double *val = nw->mg.level[0].a.val;
